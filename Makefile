@@ -1,0 +1,140 @@
+# smcproxy: one Makefile, pkg-config for every library.
+# make | make deps | make check | make demo | make bench | make install
+
+PREFIX     ?= /usr/local
+SBINDIR    ?= $(PREFIX)/sbin
+BINDIR     ?= $(PREFIX)/bin
+MANDIR     ?= $(PREFIX)/share/man
+SYSCONFDIR ?= /etc
+UNITDIR    ?= /lib/systemd/system
+DESTDIR    ?=
+
+CC      ?= cc
+B       ?= build
+PKGS     = libuv jansson libsystemd libibverbs librdmacm
+VERSION := $(shell git describe --always --dirty 2>/dev/null || echo 0.1)
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
+
+OPT      ?= -O2
+CFLAGS  ?= $(OPT) -g
+CFLAGS  += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE \
+	   -fno-strict-aliasing -DSMCPROXY_VERSION='"$(VERSION)"' \
+	   -Iconfig -Iproxy -Idaemon $(PKG_CFLAGS)
+LDLIBS  += $(PKG_LIBS) -lpthread
+
+# Everything below daemon/ is a library: proxy/ and config/ never log.
+LIB_SRC    := $(wildcard config/*.c proxy/*.c)
+LIB_OBJ    := $(LIB_SRC:%.c=$(B)/%.o)
+CTLLIB_SRC := daemon/ctl_proto.c
+CTLLIB_OBJ := $(CTLLIB_SRC:%.c=$(B)/%.o)
+DAEMON_SRC := $(filter-out daemon/smcproxyctl.c $(CTLLIB_SRC),$(wildcard daemon/*.c))
+DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
+
+UNIT_SRC   := $(wildcard tests/unit/test_*.c)
+UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+TOOL_SRC   := $(wildcard tests/tools/*.c)
+TOOL_BIN   := $(TOOL_SRC:tests/tools/%.c=$(B)/tools/%)
+FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_REPLAY := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%-replay)
+
+all: $(B)/smcproxyd $(B)/smcproxyctl
+
+$(B)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(B)/libsmcproxy.a: $(LIB_OBJ) $(CTLLIB_OBJ)
+	$(AR) rcs $@ $^
+
+$(B)/smcproxyd: $(DAEMON_OBJ) $(B)/libsmcproxy.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/smcproxyctl: $(B)/daemon/smcproxyctl.o $(B)/libsmcproxy.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# Unit tests: one cmocka binary per module. A test may list the library
+# symbols it wraps in tests/unit/test_X.wrap (one symbol per line).
+$(B)/tests/%: tests/unit/%.c $(B)/libsmcproxy.a $(DAEMON_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< \
+	  $(patsubst %,-Wl$(comma)--wrap=%,$(shell cat tests/unit/$*.wrap 2>/dev/null)) \
+	  $(filter-out $(B)/daemon/main.o,$(DAEMON_OBJ)) $(B)/libsmcproxy.a $(LDLIBS) $(CMOCKA_LIBS)
+comma := ,
+
+$(B)/tools/%: tests/tools/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LDLIBS) -lm
+
+# Fuzz targets: replayed over their corpus by a plain driver in make check,
+# fuzzed for real with clang's libFuzzer by make fuzz.
+$(B)/fuzz/%-replay: tests/fuzz/%.c tests/fuzz/replay.c $(B)/libsmcproxy.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< tests/fuzz/replay.c $(B)/libsmcproxy.a $(LDLIBS)
+
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
+fuzz:
+	$(MAKE) B=build-fuzz CC=$(FUZZ_CC) OPT="-O1 -fsanitize=fuzzer-no-link,address,undefined" build-fuzz/libsmcproxy.a
+	@set -e; for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
+	  $(FUZZ_CC) $(CFLAGS) -O1 -fsanitize=fuzzer,address,undefined -o build-fuzz/$$n $$f build-fuzz/libsmcproxy.a $(LDLIBS); \
+	  mkdir -p build-fuzz/corpus-$$n; \
+	  build-fuzz/$$n -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus-$$n tests/fuzz/corpus/$$n; done
+
+tools: $(TOOL_BIN)
+units: $(UNIT_BIN)
+
+deps:
+	@contrib/install-deps
+
+check: deps
+	$(MAKE) all units tools $(FUZZ_REPLAY)
+	tests/run-units $(B)
+	tests/fuzz/run-replay $(B)
+	$(MAKE) check-asan
+	tests/integration/run $(B)
+
+# The same unit tests and fuzz corpora under AddressSanitizer and UBSan.
+check-asan:
+	$(MAKE) B=build-asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" all units $(FUZZ_SRC:tests/fuzz/%.c=build-asan/fuzz/%-replay)
+	ASAN_OPTIONS=detect_leaks=1 tests/run-units build-asan
+	ASAN_OPTIONS=detect_leaks=1 tests/fuzz/run-replay build-asan
+
+check-integration: all tools
+	tests/integration/run $(B)
+
+demo: all tools
+	@contrib/demo $(B)
+
+bench: all tools
+	tests/bench/run $(B)
+
+install: all
+	install -D -m 0755 $(B)/smcproxyd $(DESTDIR)$(SBINDIR)/smcproxyd
+	install -D -m 0755 $(B)/smcproxyctl $(DESTDIR)$(BINDIR)/smcproxyctl
+	install -D -m 0755 contrib/smcproxy-iptables $(DESTDIR)$(SBINDIR)/smcproxy-iptables
+	install -D -m 0644 systemd/smcproxyd.service $(DESTDIR)$(UNITDIR)/smcproxyd.service
+	sed -i 's|/usr/local/sbin|$(SBINDIR)|g' $(DESTDIR)$(UNITDIR)/smcproxyd.service
+	install -D -m 0644 man/smcproxyd.8 $(DESTDIR)$(MANDIR)/man8/smcproxyd.8
+	install -D -m 0644 man/smcproxyctl.8 $(DESTDIR)$(MANDIR)/man8/smcproxyctl.8
+	install -D -m 0644 man/smcproxyd.json.5 $(DESTDIR)$(MANDIR)/man5/smcproxyd.json.5
+	install -d $(DESTDIR)$(SYSCONFDIR)/smcproxy
+	[ -e $(DESTDIR)$(SYSCONFDIR)/smcproxy/smcproxyd.json ] || \
+	  install -m 0644 contrib/smcproxyd.json $(DESTDIR)$(SYSCONFDIR)/smcproxy/smcproxyd.json
+
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/smcproxyd $(DESTDIR)$(BINDIR)/smcproxyctl \
+	  $(DESTDIR)$(SBINDIR)/smcproxy-iptables $(DESTDIR)$(UNITDIR)/smcproxyd.service \
+	  $(DESTDIR)$(MANDIR)/man8/smcproxyd.8 $(DESTDIR)$(MANDIR)/man8/smcproxyctl.8 \
+	  $(DESTDIR)$(MANDIR)/man5/smcproxyd.json.5
+
+lint-man:
+	mandoc -Tlint -Wwarning man/*.[0-9]
+
+clean:
+	rm -rf build build-asan build-fuzz
+
+.PHONY: all deps check check-asan check-integration demo bench install uninstall clean fuzz tools units lint-man
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/* Types of the parsed, validated configuration. Types only: no prototypes. */
+#ifndef SMCPROXY_CFG_T_H
+#define SMCPROXY_CFG_T_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+enum cfg_transport {
+	CFG_TRANSPORT_AUTO,
+	CFG_TRANSPORT_RDMA,
+	CFG_TRANSPORT_SHM,
+	CFG_TRANSPORT_TCP,
+};
+
+/* A socket address as written in the config ("127.0.0.1:7001", "[::1]:7001"). */
+struct cfg_addr {
+	struct sockaddr_storage ss;
+	socklen_t len;
+};
+
+/* An address prefix ("10.0.0.0/24", "fd00::/64"); host bits are zero. */
+struct cfg_prefix {
+	int family;		/* AF_INET or AF_INET6 */
+	uint8_t addr[16];	/* network byte order; 4 bytes used for AF_INET */
+	uint8_t len;		/* prefix length in bits */
+};
+
+struct cfg_peer {
+	struct cfg_prefix prefix;
+	uint16_t control_port;
+};
+
+/*
+ * The whole configuration. It is immutable once cfg_load_*() returns it:
+ * a reload builds a new one and the daemon swaps the pointer.
+ * Durations are in milliseconds, sizes in bytes.
+ */
+struct cfg {
+	char *source;			/* file path, or "<default>" */
+
+	struct cfg_addr *listen;
+	size_t n_listen;
+	struct cfg_addr control;
+	bool has_control;		/* false when "control" is "" */
+	struct cfg_peer *peers;
+	size_t n_peers;
+	enum cfg_transport transport;
+	uint32_t mark;
+	unsigned workers;		/* 0: one per CPU */
+
+	struct {
+		unsigned per_peer;
+		unsigned max_flows_per_link;
+	} links;
+	struct {
+		uint64_t ring;
+		uint64_t pool;
+	} buffers;
+	struct {
+		bool enabled;
+		uint64_t max_bytes;
+	} autocork;
+	struct {
+		unsigned pool;		/* 0: one per CPU */
+		unsigned poll_budget;
+	} cq;
+	struct {
+		char *dir;
+	} shm;
+	struct {
+		char *socket;
+		mode_t mode;
+	} stats;
+	struct {
+		uint64_t connect_timeout_ms;
+		uint64_t negative_ttl_ms;
+	} fallback;
+	struct {
+		char *psk_file;		/* "" when peers are trusted by prefix */
+	} auth;
+	struct {
+		int level;		/* syslog priority: LOG_ERR .. LOG_DEBUG */
+	} log;
+
+	/* Keys beyond DESIGN.md section 3. */
+	struct {
+		uint64_t buffer;	/* per-direction high-water mark */
+		uint64_t keepalive_ms;	/* TCP keepalive idle time, 0: off */
+		uint64_t idle_timeout_ms; /* 0: no idle timeout */
+	} relay;
+	struct {
+		uint64_t drain_timeout_ms;
+	} shutdown;
+};
+
+/*
+ * Errors collected while loading: one line per error, each
+ * "file:line:column: key.path: message\n". text is NUL-terminated.
+ */
+struct cfg_errors {
+	char *text;
+	size_t len;
+	unsigned count;
+};
+
+/* What a reload changes. Keys that can be applied to a running daemon are
+ * listed in live, the others (which need a restart) in restart; both are
+ * comma-separated key paths, "" when none. */
+struct cfg_diff {
+	char live[512];
+	char restart[512];
+};
+
+#endif
