@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Codec of the stats/control socket protocol (see ctl_proto.h). Pure
+ * functions over buffers and jansson values: no logging, no I/O, so the
+ * daemon and smcproxyctl agree on every byte, and the unit tests can feed
+ * it anything.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl_proto.h"
+
+static const char *const ctl_cmd_names[CTL_CMD__MAX] = {
+	[CTL_CMD_STATS]  = "stats",
+	[CTL_CMD_FLOWS]  = "flows",
+	[CTL_CMD_RELOAD] = "reload",
+	[CTL_CMD_LINKS]  = "links",
+	[CTL_CMD_PEERS]  = "peers",
+};
+
+const char *ctl_cmd_name(enum ctl_cmd cmd)
+{
+	if ((unsigned)cmd >= CTL_CMD__MAX)
+		return NULL;
+	return ctl_cmd_names[cmd];
+}
+
+int ctl_cmd_from_name(const char *name)
+{
+	if (!name)
+		return -EINVAL;
+	for (int i = 0; i < CTL_CMD__MAX; i++)
+		if (strcmp(name, ctl_cmd_names[i]) == 0)
+			return i;
+	return -EINVAL;
+}
+
+/* Formats into err (when there is one) and returns rc, so that every
+ * rejection is a single statement. */
+__attribute__((format(printf, 4, 5)))
+static int ctl_fail(int rc, char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+/* A line's length without its trailing "\n" or "\r\n". */
+static size_t ctl_strip_eol(const char *line, size_t len)
+{
+	if (len && line[len - 1] == '\n')
+		len--;
+	if (len && line[len - 1] == '\r')
+		len--;
+	return len;
+}
+
+/* Serialises obj (reference stolen) as one compact line ending in "\n". */
+static char *ctl_line_from(json_t *obj, size_t *len)
+{
+	char *text, *line;
+	size_t n;
+
+	if (!obj)
+		return NULL;
+	text = json_dumps(obj, JSON_COMPACT);
+	json_decref(obj);
+	if (!text)
+		return NULL;
+	n = strlen(text);
+	line = realloc(text, n + 2);
+	if (!line) {
+		free(text);
+		return NULL;
+	}
+	line[n] = '\n';
+	line[n + 1] = '\0';
+	if (len)
+		*len = n + 1;
+	return line;
+}
+
+char *ctl_request_line(enum ctl_cmd cmd, size_t *len)
+{
+	const char *name = ctl_cmd_name(cmd);
+
+	if (!name)
+		return NULL;
+	return ctl_line_from(json_pack("{s:i, s:s}", "v", CTL_PROTO_VERSION,
+				       "cmd", name), len);
+}
+
+/*
+ * Decodes the JSON object of a line and checks its "v". Shared by both
+ * directions: what is malformed for a request is malformed for a reply.
+ * what is "request" or "reply", for the messages.
+ */
+static int ctl_decode(const char *line, size_t len, size_t max,
+		      const char *what, json_t **out, char *err, size_t errlen)
+{
+	json_error_t jerr;
+	json_t *obj, *v;
+
+	*out = NULL;
+	if (len > max)
+		return ctl_fail(-EMSGSIZE, err, errlen,
+				"malformed %s: line longer than %zu bytes",
+				what, (size_t)max);
+	len = ctl_strip_eol(line, len);
+	if (len == 0)
+		return ctl_fail(-EBADMSG, err, errlen,
+				"malformed %s: empty line", what);
+
+	/* A line is one object; jansson rejects trailing garbage itself, and
+	 * an embedded NUL stays an error because JSON_ALLOW_NUL is not set.
+	 * Duplicate keys are refused so that a request means one thing to
+	 * every reader ({"cmd":"stats","cmd":"reload"} is not a stats). */
+	obj = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!obj)
+		return ctl_fail(-EBADMSG, err, errlen,
+				"malformed %s: %s at column %d",
+				what, jerr.text, jerr.column);
+	if (!json_is_object(obj)) {
+		json_decref(obj);
+		return ctl_fail(-EBADMSG, err, errlen,
+				"malformed %s: not a JSON object", what);
+	}
+
+	v = json_object_get(obj, "v");
+	if (!v) {
+		json_decref(obj);
+		return ctl_fail(-EBADMSG, err, errlen,
+				"malformed %s: missing \"v\"", what);
+	}
+	if (!json_is_integer(v)) {
+		json_decref(obj);
+		return ctl_fail(-EBADMSG, err, errlen,
+				"malformed %s: \"v\" must be an integer", what);
+	}
+	if (json_integer_value(v) != CTL_PROTO_VERSION) {
+		json_int_t n = json_integer_value(v);
+
+		json_decref(obj);
+		return ctl_fail(-EPROTONOSUPPORT, err, errlen,
+				"unsupported protocol version %" JSON_INTEGER_FORMAT,
+				n);
+	}
+	*out = obj;
+	return 0;
+}
+
+int ctl_request_parse(const char *line, size_t len, char *err, size_t errlen)
+{
+	json_t *obj, *cmd;
+	const char *name;
+	int rc;
+
+	rc = ctl_decode(line, len, CTL_REQUEST_MAX, "request", &obj, err, errlen);
+	if (rc < 0)
+		return rc;
+
+	cmd = json_object_get(obj, "cmd");
+	if (!cmd)
+		rc = ctl_fail(-EBADMSG, err, errlen,
+			      "malformed request: missing \"cmd\"");
+	else if (!json_is_string(cmd))
+		rc = ctl_fail(-EBADMSG, err, errlen,
+			      "malformed request: \"cmd\" must be a string");
+	else {
+		name = json_string_value(cmd);
+		rc = ctl_cmd_from_name(name);
+		/* %.64s: the name comes from the client and is echoed back;
+		 * a long one is cut rather than filling the reply. */
+		if (rc < 0)
+			rc = ctl_fail(-EINVAL, err, errlen,
+				      "unknown command '%.64s'", name);
+	}
+	json_decref(obj);
+	return rc;
+}
+
+char *ctl_reply_ok_line(const char *key, json_t *body, size_t *len)
+{
+	json_t *obj;
+
+	if (!key || !body) {
+		json_decref(body);
+		return NULL;
+	}
+	/* "o" steals body, also when packing fails. */
+	obj = json_pack("{s:i, s:b, s:o}", "v", CTL_PROTO_VERSION, "ok", 1,
+			key, body);
+	return ctl_line_from(obj, len);
+}
+
+char *ctl_reply_error_line(const char *msg, size_t *len)
+{
+	return ctl_line_from(json_pack("{s:i, s:b, s:s}", "v", CTL_PROTO_VERSION,
+				       "ok", 0, "error", msg ? msg : ""), len);
+}
+
+int ctl_reply_parse(const char *line, size_t len, json_t **reply,
+		    char *err, size_t errlen)
+{
+	json_t *obj, *ok, *msg;
+	int rc;
+
+	*reply = NULL;
+	rc = ctl_decode(line, len, CTL_REPLY_MAX, "reply", &obj, err, errlen);
+	if (rc < 0)
+		return rc;
+
+	ok = json_object_get(obj, "ok");
+	msg = json_object_get(obj, "error");
+	if (!json_is_boolean(ok))
+		rc = ctl_fail(-EBADMSG, err, errlen,
+			      "malformed reply: \"ok\" missing or not a boolean");
+	else if (json_is_false(ok) && !json_is_string(msg))
+		rc = ctl_fail(-EBADMSG, err, errlen,
+			      "malformed reply: error reply without an \"error\" string");
+	if (rc < 0) {
+		json_decref(obj);
+		return rc;
+	}
+	*reply = obj;
+	return 0;
+}
+
+bool ctl_reply_ok(const json_t *reply)
+{
+	return json_is_true(json_object_get(reply, "ok"));
+}
+
+const char *ctl_reply_error(const json_t *reply)
+{
+	if (ctl_reply_ok(reply))
+		return NULL;
+	return json_string_value(json_object_get(reply, "error"));
+}
+
+json_t *ctl_reply_body(const json_t *reply, enum ctl_cmd cmd)
+{
+	const char *name = ctl_cmd_name(cmd);
+
+	if (!name || !ctl_reply_ok(reply))
+		return NULL;
+	return json_object_get(reply, name);
+}

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Codec of the stats/control socket protocol, version 1
+ * (doc-notes/ctl-protocol.md, smcproxyctl(8)). Shared by the server side in
+ * smcproxyd and by smcproxyctl. This module does not log and does no I/O:
+ * it turns lines into commands and JSON values, and back, and explains what
+ * it rejects in a caller-supplied error buffer.
+ *
+ * Framing: one JSON object per line. Lines passed in may carry their
+ * trailing "\n" (or "\r\n"); lines built here always end in exactly one
+ * "\n" and never contain another, because compact JSON escapes newlines
+ * inside strings.
+ */
+#ifndef SMCPROXY_CTL_PROTO_H
+#define SMCPROXY_CTL_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#define CTL_PROTO_VERSION	1
+
+/* Longest request line, newline included. A server that has buffered this
+ * many bytes without finding a newline should reply with
+ * ctl_reply_error_line(CTL_ERR_TOO_LONG) and close the connection. */
+#define CTL_REQUEST_MAX		(64 * 1024)
+
+/* Longest reply line smcproxyctl accepts. A flows reply lists at most 10000
+ * flows of a few hundred bytes each, far below this. */
+#define CTL_REPLY_MAX		(64 * 1024 * 1024)
+
+/* The daemon's reply to a client that fails the SO_PEERCRED check. */
+#define CTL_ERR_PERMISSION	"permission denied"
+#define CTL_ERR_TOO_LONG	"malformed request: line longer than 65536 bytes"
+
+/* Enough for every message ctl_request_parse() and ctl_reply_parse() write;
+ * longer messages are truncated, never overflowed. */
+#define CTL_ERRMSG_MAX		256
+
+enum ctl_cmd {
+	CTL_CMD_STATS,
+	CTL_CMD_FLOWS,
+	CTL_CMD_RELOAD,
+	CTL_CMD_LINKS,
+	CTL_CMD_PEERS,
+	CTL_CMD__MAX
+};
+
+/* "stats", "flows", ...; NULL for a value outside the enum. */
+const char *ctl_cmd_name(enum ctl_cmd cmd);
+
+/* The command named name (exact, case-sensitive), or -EINVAL. */
+int ctl_cmd_from_name(const char *name);
+
+/*
+ * Request line for cmd: {"v":1,"cmd":"stats"}\n. Returns a malloc'd,
+ * NUL-terminated string (free()), or NULL when out of memory or cmd is out
+ * of range. *len, when not NULL, receives the length without the NUL.
+ */
+char *ctl_request_line(enum ctl_cmd cmd, size_t *len);
+
+/*
+ * Parses one request line of len bytes (it need not be NUL-terminated).
+ * Returns the command (>= 0), or a negative errno with a message in
+ * err[errlen] meant to be sent back verbatim with ctl_reply_error_line():
+ *   -EMSGSIZE         line longer than CTL_REQUEST_MAX
+ *   -EBADMSG          not JSON, not an object, "v" or "cmd" missing or of
+ *                     the wrong type ("malformed request: ...")
+ *   -EPROTONOSUPPORT  "v" is an integer other than CTL_PROTO_VERSION
+ *                     ("unsupported protocol version N")
+ *   -EINVAL           "cmd" is not a known command ("unknown command 'x'")
+ * Members other than "v" and "cmd" are ignored, so that later minor
+ * additions (a filter, say) do not break older daemons.
+ */
+int ctl_request_parse(const char *line, size_t len, char *err, size_t errlen);
+
+/*
+ * Reply lines. ctl_reply_ok_line() builds {"v":1,"ok":true,"<key>":<body>}
+ * and steals the reference to body (also on failure), like
+ * json_object_set_new(). ctl_reply_error_line() builds
+ * {"v":1,"ok":false,"error":"<msg>"}; msg may contain newlines (reload
+ * errors do), which travel escaped. Both return a malloc'd string ending in
+ * "\n", or NULL when out of memory; *len as for ctl_request_line().
+ */
+char *ctl_reply_ok_line(const char *key, json_t *body, size_t *len);
+char *ctl_reply_error_line(const char *msg, size_t *len);
+
+/*
+ * Parses one reply line and checks the envelope: a JSON object with "v" equal
+ * to CTL_PROTO_VERSION, a boolean "ok", and a string "error" when ok is
+ * false. On success returns 0 and stores a new reference in *reply (caller
+ * json_decref()s it); read it with the helpers below. Returns -EMSGSIZE,
+ * -EBADMSG or -EPROTONOSUPPORT with a message in err, as for requests.
+ * An error reply from the daemon is a valid reply: this returns 0 for it.
+ */
+int ctl_reply_parse(const char *line, size_t len, json_t **reply,
+		    char *err, size_t errlen);
+
+/* For a reply accepted by ctl_reply_parse(): */
+bool ctl_reply_ok(const json_t *reply);
+/* The daemon's error text for ok=false, else NULL. Owned by reply. */
+const char *ctl_reply_error(const json_t *reply);
+/* The payload member named after the command ("stats", "flows", ...):
+ * borrowed reference, NULL when absent. */
+json_t *ctl_reply_body(const json_t *reply, enum ctl_cmd cmd);
+
+#endif
