@@ -28,7 +28,7 @@ LDLIBS  += $(PKG_LIBS) -lpthread
 # Everything below daemon/ is a library: proxy/ and config/ never log.
 LIB_SRC    := $(wildcard config/*.c proxy/*.c)
 LIB_OBJ    := $(LIB_SRC:%.c=$(B)/%.o)
-CTLLIB_SRC := daemon/ctl_proto.c
+CTLLIB_SRC := daemon/ctl_proto.c daemon/ctl_render.c
 CTLLIB_OBJ := $(CTLLIB_SRC:%.c=$(B)/%.o)
 DAEMON_SRC := $(filter-out daemon/smcproxyctl.c $(CTLLIB_SRC),$(wildcard daemon/*.c))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)

@@ -1,0 +1,872 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Renderers of smcproxyctl (see ctl_render.h). The shapes they read are
+ * those of doc-notes/ctl-protocol.md; anything they do not recognise is
+ * shown generically rather than dropped, so that a newer daemon's counters
+ * stay visible through an older smcproxyctl.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl_render.h"
+
+#define TBL_MAXCOL 16
+
+/*
+ * A text table: cells are copied in, widths are computed at print time,
+ * numeric columns are right-aligned. Out of memory is remembered in err and
+ * reported by tbl_print(), so that building a table needs no checks at
+ * every cell.
+ */
+struct tbl {
+	size_t ncol;
+	size_t nrow;
+	size_t cap;
+	char **cell;			/* nrow * ncol, NULL for an empty cell */
+	bool right[TBL_MAXCOL];
+	int err;
+};
+
+static void tbl_init(struct tbl *t, size_t ncol)
+{
+	memset(t, 0, sizeof(*t));
+	t->ncol = ncol < TBL_MAXCOL ? ncol : TBL_MAXCOL;
+}
+
+static void tbl_free(struct tbl *t)
+{
+	for (size_t i = 0; i < t->nrow * t->ncol; i++)
+		free(t->cell[i]);
+	free(t->cell);
+	t->cell = NULL;
+	t->nrow = t->cap = 0;
+}
+
+/* Starts a new row of empty cells. */
+static void tbl_row(struct tbl *t)
+{
+	char **cell;
+
+	if (t->err)
+		return;
+	if (t->nrow == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 16;
+
+		cell = realloc(t->cell, cap * t->ncol * sizeof(*cell));
+		if (!cell) {
+			t->err = -ENOMEM;
+			return;
+		}
+		t->cell = cell;
+		t->cap = cap;
+	}
+	memset(&t->cell[t->nrow * t->ncol], 0, t->ncol * sizeof(*t->cell));
+	t->nrow++;
+}
+
+/* Sets a cell of the last row. */
+__attribute__((format(printf, 3, 4)))
+static void tbl_set(struct tbl *t, size_t col, const char *fmt, ...)
+{
+	va_list ap;
+	char **cell;
+
+	if (t->err || t->nrow == 0 || col >= t->ncol)
+		return;
+	cell = &t->cell[(t->nrow - 1) * t->ncol + col];
+	free(*cell);
+	va_start(ap, fmt);
+	if (vasprintf(cell, fmt, ap) < 0) {
+		*cell = NULL;
+		t->err = -ENOMEM;
+	}
+	va_end(ap);
+}
+
+/* Columns are separated by two spaces; a left-aligned last column is not
+ * padded, so lines carry no trailing blanks. */
+static int tbl_print(FILE *out, const struct tbl *t, const char *indent)
+{
+	size_t width[TBL_MAXCOL] = { 0 };
+
+	if (t->err)
+		return t->err;
+	for (size_t r = 0; r < t->nrow; r++)
+		for (size_t c = 0; c < t->ncol; c++) {
+			const char *s = t->cell[r * t->ncol + c];
+			size_t n = s ? strlen(s) : 0;
+
+			if (n > width[c])
+				width[c] = n;
+		}
+	for (size_t r = 0; r < t->nrow; r++) {
+		size_t last = 0;
+
+		/* Trailing empty cells are not printed either. */
+		for (size_t c = 0; c < t->ncol; c++)
+			if (t->cell[r * t->ncol + c])
+				last = c;
+		fputs(indent, out);
+		for (size_t c = 0; c <= last; c++) {
+			const char *s = t->cell[r * t->ncol + c];
+			int w = (int)width[c];
+
+			if (!s)
+				s = "";
+			if (c)
+				fputs("  ", out);
+			if (t->right[c])
+				fprintf(out, "%*s", w, s);
+			else if (c == last)
+				fputs(s, out);
+			else
+				fprintf(out, "%-*s", w, s);
+		}
+		fputc('\n', out);
+	}
+	return 0;
+}
+
+char *ctl_fmt_count(char *buf, size_t buflen, int64_t n)
+{
+	char digits[32], tmp[48];
+	size_t nd, j = 0;
+	uint64_t u;
+
+	if (!buflen)
+		return buf;
+	u = n < 0 ? (uint64_t)0 - (uint64_t)n : (uint64_t)n;
+	nd = (size_t)snprintf(digits, sizeof(digits), "%" PRIu64, u);
+	if (n < 0)
+		tmp[j++] = '-';
+	for (size_t i = 0; i < nd; i++) {
+		if (i && (nd - i) % 3 == 0)
+			tmp[j++] = ',';
+		tmp[j++] = digits[i];
+	}
+	tmp[j] = '\0';
+	snprintf(buf, buflen, "%s", tmp);
+	return buf;
+}
+
+char *ctl_fmt_duration(char *buf, size_t buflen, int64_t ms)
+{
+	int64_t s, m, h, d;
+
+	if (ms < 0)
+		ms = 0;
+	s = ms / 1000;
+	m = s / 60;
+	h = m / 60;
+	d = h / 24;
+	if (ms < 1000)
+		snprintf(buf, buflen, "%" PRId64 "ms", ms);
+	else if (s < 60)
+		snprintf(buf, buflen, "%" PRId64 ".%" PRId64 "s", s, ms % 1000 / 100);
+	else if (m < 60)
+		snprintf(buf, buflen, "%" PRId64 "m %02" PRId64 "s", m, s % 60);
+	else if (h < 24)
+		snprintf(buf, buflen, "%" PRId64 "h %02" PRId64 "m %02" PRId64 "s",
+			 h, m % 60, s % 60);
+	else
+		snprintf(buf, buflen, "%" PRId64 "d %02" PRId64 "h %02" PRId64 "m",
+			 d, h % 24, m % 60);
+	return buf;
+}
+
+/* "12.1 KiB" for byte counts, "" below 1 KiB where the count says it all. */
+static const char *fmt_iec(char *buf, size_t buflen, int64_t n)
+{
+	static const char *const unit[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	double v = (double)n;
+	int u = -1;
+
+	buf[0] = '\0';
+	while (v >= 1024.0 && u < 5) {
+		v /= 1024.0;
+		u++;
+	}
+	if (u >= 0)
+		snprintf(buf, buflen, "(%.1f %s)", v, unit[u]);
+	return buf;
+}
+
+/* A JSON scalar as table text: integers grouped, strings bare, others
+ * compact JSON. Returns a pointer to buf or into the value. */
+static const char *fmt_value(char *buf, size_t buflen, const json_t *v)
+{
+	char *dump;
+
+	if (!v)
+		return "-";
+	if (json_is_integer(v))
+		return ctl_fmt_count(buf, buflen, json_integer_value(v));
+	if (json_is_string(v))
+		return json_string_value(v);
+	dump = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	snprintf(buf, buflen, "%s", dump ? dump : "?");
+	free(dump);
+	return buf;
+}
+
+static json_int_t int_member(const json_t *obj, const char *key)
+{
+	return json_integer_value(json_object_get(obj, key));
+}
+
+/* "connect_failures" -> "connect failures" */
+static void humanise(char *buf, size_t buflen, const char *key)
+{
+	snprintf(buf, buflen, "%s", key);
+	for (char *p = buf; *p; p++)
+		if (*p == '_')
+			*p = ' ';
+}
+
+__attribute__((format(printf, 4, 5)))
+static int bad_reply(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+/* ---- human tables --------------------------------------------------- */
+
+static bool stats_key_in_header(const char *key)
+{
+	static const char *const keys[] = {
+		"version", "pid", "uptime_ms", "workers", "reloads",
+		"flows", "fallback",
+	};
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (strcmp(key, keys[i]) == 0)
+			return true;
+	return false;
+}
+
+/* The flows-by-mode table. Modes are the union of the keys of "active" and
+ * "closed", in order of first appearance, so a new mode gets a column. */
+static int stats_flows_table(FILE *out, const json_t *flows)
+{
+	const json_t *active = json_object_get(flows, "active");
+	const json_t *closed = json_object_get(flows, "closed");
+	const char *mode[TBL_MAXCOL - 2];
+	const json_t *v;
+	const char *key;
+	size_t nmode = 0;
+	struct tbl t;
+	char buf[64];
+	int rc;
+
+	for (int pass = 0; pass < 2; pass++) {
+		json_object_foreach((json_t *)(pass ? closed : active), key, v) {
+			size_t i;
+
+			for (i = 0; i < nmode; i++)
+				if (strcmp(mode[i], key) == 0)
+					break;
+			if (i == nmode && nmode < TBL_MAXCOL - 2)
+				mode[nmode++] = key;
+		}
+	}
+
+	tbl_init(&t, nmode + 2);
+	for (size_t c = 1; c < t.ncol; c++)
+		t.right[c] = true;
+	tbl_row(&t);
+	tbl_set(&t, 0, "flows");
+	for (size_t i = 0; i < nmode; i++)
+		tbl_set(&t, i + 1, "%s", mode[i]);
+	tbl_set(&t, nmode + 1, "total");
+	for (int pass = 0; pass < 2; pass++) {
+		const json_t *row = pass ? closed : active;
+		json_int_t sum = 0;
+
+		if (!json_is_object(row))
+			continue;
+		tbl_row(&t);
+		tbl_set(&t, 0, "%s", pass ? "closed" : "active");
+		for (size_t i = 0; i < nmode; i++) {
+			json_int_t n = int_member(row, mode[i]);
+
+			sum += n;
+			tbl_set(&t, i + 1, "%s", ctl_fmt_count(buf, sizeof(buf), n));
+		}
+		tbl_set(&t, nmode + 1, "%s", ctl_fmt_count(buf, sizeof(buf), sum));
+	}
+	/* "accepted" and any other plain count of flows. */
+	json_object_foreach((json_t *)flows, key, v) {
+		if (!json_is_integer(v))
+			continue;
+		tbl_row(&t);
+		humanise(buf, sizeof(buf), key);
+		tbl_set(&t, 0, "%s", buf);
+		tbl_set(&t, nmode + 1, "%s",
+			ctl_fmt_count(buf, sizeof(buf), json_integer_value(v)));
+	}
+	rc = tbl_print(out, &t, "");
+	tbl_free(&t);
+	return rc;
+}
+
+static int render_stats_table(FILE *out, const json_t *st)
+{
+	const json_t *v, *sub;
+	const char *key, *subkey;
+	char buf[128], name[128], iec[32];
+	struct tbl t;
+	int rc;
+
+	/* Header: who answered and for how long it has run. */
+	fprintf(out, "smcproxyd %s", json_string_value(json_object_get(st, "version")) ?:
+		"(unknown version)");
+	if (json_is_integer(json_object_get(st, "pid")))
+		fprintf(out, ", pid %" JSON_INTEGER_FORMAT, int_member(st, "pid"));
+	if (json_is_integer(json_object_get(st, "uptime_ms")))
+		fprintf(out, ", up %s", ctl_fmt_duration(buf, sizeof(buf),
+							 int_member(st, "uptime_ms")));
+	if (json_is_integer(json_object_get(st, "workers")))
+		fprintf(out, ", %" JSON_INTEGER_FORMAT " worker%s",
+			int_member(st, "workers"),
+			int_member(st, "workers") == 1 ? "" : "s");
+	if (json_is_integer(json_object_get(st, "reloads")))
+		fprintf(out, ", %" JSON_INTEGER_FORMAT " reload%s",
+			int_member(st, "reloads"),
+			int_member(st, "reloads") == 1 ? "" : "s");
+	fputs("\n\n", out);
+
+	if (json_is_object(json_object_get(st, "flows"))) {
+		rc = stats_flows_table(out, json_object_get(st, "flows"));
+		if (rc < 0)
+			return rc;
+		fputc('\n', out);
+	}
+
+	v = json_object_get(st, "fallback");
+	if (json_is_object(v)) {
+		tbl_init(&t, 2);
+		t.right[1] = true;
+		tbl_row(&t);
+		tbl_set(&t, 0, "fallback reason");
+		tbl_set(&t, 1, "flows");
+		json_object_foreach((json_t *)v, key, sub) {
+			tbl_row(&t);
+			tbl_set(&t, 0, "%s", key);
+			tbl_set(&t, 1, "%s", fmt_value(buf, sizeof(buf), sub));
+		}
+		rc = tbl_print(out, &t, "");
+		tbl_free(&t);
+		if (rc < 0)
+			return rc;
+		fputc('\n', out);
+	}
+
+	/* Every other member, in the daemon's order: plain counters, and
+	 * objects of counters ("bytes": {"in", "out"}) one row per member. */
+	tbl_init(&t, 3);
+	t.right[1] = true;
+	tbl_row(&t);
+	tbl_set(&t, 0, "counter");
+	tbl_set(&t, 1, "value");
+	json_object_foreach((json_t *)st, key, v) {
+		if (stats_key_in_header(key))
+			continue;
+		if (!json_is_object(v)) {
+			tbl_row(&t);
+			humanise(name, sizeof(name), key);
+			tbl_set(&t, 0, "%s", name);
+			tbl_set(&t, 1, "%s", fmt_value(buf, sizeof(buf), v));
+			continue;
+		}
+		json_object_foreach((json_t *)v, subkey, sub) {
+			tbl_row(&t);
+			humanise(name, sizeof(name), key);
+			tbl_set(&t, 0, "%s %s", name, subkey);
+			tbl_set(&t, 1, "%s", fmt_value(buf, sizeof(buf), sub));
+			if (strcmp(key, "bytes") == 0 && json_is_integer(sub) &&
+			    *fmt_iec(iec, sizeof(iec), json_integer_value(sub)))
+				tbl_set(&t, 2, "%s", iec);
+		}
+	}
+	rc = tbl_print(out, &t, "");
+	tbl_free(&t);
+	return rc;
+}
+
+static int render_flows_table(FILE *out, const json_t *reply, const json_t *flows)
+{
+	/* ids are not digit-grouped: they are names, not quantities. */
+	enum col_kind { COL_ID, COL_TEXT, COL_COUNT, COL_AGE };
+	static const struct {
+		const char *key, *head;
+		enum col_kind kind;
+	} col[] = {
+		{ "id", "ID", COL_ID },
+		{ "worker", "WORKER", COL_ID },
+		{ "mode", "MODE", COL_TEXT },
+		{ "reason", "REASON", COL_TEXT },
+		{ "state", "STATE", COL_TEXT },
+		{ "client", "CLIENT", COL_TEXT },
+		{ "dest", "DEST", COL_TEXT },
+		{ "bytes_in", "IN", COL_COUNT },
+		{ "bytes_out", "OUT", COL_COUNT },
+		{ "age_ms", "AGE", COL_AGE },
+	};
+	const size_t ncol = sizeof(col) / sizeof(col[0]);
+	size_t i, n = json_array_size(flows);
+	const json_t *f;
+	struct tbl t;
+	char buf[128];
+	int rc;
+
+	if (n == 0) {
+		fputs("no active flows\n", out);
+		return 0;
+	}
+	tbl_init(&t, ncol);
+	tbl_row(&t);
+	for (size_t c = 0; c < ncol; c++) {
+		t.right[c] = col[c].kind != COL_TEXT;
+		tbl_set(&t, c, "%s", col[c].head);
+	}
+	json_array_foreach(flows, i, f) {
+		tbl_row(&t);
+		for (size_t c = 0; c < ncol; c++) {
+			const json_t *v = json_object_get(f, col[c].key);
+
+			if (json_is_integer(v) && col[c].kind == COL_AGE)
+				tbl_set(&t, c, "%s", ctl_fmt_duration(buf, sizeof(buf),
+							json_integer_value(v)));
+			else if (json_is_integer(v) && col[c].kind == COL_ID)
+				tbl_set(&t, c, "%" JSON_INTEGER_FORMAT,
+					json_integer_value(v));
+			else
+				tbl_set(&t, c, "%s", fmt_value(buf, sizeof(buf), v));
+		}
+	}
+	rc = tbl_print(out, &t, "");
+	tbl_free(&t);
+	if (rc < 0)
+		return rc;
+	fprintf(out, "\n%zu flow%s", n, n == 1 ? "" : "s");
+	if (json_is_true(json_object_get(reply, "truncated")))
+		fputs(" listed; more are active (the daemon lists at most 10000)", out);
+	fputc('\n', out);
+	return 0;
+}
+
+/*
+ * links and peers: a table whose columns are the union of the members of
+ * the entries, in order of first appearance. Their shape will settle with
+ * link groups; until then this shows whatever the daemon sends.
+ */
+static int render_list_table(FILE *out, const char *what, const json_t *list)
+{
+	const char *colkey[TBL_MAXCOL];
+	size_t ncol = 0, i;
+	const json_t *e, *v;
+	const char *key;
+	struct tbl t;
+	char buf[256];
+	int rc;
+
+	if (json_array_size(list) == 0) {
+		fprintf(out, "no %s\n", what);
+		return 0;
+	}
+	json_array_foreach(list, i, e) {
+		json_object_foreach((json_t *)e, key, v) {
+			size_t c;
+
+			for (c = 0; c < ncol; c++)
+				if (strcmp(colkey[c], key) == 0)
+					break;
+			if (c == ncol && ncol < TBL_MAXCOL)
+				colkey[ncol++] = key;
+		}
+	}
+	tbl_init(&t, ncol);
+	tbl_row(&t);
+	for (size_t c = 0; c < ncol; c++) {
+		char *p;
+
+		snprintf(buf, sizeof(buf), "%s", colkey[c]);
+		for (p = buf; *p; p++)
+			*p = (char)(*p == '_' ? ' ' : (*p >= 'a' && *p <= 'z') ? *p - 32 : *p);
+		tbl_set(&t, c, "%s", buf);
+	}
+	json_array_foreach(list, i, e) {
+		tbl_row(&t);
+		for (size_t c = 0; c < ncol; c++) {
+			v = json_object_get(e, colkey[c]);
+			if (json_is_number(v))
+				t.right[c] = true;
+			tbl_set(&t, c, "%s", fmt_value(buf, sizeof(buf), v));
+		}
+	}
+	rc = tbl_print(out, &t, "");
+	tbl_free(&t);
+	return rc;
+}
+
+static int render_reload_table(FILE *out, const json_t *r)
+{
+	const char *applied = json_string_value(json_object_get(r, "applied"));
+	const char *restart = json_string_value(json_object_get(r, "restart_needed"));
+	const char *source = json_string_value(json_object_get(r, "source"));
+	const json_t *v;
+	const char *key;
+	char buf[256];
+
+	fprintf(out, "reloaded %s\n", source ?: "the configuration");
+	fprintf(out, "applied:        %s\n", applied && *applied ? applied : "(no change)");
+	fprintf(out, "restart needed: %s\n", restart && *restart ? restart : "(none)");
+	json_object_foreach((json_t *)r, key, v) {
+		if (strcmp(key, "applied") && strcmp(key, "restart_needed") &&
+		    strcmp(key, "source"))
+			fprintf(out, "%s: %s\n", key, fmt_value(buf, sizeof(buf), v));
+	}
+	if (restart && *restart)
+		fputs("(restart smcproxyd to apply the settings listed as needing it)\n", out);
+	return 0;
+}
+
+/* ---- Prometheus text exposition format 0.0.4 -------------------------- */
+
+/* Label values escape backslash, double quote and newline. */
+static void prom_label_value(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\')
+			fputs("\\\\", out);
+		else if (*s == '"')
+			fputs("\\\"", out);
+		else if (*s == '\n')
+			fputs("\\n", out);
+		else
+			fputc(*s, out);
+	}
+}
+
+/* Metric and label names: [a-zA-Z_:][a-zA-Z0-9_:]*; anything else
+ * becomes '_' (our keys are already snake_case). */
+static void prom_name(FILE *out, const char *s)
+{
+	for (const char *p = s; *p; p++) {
+		char c = *p;
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			  c == '_' || c == ':' || (p != s && c >= '0' && c <= '9');
+
+		fputc(ok ? c : '_', out);
+	}
+}
+
+static void prom_family(FILE *out, const char *name, const char *type,
+			const char *help)
+{
+	fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void prom_number(FILE *out, const json_t *v)
+{
+	if (json_is_integer(v))
+		fprintf(out, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+	else if (json_is_real(v))
+		fprintf(out, "%.17g", json_real_value(v));
+	else if (json_is_true(v))
+		fputs("1", out);
+	else
+		fputs("0", out);
+}
+
+/* One family whose samples are the numeric members of obj, labelled
+ * label="<member name>". */
+static void prom_labelled(FILE *out, const char *name, const char *type,
+			  const char *help, const char *label, const json_t *obj)
+{
+	const char *key;
+	const json_t *v;
+
+	if (!json_is_object(obj))
+		return;
+	prom_family(out, name, type, help);
+	json_object_foreach((json_t *)obj, key, v) {
+		if (!json_is_number(v))
+			continue;
+		fprintf(out, "%s{%s=\"", name, label);
+		prom_label_value(out, key);
+		fputs("\"} ", out);
+		prom_number(out, v);
+		fputc('\n', out);
+	}
+}
+
+static void prom_scalar(FILE *out, const char *name, const char *type,
+			const char *help, const json_t *v)
+{
+	prom_family(out, name, type, help);
+	fprintf(out, "%s ", name);
+	prom_number(out, v);
+	fputc('\n', out);
+}
+
+/* Fields of the stats reply with a known meaning. Members not listed here
+ * (and not handled specially below) come out untyped. */
+static const struct {
+	const char *key, *name, *type, *help;
+} prom_stats_scalars[] = {
+	{ "workers", "smcproxy_workers", "gauge",
+	  "Worker threads (event loops) of smcproxyd." },
+	{ "reloads", "smcproxy_reloads_total", "counter",
+	  "Configuration reloads applied since start." },
+	{ "connect_failures", "smcproxy_connect_failures_total", "counter",
+	  "Outbound connects that were refused or found no route." },
+	{ "connect_timeouts", "smcproxy_connect_timeouts_total", "counter",
+	  "Outbound connects abandoned after fallback.connect_timeout." },
+	{ "resets", "smcproxy_resets_total", "counter",
+	  "Flows ended by a reset on either leg." },
+	{ "accept_pauses", "smcproxy_accept_pauses_total", "counter",
+	  "Times accepting paused for lack of file descriptors or buffers." },
+	{ "loops_refused", "smcproxy_loops_refused_total", "counter",
+	  "Connections closed because they were not redirected or aimed at the daemon itself." },
+	{ "idle_timeouts", "smcproxy_idle_timeouts_total", "counter",
+	  "Flows closed by relay.idle_timeout." },
+};
+
+static int render_stats_prometheus(FILE *out, const json_t *st)
+{
+	const json_t *flows = json_object_get(st, "flows");
+	const json_t *v, *sub;
+	const char *key, *subkey;
+	size_t i;
+
+	v = json_object_get(st, "version");
+	if (json_is_string(v)) {
+		prom_family(out, "smcproxy_info", "gauge",
+			    "Version of the running smcproxyd; the value is always 1.");
+		fputs("smcproxy_info{version=\"", out);
+		prom_label_value(out, json_string_value(v));
+		fputs("\"} 1\n", out);
+	}
+	v = json_object_get(st, "uptime_ms");
+	if (json_is_integer(v)) {
+		prom_family(out, "smcproxy_uptime_seconds", "gauge",
+			    "Seconds since smcproxyd started.");
+		fprintf(out, "smcproxy_uptime_seconds %.3f\n",
+			(double)json_integer_value(v) / 1000.0);
+	}
+	if (json_is_object(flows)) {
+		v = json_object_get(flows, "accepted");
+		if (json_is_integer(v))
+			prom_scalar(out, "smcproxy_flows_accepted_total", "counter",
+				    "Redirected connections accepted.", v);
+		prom_labelled(out, "smcproxy_flows_active", "gauge",
+			      "Flows open now, by how they are carried (tcp, shm, rdma).",
+			      "mode", json_object_get(flows, "active"));
+		prom_labelled(out, "smcproxy_flows_closed_total", "counter",
+			      "Flows closed, by how they were carried (tcp, shm, rdma).",
+			      "mode", json_object_get(flows, "closed"));
+	}
+	prom_labelled(out, "smcproxy_fallbacks_total", "counter",
+		      "Flows that fell back to the TCP relay, by reason.",
+		      "reason", json_object_get(st, "fallback"));
+	prom_labelled(out, "smcproxy_bytes_total", "counter",
+		      "Bytes relayed: in = from clients toward servers, out = from servers back to clients.",
+		      "direction", json_object_get(st, "bytes"));
+	for (i = 0; i < sizeof(prom_stats_scalars) / sizeof(prom_stats_scalars[0]); i++) {
+		v = json_object_get(st, prom_stats_scalars[i].key);
+		if (json_is_number(v))
+			prom_scalar(out, prom_stats_scalars[i].name,
+				    prom_stats_scalars[i].type,
+				    prom_stats_scalars[i].help, v);
+	}
+
+	/* Whatever a newer daemon added: untyped, named after its key. pid is
+	 * left out on purpose: it is not a measurement. */
+	json_object_foreach((json_t *)st, key, v) {
+		bool known = stats_key_in_header(key) || !strcmp(key, "bytes") ||
+			     !strcmp(key, "pid");
+
+		for (i = 0; !known && i < sizeof(prom_stats_scalars) /
+						sizeof(prom_stats_scalars[0]); i++)
+			known = !strcmp(key, prom_stats_scalars[i].key);
+		if (known)
+			continue;
+		if (json_is_number(v)) {
+			fputs("# HELP smcproxy_", out);
+			prom_name(out, key);
+			fprintf(out, " smcproxyd stats field %s.\n# TYPE smcproxy_", key);
+			prom_name(out, key);
+			fputs(" untyped\nsmcproxy_", out);
+			prom_name(out, key);
+			fputc(' ', out);
+			prom_number(out, v);
+			fputc('\n', out);
+		} else if (json_is_object(v)) {
+			json_object_foreach((json_t *)v, subkey, sub) {
+				if (!json_is_number(sub))
+					continue;
+				fputs("# TYPE smcproxy_", out);
+				prom_name(out, key);
+				fputc('_', out);
+				prom_name(out, subkey);
+				fputs(" untyped\nsmcproxy_", out);
+				prom_name(out, key);
+				fputc('_', out);
+				prom_name(out, subkey);
+				fputc(' ', out);
+				prom_number(out, sub);
+				fputc('\n', out);
+			}
+		}
+	}
+	return 0;
+}
+
+/* flows in Prometheus form: counts by mode and state, never one series per
+ * flow (that would be unbounded cardinality). */
+static int render_flows_prometheus(FILE *out, const json_t *reply,
+				   const json_t *flows)
+{
+	json_t *count = json_object();
+	const json_t *f, *v;
+	const char *key;
+	size_t i;
+
+	if (!count)
+		return -ENOMEM;
+	json_array_foreach(flows, i, f) {
+		const char *mode = json_string_value(json_object_get(f, "mode"));
+		const char *state = json_string_value(json_object_get(f, "state"));
+		char *k;
+
+		/* mode and state hold no '\x1f'; it separates them in the key. */
+		if (asprintf(&k, "%s\x1f%s", mode ?: "unknown", state ?: "unknown") < 0) {
+			json_decref(count);
+			return -ENOMEM;
+		}
+		json_object_set_new(count, k, json_integer(
+			int_member(count, k) + 1));
+		free(k);
+	}
+	prom_family(out, "smcproxy_flows_listed", "gauge",
+		    "Flows in the daemon's flow list, by mode and state.");
+	json_object_foreach(count, key, v) {
+		const char *sep = strchr(key, '\x1f');
+		char *mode = strndup(key, (size_t)(sep - key));
+
+		fputs("smcproxy_flows_listed{mode=\"", out);
+		prom_label_value(out, mode ?: "");
+		fputs("\",state=\"", out);
+		prom_label_value(out, sep + 1);
+		fprintf(out, "\"} %" JSON_INTEGER_FORMAT "\n", json_integer_value(v));
+		free(mode);
+	}
+	json_decref(count);
+	prom_family(out, "smcproxy_flows_listed_truncated", "gauge",
+		    "1 when the daemon had more flows than it lists (10000).");
+	fprintf(out, "smcproxy_flows_listed_truncated %d\n",
+		json_is_true(json_object_get(reply, "truncated")) ? 1 : 0);
+	return 0;
+}
+
+/* ---- entry points ----------------------------------------------------- */
+
+bool ctl_render_supported(enum ctl_format fmt, enum ctl_cmd cmd)
+{
+	if ((unsigned)cmd >= CTL_CMD__MAX)
+		return false;
+	return !(fmt == CTL_FORMAT_PROMETHEUS && cmd == CTL_CMD_RELOAD);
+}
+
+int ctl_render(FILE *out, enum ctl_format fmt, enum ctl_cmd cmd,
+	       const json_t *reply, char *err, size_t errlen)
+{
+	const char *name = ctl_cmd_name(cmd);
+	const json_t *body;
+	int rc;
+
+	if (!ctl_render_supported(fmt, cmd))
+		return bad_reply(err, errlen, -ENOTSUP,
+				 "--prometheus does not apply to %s", name ?: "?");
+	if (fmt == CTL_FORMAT_JSON) {
+		if (json_dumpf(reply, out, JSON_INDENT(2)) < 0)
+			return bad_reply(err, errlen, -EIO, "cannot write JSON");
+		fputc('\n', out);
+		return 0;
+	}
+
+	body = ctl_reply_body(reply, cmd);
+	switch (cmd) {
+	case CTL_CMD_STATS:
+	case CTL_CMD_RELOAD:
+		if (!json_is_object(body))
+			return bad_reply(err, errlen, -EBADMSG,
+					 "malformed reply: no \"%s\" object", name);
+		break;
+	default:
+		if (!json_is_array(body))
+			return bad_reply(err, errlen, -EBADMSG,
+					 "malformed reply: no \"%s\" array", name);
+		break;
+	}
+
+	if (fmt == CTL_FORMAT_PROMETHEUS) {
+		switch (cmd) {
+		case CTL_CMD_STATS:
+			rc = render_stats_prometheus(out, body);
+			break;
+		case CTL_CMD_FLOWS:
+			rc = render_flows_prometheus(out, reply, body);
+			break;
+		case CTL_CMD_LINKS:
+			prom_family(out, "smcproxy_links", "gauge",
+				    "Links of all link groups.");
+			fprintf(out, "smcproxy_links %zu\n", json_array_size(body));
+			rc = 0;
+			break;
+		case CTL_CMD_PEERS:
+			prom_family(out, "smcproxy_peers", "gauge",
+				    "Peers the daemon knows (link groups and negative cache).");
+			fprintf(out, "smcproxy_peers %zu\n", json_array_size(body));
+			rc = 0;
+			break;
+		default:
+			rc = -ENOTSUP;
+			break;
+		}
+	} else {
+		switch (cmd) {
+		case CTL_CMD_STATS:
+			rc = render_stats_table(out, body);
+			break;
+		case CTL_CMD_FLOWS:
+			rc = render_flows_table(out, reply, body);
+			break;
+		case CTL_CMD_RELOAD:
+			rc = render_reload_table(out, body);
+			break;
+		case CTL_CMD_LINKS:
+		case CTL_CMD_PEERS:
+			rc = render_list_table(out, name, body);
+			break;
+		default:
+			rc = -ENOTSUP;
+			break;
+		}
+	}
+	if (rc < 0)
+		return bad_reply(err, errlen, rc, "rendering %s: %s", name,
+				 strerror(-rc));
+	return 0;
+}

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Renderers of smcproxyctl: turn a reply accepted by ctl_reply_parse() into
+ * human tables, pretty JSON, or the Prometheus text exposition format
+ * (version 0.0.4). They write to a FILE so that the unit tests can render
+ * into memory (open_memstream); they do not log.
+ *
+ * Fields the renderers do not know (a counter added by a newer daemon) are
+ * still shown: as extra table rows, and in Prometheus as untyped samples
+ * named smcproxy_<field>.
+ */
+#ifndef SMCPROXY_CTL_RENDER_H
+#define SMCPROXY_CTL_RENDER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "ctl_proto.h"
+
+enum ctl_format {
+	CTL_FORMAT_TABLE,
+	CTL_FORMAT_JSON,
+	CTL_FORMAT_PROMETHEUS,
+};
+
+/* Whether fmt can render the reply of cmd. Prometheus has no sensible
+ * form for reload; smcproxyctl checks this before it sends anything. */
+bool ctl_render_supported(enum ctl_format fmt, enum ctl_cmd cmd);
+
+/*
+ * Renders an ok reply of cmd in fmt. Returns 0, -ENOTSUP when
+ * ctl_render_supported() says no, or -EBADMSG when the reply lacks the
+ * payload of cmd or it has the wrong shape (err says what). Error replies
+ * are not rendered here: the caller prints ctl_reply_error() as it is.
+ * The JSON format prints the whole reply object, indented.
+ */
+int ctl_render(FILE *out, enum ctl_format fmt, enum ctl_cmd cmd,
+	       const json_t *reply, char *err, size_t errlen);
+
+/* Formatting helpers, exposed for the tests. They write at most buflen
+ * bytes, always NUL-terminated, and return buf. */
+/* 1234567 -> "1,234,567"; negative values keep their sign. */
+char *ctl_fmt_count(char *buf, size_t buflen, int64_t n);
+/* Milliseconds -> "250ms", "1.5s", "2m 05s", "1h 02m 03s", "3d 04h 05m". */
+char *ctl_fmt_duration(char *buf, size_t buflen, int64_t ms);
+
+#endif

@@ -1,0 +1,581 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the stats/control socket codec (daemon/ctl_proto.c) and of
+ * smcproxyctl's renderers (daemon/ctl_render.c): request and reply
+ * round-trips, every class of rejected request with the message the daemon
+ * sends back, and the shape of the table and Prometheus output.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ctl_proto.h"
+#include "ctl_render.h"
+
+/* Parses a NUL-terminated request; err receives the message. */
+static int parse_req(const char *line, char *err)
+{
+	return ctl_request_parse(line, strlen(line), err, CTL_ERRMSG_MAX);
+}
+
+static void test_cmd_names(void **state)
+{
+	(void)state;
+	for (int i = 0; i < CTL_CMD__MAX; i++)
+		assert_int_equal(ctl_cmd_from_name(ctl_cmd_name(i)), i);
+	assert_int_equal(ctl_cmd_from_name("STATS"), -EINVAL);
+	assert_int_equal(ctl_cmd_from_name(""), -EINVAL);
+	assert_int_equal(ctl_cmd_from_name(NULL), -EINVAL);
+	assert_null(ctl_cmd_name(CTL_CMD__MAX));
+	assert_null(ctl_cmd_name((enum ctl_cmd)-1));
+}
+
+static void test_request_round_trip(void **state)
+{
+	char err[CTL_ERRMSG_MAX];
+	size_t len;
+	char *line;
+
+	(void)state;
+	line = ctl_request_line(CTL_CMD_STATS, &len);
+	assert_non_null(line);
+	assert_string_equal(line, "{\"v\":1,\"cmd\":\"stats\"}\n");
+	assert_int_equal(len, strlen(line));
+	free(line);
+
+	for (int i = 0; i < CTL_CMD__MAX; i++) {
+		line = ctl_request_line(i, &len);
+		assert_non_null(line);
+		/* Exactly one newline, at the end. */
+		assert_ptr_equal(strchr(line, '\n'), line + len - 1);
+		assert_int_equal(ctl_request_parse(line, len, err, sizeof(err)), i);
+		/* Without its newline too. */
+		assert_int_equal(ctl_request_parse(line, len - 1, err, sizeof(err)), i);
+		free(line);
+	}
+	assert_null(ctl_request_line(CTL_CMD__MAX, NULL));
+}
+
+static void test_request_accepts(void **state)
+{
+	char err[CTL_ERRMSG_MAX];
+
+	(void)state;
+	assert_int_equal(parse_req("{\"v\":1,\"cmd\":\"flows\"}\r\n", err), CTL_CMD_FLOWS);
+	assert_int_equal(parse_req(" { \"cmd\" : \"reload\" , \"v\" : 1 } ", err),
+			 CTL_CMD_RELOAD);
+	/* Members beyond v and cmd are ignored (forward compatibility). */
+	assert_int_equal(parse_req("{\"v\":1,\"cmd\":\"peers\",\"filter\":{}}", err),
+			 CTL_CMD_PEERS);
+}
+
+static void test_request_malformed(void **state)
+{
+	static const char *const bad[] = {
+		"",
+		"\n",
+		"{",
+		"stats",
+		"{\"v\":1,\"cmd\":\"stats\"",
+		"{\"v\":1,\"cmd\":\"stats\"} {\"v\":1}",	/* two objects */
+		"{\"v\":1,\"cmd\":\"stats\"}x",
+		"[1]",
+		"42",
+		"\"stats\"",
+		"null",
+		"{\"cmd\":\"stats\"}",			/* no v */
+		"{\"v\":\"1\",\"cmd\":\"stats\"}",	/* v as a string */
+		"{\"v\":1.0,\"cmd\":\"stats\"}",	/* v as a real */
+		"{\"v\":1}",				/* no cmd */
+		"{\"v\":1,\"cmd\":1}",
+		"{\"v\":1,\"cmd\":null}",
+		"{\"v\":1,\"cmd\":\"stats\",\"cmd\":\"reload\"}", /* duplicate */
+		"{\"v\":1,\"cmd\":\"st\\u0000ats\"}",
+	};
+	char err[CTL_ERRMSG_MAX];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		assert_int_equal(parse_req(bad[i], err), -EBADMSG);
+		assert_true(strncmp(err, "malformed request: ", 19) == 0);
+	}
+	assert_int_equal(parse_req("{\"v\":1}", err), -EBADMSG);
+	assert_string_equal(err, "malformed request: missing \"cmd\"");
+	assert_int_equal(parse_req("{\"cmd\":\"stats\"}", err), -EBADMSG);
+	assert_string_equal(err, "malformed request: missing \"v\"");
+}
+
+static void test_request_embedded_nul(void **state)
+{
+	static const char line[] = "{\"v\":1,\"cmd\":\"stats\"}\0garbage\n";
+	char err[CTL_ERRMSG_MAX];
+
+	(void)state;
+	assert_int_equal(ctl_request_parse(line, sizeof(line) - 1, err, sizeof(err)),
+			 -EBADMSG);
+}
+
+static void test_request_version(void **state)
+{
+	char err[CTL_ERRMSG_MAX];
+
+	(void)state;
+	assert_int_equal(parse_req("{\"v\":2,\"cmd\":\"stats\"}", err),
+			 -EPROTONOSUPPORT);
+	assert_string_equal(err, "unsupported protocol version 2");
+	assert_int_equal(parse_req("{\"v\":0,\"cmd\":\"stats\"}", err),
+			 -EPROTONOSUPPORT);
+	assert_int_equal(parse_req("{\"v\":-1,\"cmd\":\"stats\"}", err),
+			 -EPROTONOSUPPORT);
+	assert_string_equal(err, "unsupported protocol version -1");
+	/* The version is judged before the command: a v2 command is not
+	 * "unknown", it belongs to another protocol. */
+	assert_int_equal(parse_req("{\"v\":2,\"cmd\":\"frobnicate\"}", err),
+			 -EPROTONOSUPPORT);
+}
+
+static void test_request_unknown_cmd(void **state)
+{
+	char err[CTL_ERRMSG_MAX], line[512], expect[128];
+
+	(void)state;
+	assert_int_equal(parse_req("{\"v\":1,\"cmd\":\"x\"}", err), -EINVAL);
+	assert_string_equal(err, "unknown command 'x'");
+	assert_int_equal(parse_req("{\"v\":1,\"cmd\":\"Stats\"}", err), -EINVAL);
+	assert_int_equal(parse_req("{\"v\":1,\"cmd\":\"\"}", err), -EINVAL);
+	assert_string_equal(err, "unknown command ''");
+
+	/* A long name is echoed cut to 64 characters. */
+	snprintf(line, sizeof(line), "{\"v\":1,\"cmd\":\"%0300d\"}", 7);
+	assert_int_equal(parse_req(line, err), -EINVAL);
+	snprintf(expect, sizeof(expect), "unknown command '%064d'", 0);
+	assert_string_equal(err, expect);
+}
+
+static void test_request_overlong(void **state)
+{
+	static const char body[] = "{\"v\":1,\"cmd\":\"stats\"}";
+	char err[CTL_ERRMSG_MAX];
+	char *line = malloc(CTL_REQUEST_MAX + 2);
+
+	(void)state;
+	assert_non_null(line);
+	/* Exactly CTL_REQUEST_MAX bytes, newline included: accepted. */
+	memset(line, ' ', CTL_REQUEST_MAX);
+	memcpy(line, body, sizeof(body) - 1);
+	line[CTL_REQUEST_MAX - 1] = '\n';
+	assert_int_equal(ctl_request_parse(line, CTL_REQUEST_MAX, err, sizeof(err)),
+			 CTL_CMD_STATS);
+	/* One more: refused before any parsing, with the daemon's message. */
+	line[CTL_REQUEST_MAX - 1] = ' ';
+	line[CTL_REQUEST_MAX] = '\n';
+	assert_int_equal(ctl_request_parse(line, CTL_REQUEST_MAX + 1, err, sizeof(err)),
+			 -EMSGSIZE);
+	assert_string_equal(err, CTL_ERR_TOO_LONG);
+	free(line);
+}
+
+static void test_request_small_err_buffer(void **state)
+{
+	char err[8];
+
+	(void)state;
+	memset(err, 'X', sizeof(err));
+	assert_int_equal(ctl_request_parse("{", 1, err, sizeof(err)), -EBADMSG);
+	assert_int_equal(strlen(err), sizeof(err) - 1);
+	assert_int_equal(ctl_request_parse("{", 1, NULL, 0), -EBADMSG);
+}
+
+static void test_reply_ok_round_trip(void **state)
+{
+	char err[CTL_ERRMSG_MAX], *line;
+	json_t *reply, *body;
+	size_t len;
+
+	(void)state;
+	line = ctl_reply_ok_line("stats", json_pack("{s:i}", "pid", 42), &len);
+	assert_non_null(line);
+	assert_string_equal(line, "{\"v\":1,\"ok\":true,\"stats\":{\"pid\":42}}\n");
+	assert_int_equal(ctl_reply_parse(line, len, &reply, err, sizeof(err)), 0);
+	assert_true(ctl_reply_ok(reply));
+	assert_null(ctl_reply_error(reply));
+	body = ctl_reply_body(reply, CTL_CMD_STATS);
+	assert_non_null(body);
+	assert_int_equal(json_integer_value(json_object_get(body, "pid")), 42);
+	assert_null(ctl_reply_body(reply, CTL_CMD_FLOWS));
+	json_decref(reply);
+	free(line);
+
+	assert_null(ctl_reply_ok_line("stats", NULL, NULL));
+	assert_null(ctl_reply_ok_line(NULL, json_object(), NULL));
+}
+
+static void test_reply_error_round_trip(void **state)
+{
+	static const char msg[] =
+		"/etc/smcproxy/smcproxyd.json:3:5: listen[0]: bad address\n"
+		"/etc/smcproxy/smcproxyd.json:9:1: frob: unknown key";
+	char err[CTL_ERRMSG_MAX], *line;
+	json_t *reply;
+	size_t len;
+
+	(void)state;
+	line = ctl_reply_error_line(msg, &len);
+	assert_non_null(line);
+	/* The embedded newline travels escaped: still one line. */
+	assert_ptr_equal(strchr(line, '\n'), line + len - 1);
+	assert_int_equal(ctl_reply_parse(line, len, &reply, err, sizeof(err)), 0);
+	assert_false(ctl_reply_ok(reply));
+	assert_string_equal(ctl_reply_error(reply), msg);
+	assert_null(ctl_reply_body(reply, CTL_CMD_RELOAD));
+	json_decref(reply);
+	free(line);
+
+	line = ctl_reply_error_line(CTL_ERR_PERMISSION, NULL);
+	assert_string_equal(line,
+		"{\"v\":1,\"ok\":false,\"error\":\"permission denied\"}\n");
+	free(line);
+}
+
+static void test_reply_rejects(void **state)
+{
+	static const struct {
+		const char *line;
+		int rc;
+	} bad[] = {
+		{ "hello\n", -EBADMSG },
+		{ "", -EBADMSG },
+		{ "[]\n", -EBADMSG },
+		{ "{\"ok\":true}\n", -EBADMSG },
+		{ "{\"v\":2,\"ok\":true}\n", -EPROTONOSUPPORT },
+		{ "{\"v\":1}\n", -EBADMSG },
+		{ "{\"v\":1,\"ok\":1}\n", -EBADMSG },
+		{ "{\"v\":1,\"ok\":\"true\"}\n", -EBADMSG },
+		{ "{\"v\":1,\"ok\":false}\n", -EBADMSG },
+		{ "{\"v\":1,\"ok\":false,\"error\":7}\n", -EBADMSG },
+	};
+	char err[CTL_ERRMSG_MAX];
+	json_t *reply;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		reply = (json_t *)1;
+		assert_int_equal(ctl_reply_parse(bad[i].line, strlen(bad[i].line),
+						 &reply, err, sizeof(err)), bad[i].rc);
+		assert_null(reply);
+		assert_true(strlen(err) > 0);
+	}
+}
+
+static void test_fmt(void **state)
+{
+	char buf[64];
+
+	(void)state;
+	assert_string_equal(ctl_fmt_count(buf, sizeof(buf), 0), "0");
+	assert_string_equal(ctl_fmt_count(buf, sizeof(buf), 999), "999");
+	assert_string_equal(ctl_fmt_count(buf, sizeof(buf), 1000), "1,000");
+	assert_string_equal(ctl_fmt_count(buf, sizeof(buf), 1234567), "1,234,567");
+	assert_string_equal(ctl_fmt_count(buf, sizeof(buf), -12345), "-12,345");
+	assert_string_equal(ctl_fmt_count(buf, sizeof(buf), INT64_MIN),
+			    "-9,223,372,036,854,775,808");
+	assert_string_equal(ctl_fmt_count(buf, 4, 1234567), "1,2");
+
+	assert_string_equal(ctl_fmt_duration(buf, sizeof(buf), 0), "0ms");
+	assert_string_equal(ctl_fmt_duration(buf, sizeof(buf), 250), "250ms");
+	assert_string_equal(ctl_fmt_duration(buf, sizeof(buf), 1500), "1.5s");
+	assert_string_equal(ctl_fmt_duration(buf, sizeof(buf), 125000), "2m 05s");
+	assert_string_equal(ctl_fmt_duration(buf, sizeof(buf), 3723000), "1h 02m 03s");
+	assert_string_equal(ctl_fmt_duration(buf, sizeof(buf), 273900000), "3d 04h 05m");
+}
+
+/* ---- renderers -------------------------------------------------------- */
+
+static const char stats_reply[] =
+	"{\"v\":1,\"ok\":true,\"stats\":{"
+	"\"version\":\"0.1-abc\",\"pid\":123,\"uptime_ms\":5000,\"workers\":1,"
+	"\"reloads\":0,"
+	"\"flows\":{\"accepted\":1234567,"
+	"\"active\":{\"tcp\":2,\"shm\":0,\"rdma\":0},"
+	"\"closed\":{\"tcp\":8,\"shm\":0,\"rdma\":0}},"
+	"\"fallback\":{\"no_peer\":10,\"transport_tcp\":0,\"no_link\":0},"
+	"\"bytes\":{\"in\":12345,\"out\":678},"
+	"\"connect_failures\":1,\"connect_timeouts\":0,\"resets\":1,"
+	"\"accept_pauses\":0,\"loops_refused\":0,\"idle_timeouts\":0,"
+	"\"brand_new\":5}}\n";
+
+static const char flows_reply[] =
+	"{\"v\":1,\"ok\":true,\"flows\":["
+	"{\"id\":7,\"worker\":0,\"mode\":\"tcp\",\"reason\":\"no_peer\","
+	"\"state\":\"established\",\"client\":\"10.9.0.1:40112\","
+	"\"dest\":\"10.9.0.2:6379\",\"bytes_in\":100,\"bytes_out\":200000,"
+	"\"age_ms\":1500}],\"truncated\":true}\n";
+
+/* Renders a reply line into a malloc'd string; returns ctl_render()'s rc. */
+static int render(const char *line, enum ctl_format fmt, enum ctl_cmd cmd,
+		  char **text)
+{
+	char err[CTL_ERRMSG_MAX];
+	json_t *reply;
+	size_t size;
+	FILE *f;
+	int rc;
+
+	assert_int_equal(ctl_reply_parse(line, strlen(line), &reply, err,
+					 sizeof(err)), 0);
+	f = open_memstream(text, &size);
+	assert_non_null(f);
+	rc = ctl_render(f, fmt, cmd, reply, err, sizeof(err));
+	fclose(f);
+	json_decref(reply);
+	return rc;
+}
+
+static bool has_line(const char *text, const char *line)
+{
+	size_t n = strlen(line);
+
+	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : p)
+		if (strncmp(p, line, n) == 0 && (p[n] == '\n' || p[n] == '\0'))
+			return true;
+	return false;
+}
+
+/*
+ * Checks the exposition format rules we promise: every sample's family has
+ * one # TYPE line before it, names start with smcproxy_, counters end in
+ * _total, and every line is a comment or "name[{labels}] value".
+ */
+static void check_exposition(const char *text)
+{
+	char *copy = strdup(text), *save = NULL;
+	char types[64][96];
+	int ntypes = 0;
+
+	assert_non_null(copy);
+	for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		char name[96], type[32];
+
+		if (sscanf(l, "# TYPE %95s %31s", name, type) == 2) {
+			for (int i = 0; i < ntypes; i++)
+				assert_string_not_equal(types[i], name);
+			assert_true(ntypes < 64);
+			snprintf(types[ntypes++], sizeof(types[0]), "%s", name);
+			assert_true(strncmp(name, "smcproxy_", 9) == 0);
+			if (strcmp(type, "counter") == 0)
+				assert_string_equal(name + strlen(name) - 6, "_total");
+			else
+				assert_true(strcmp(type, "gauge") == 0 ||
+					    strcmp(type, "untyped") == 0);
+			continue;
+		}
+		if (strncmp(l, "# HELP smcproxy_", 16) == 0)
+			continue;
+		assert_true(l[0] != '#');
+		/* A sample belongs to the last declared family. */
+		assert_true(ntypes > 0);
+		size_t n = strlen(types[ntypes - 1]);
+		assert_true(strncmp(l, types[ntypes - 1], n) == 0);
+		assert_true(l[n] == ' ' || l[n] == '{');
+		const char *value = strrchr(l, ' ');
+		char *end;
+		assert_non_null(value);
+		strtod(value + 1, &end);
+		assert_true(*end == '\0' && end != value + 1);
+	}
+	free(copy);
+}
+
+static void test_render_stats_prometheus(void **state)
+{
+	char *text;
+
+	(void)state;
+	assert_int_equal(render(stats_reply, CTL_FORMAT_PROMETHEUS, CTL_CMD_STATS,
+				&text), 0);
+	check_exposition(text);
+	assert_true(has_line(text, "smcproxy_info{version=\"0.1-abc\"} 1"));
+	assert_true(has_line(text, "smcproxy_uptime_seconds 5.000"));
+	assert_true(has_line(text, "smcproxy_flows_accepted_total 1234567"));
+	assert_true(has_line(text, "# TYPE smcproxy_flows_active gauge"));
+	assert_true(has_line(text, "smcproxy_flows_active{mode=\"tcp\"} 2"));
+	assert_true(has_line(text, "smcproxy_flows_closed_total{mode=\"tcp\"} 8"));
+	assert_true(has_line(text, "smcproxy_fallbacks_total{reason=\"no_peer\"} 10"));
+	assert_true(has_line(text, "smcproxy_bytes_total{direction=\"in\"} 12345"));
+	assert_true(has_line(text, "smcproxy_bytes_total{direction=\"out\"} 678"));
+	assert_true(has_line(text, "smcproxy_connect_failures_total 1"));
+	assert_true(has_line(text, "smcproxy_resets_total 1"));
+	assert_true(has_line(text, "smcproxy_accept_pauses_total 0"));
+	assert_true(has_line(text, "# TYPE smcproxy_brand_new untyped"));
+	assert_true(has_line(text, "smcproxy_brand_new 5"));
+	/* pid is not a measurement. */
+	assert_null(strstr(text, "pid"));
+	free(text);
+}
+
+static void test_render_prometheus_escapes(void **state)
+{
+	static const char reply[] =
+		"{\"v\":1,\"ok\":true,\"stats\":{\"version\":\"a\\\"b\\\\c\\nd\","
+		"\"fallback\":{\"we\\\"ird\":1}}}";
+	char *text;
+
+	(void)state;
+	assert_int_equal(render(reply, CTL_FORMAT_PROMETHEUS, CTL_CMD_STATS, &text), 0);
+	assert_true(has_line(text, "smcproxy_info{version=\"a\\\"b\\\\c\\nd\"} 1"));
+	assert_true(has_line(text, "smcproxy_fallbacks_total{reason=\"we\\\"ird\"} 1"));
+	free(text);
+}
+
+static void test_render_flows(void **state)
+{
+	char *text;
+
+	(void)state;
+	assert_int_equal(render(flows_reply, CTL_FORMAT_TABLE, CTL_CMD_FLOWS, &text), 0);
+	assert_non_null(strstr(text, "CLIENT"));
+	assert_non_null(strstr(text, "10.9.0.1:40112"));
+	assert_non_null(strstr(text, "200,000"));
+	assert_non_null(strstr(text, "1.5s"));
+	assert_non_null(strstr(text, "more are active"));
+	free(text);
+
+	assert_int_equal(render(flows_reply, CTL_FORMAT_PROMETHEUS, CTL_CMD_FLOWS,
+				&text), 0);
+	check_exposition(text);
+	assert_true(has_line(text,
+		"smcproxy_flows_listed{mode=\"tcp\",state=\"established\"} 1"));
+	assert_true(has_line(text, "smcproxy_flows_listed_truncated 1"));
+	free(text);
+
+	assert_int_equal(render("{\"v\":1,\"ok\":true,\"flows\":[]}",
+				CTL_FORMAT_TABLE, CTL_CMD_FLOWS, &text), 0);
+	assert_string_equal(text, "no active flows\n");
+	free(text);
+}
+
+static void test_render_stats_table(void **state)
+{
+	char *text;
+
+	(void)state;
+	assert_int_equal(render(stats_reply, CTL_FORMAT_TABLE, CTL_CMD_STATS, &text), 0);
+	assert_true(has_line(text, "smcproxyd 0.1-abc, pid 123, up 5.0s, 1 worker, "
+			     "0 reloads"));
+	assert_non_null(strstr(text, "1,234,567"));
+	assert_non_null(strstr(text, "no_peer"));
+	assert_non_null(strstr(text, "connect failures"));
+	assert_non_null(strstr(text, "bytes in"));
+	assert_non_null(strstr(text, "brand new"));
+	/* Aligned: the rows of the flows table end at the "total" column's
+	 * right edge, and no line ends in a blank. */
+	size_t edge = 0;
+	for (const char *p = text; *p; p = strchr(p, '\n') + 1) {
+		size_t n = strcspn(p, "\n");
+
+		assert_true(n == 0 || p[n - 1] != ' ');
+		if (strncmp(p, "active ", 7) && strncmp(p, "closed ", 7) &&
+		    strncmp(p, "accepted ", 9) && strncmp(p, "flows ", 6))
+			continue;
+		if (!edge)
+			edge = n;
+		assert_int_equal(n, edge);
+	}
+	assert_true(edge > 0);
+	free(text);
+}
+
+static void test_render_json_and_lists(void **state)
+{
+	char *text;
+
+	(void)state;
+	assert_int_equal(render("{\"v\":1,\"ok\":true,\"links\":[]}",
+				CTL_FORMAT_JSON, CTL_CMD_LINKS, &text), 0);
+	assert_string_equal(text, "{\n  \"v\": 1,\n  \"ok\": true,\n  \"links\": []\n}\n");
+	free(text);
+	assert_int_equal(render("{\"v\":1,\"ok\":true,\"links\":[]}",
+				CTL_FORMAT_TABLE, CTL_CMD_LINKS, &text), 0);
+	assert_string_equal(text, "no links\n");
+	free(text);
+	assert_int_equal(render("{\"v\":1,\"ok\":true,\"peers\":"
+				"[{\"addr\":\"10.0.0.2\",\"ttl_ms\":2000}]}",
+				CTL_FORMAT_TABLE, CTL_CMD_PEERS, &text), 0);
+	assert_non_null(strstr(text, "ADDR"));
+	assert_non_null(strstr(text, "TTL MS"));
+	assert_non_null(strstr(text, "2,000"));
+	free(text);
+	assert_int_equal(render("{\"v\":1,\"ok\":true,\"peers\":[{},{}]}",
+				CTL_FORMAT_PROMETHEUS, CTL_CMD_PEERS, &text), 0);
+	assert_true(has_line(text, "smcproxy_peers 2"));
+	free(text);
+}
+
+static void test_render_rejects(void **state)
+{
+	char *text;
+
+	(void)state;
+	assert_false(ctl_render_supported(CTL_FORMAT_PROMETHEUS, CTL_CMD_RELOAD));
+	assert_true(ctl_render_supported(CTL_FORMAT_JSON, CTL_CMD_RELOAD));
+	assert_int_equal(render("{\"v\":1,\"ok\":true,\"reload\":{}}",
+				CTL_FORMAT_PROMETHEUS, CTL_CMD_RELOAD, &text), -ENOTSUP);
+	free(text);
+	/* The payload must match the command. */
+	assert_int_equal(render("{\"v\":1,\"ok\":true,\"stats\":[]}",
+				CTL_FORMAT_TABLE, CTL_CMD_STATS, &text), -EBADMSG);
+	free(text);
+	assert_int_equal(render("{\"v\":1,\"ok\":true,\"stats\":{}}",
+				CTL_FORMAT_TABLE, CTL_CMD_FLOWS, &text), -EBADMSG);
+	free(text);
+}
+
+static void test_render_reload(void **state)
+{
+	char *text;
+
+	(void)state;
+	assert_int_equal(render("{\"v\":1,\"ok\":true,\"reload\":{\"source\":\"/x.json\","
+				"\"applied\":\"log.level\",\"restart_needed\":\"\"}}",
+				CTL_FORMAT_TABLE, CTL_CMD_RELOAD, &text), 0);
+	assert_true(has_line(text, "reloaded /x.json"));
+	assert_true(has_line(text, "applied:        log.level"));
+	assert_true(has_line(text, "restart needed: (none)"));
+	free(text);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cmd_names),
+		cmocka_unit_test(test_request_round_trip),
+		cmocka_unit_test(test_request_accepts),
+		cmocka_unit_test(test_request_malformed),
+		cmocka_unit_test(test_request_embedded_nul),
+		cmocka_unit_test(test_request_version),
+		cmocka_unit_test(test_request_unknown_cmd),
+		cmocka_unit_test(test_request_overlong),
+		cmocka_unit_test(test_request_small_err_buffer),
+		cmocka_unit_test(test_reply_ok_round_trip),
+		cmocka_unit_test(test_reply_error_round_trip),
+		cmocka_unit_test(test_reply_rejects),
+		cmocka_unit_test(test_fmt),
+		cmocka_unit_test(test_render_stats_prometheus),
+		cmocka_unit_test(test_render_prometheus_escapes),
+		cmocka_unit_test(test_render_flows),
+		cmocka_unit_test(test_render_stats_table),
+		cmocka_unit_test(test_render_json_and_lists),
+		cmocka_unit_test(test_render_rejects),
+		cmocka_unit_test(test_render_reload),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
