@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/* smcproxyd: command line, configuration, daemonizing. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cfg.h"
+#include "log.h"
+#include "smcd.h"
+
+/* Exit statuses (smcproxyd(8)). */
+#define EXIT_CONFIG	2	/* the configuration is invalid */
+#define EXIT_STARTUP	1	/* could not start: ports, permissions, ... */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: smcproxyd [-c FILE] [--foreground]\n"
+		"       smcproxyd [-c FILE] --check-config\n"
+		"       smcproxyd --print-default-config | --version | --help\n"
+		"\n"
+		"Transparent TCP-to-SMC proxy: carries connections that iptables\n"
+		"REDIRECT sends to it to their original destination.\n"
+		"\n"
+		"  -c, --config FILE        JSON configuration (default: the embedded one)\n"
+		"  -t, --check-config       validate the configuration and exit\n"
+		"  -p, --print-default-config  print the embedded configuration\n"
+		"  -f, --foreground         do not detach (use under systemd)\n"
+		"  -V, --version            print the version\n"
+		"  -h, --help               this text\n");
+}
+
+/* File descriptors are the first thing a busy relay runs out of (each TCP
+ * flow holds two sockets and two pipes): take all the kernel allows. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/* Without SO_MARK our outbound connections would be redirected to us
+ * again; find out now rather than on the first flow. */
+static int check_mark(uint32_t mark)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), err = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_MARK, &mark, sizeof(mark)) < 0)
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+/*
+ * Classic detach, with a pipe so that the parent exits only once the child
+ * is listening (0) or has failed (its status): "smcproxyd && client" works.
+ */
+static int daemonize(int *ready_fd)
+{
+	int p[2], status;
+	pid_t pid;
+	char c;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0) {
+		close(p[1]);
+		if (read(p[0], &c, 1) == 1)
+			_exit(0);
+		waitpid(pid, &status, 0);
+		_exit(WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_STARTUP);
+	}
+	close(p[0]);
+	if (setsid() < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0)
+		_exit(0);	/* the first parent reads the pipe, not this one */
+	if (chdir("/") < 0)
+		return -errno;
+	*ready_fd = p[1];
+	return 0;
+}
+
+static void detach_stdio(void)
+{
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	dup2(fd, STDIN_FILENO);
+	dup2(fd, STDOUT_FILENO);
+	dup2(fd, STDERR_FILENO);
+	if (fd > STDERR_FILENO)
+		close(fd);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "check-config", no_argument, NULL, 't' },
+		{ "print-default-config", no_argument, NULL, 'p' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	const char *path = NULL;
+	bool check = false, foreground = false;
+	struct cfg_errors errs = { 0 };
+	struct cfg *cfg;
+	struct smcd d;
+	int ready_fd = -1, opt, err;
+
+	while ((opt = getopt_long(argc, argv, "c:tpfVh", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			path = optarg;
+			break;
+		case 't':
+			check = true;
+			break;
+		case 'p':
+			fputs(cfg_default_json(), stdout);
+			return 0;
+		case 'f':
+			foreground = true;
+			break;
+		case 'V':
+			printf("smcproxyd %s\n", SMCPROXY_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return EXIT_CONFIG;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "smcproxyd: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return EXIT_CONFIG;
+	}
+
+	err = path ? cfg_load_file(path, &cfg, &errs) : cfg_load_default(&cfg, &errs);
+	if (err) {
+		fputs(errs.text ? errs.text : "", stderr);
+		if (!errs.text)
+			fprintf(stderr, "smcproxyd: configuration: %s\n", strerror(-err));
+		cfg_errors_free(&errs);
+		return EXIT_CONFIG;
+	}
+	if (check) {
+		printf("%s: configuration OK\n", cfg->source);
+		cfg_free(cfg);
+		return 0;
+	}
+
+	log_open(cfg->log.level);
+	raise_nofile();
+	err = check_mark(cfg->mark);
+	if (err) {
+		log_err("cannot set SO_MARK %u on outbound sockets: %s (needs CAP_NET_ADMIN); exiting",
+			cfg->mark, strerror(-err));
+		cfg_free(cfg);
+		return EXIT_STARTUP;
+	}
+	if (!foreground) {
+		err = daemonize(&ready_fd);
+		if (err) {
+			log_err("cannot detach: %s; exiting", strerror(-err));
+			return EXIT_STARTUP;
+		}
+	}
+	err = smcd_init(&d, cfg, path, ready_fd);
+	if (err)
+		return EXIT_STARTUP;
+	if (!foreground) {
+		log_use_syslog();
+		detach_stdio();
+	}
+	return smcd_run(&d);
+}

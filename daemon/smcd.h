@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* The daemon: owns the config, the event loop, the data plane and the
+ * control socket, and ties them to signals and systemd. */
+#ifndef SMCPROXY_SMCD_H
+#define SMCPROXY_SMCD_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "cfg.h"
+#include "ctl_server.h"
+#include "proxy.h"
+
+struct smcd {
+	uv_loop_t loop;
+	struct cfg *cfg;
+	char *cfg_path;			/* NULL: the embedded default */
+	struct proxy proxy;
+	struct ctl_server ctl;
+	uv_signal_t sig_term, sig_int, sig_hup;
+	uv_timer_t housekeeping;	/* watchdog and STATUS */
+	uv_timer_t drain_timer;
+	uint64_t watchdog_usec;
+	uint64_t start_ms;
+	uint64_t reloads;
+	bool stopping;
+	unsigned open_handles;
+	int ready_fd;			/* daemonized: tells the parent we are up */
+};
+
+/* Sets up everything; on failure logs why and returns -errno. */
+int smcd_init(struct smcd *d, struct cfg *cfg, const char *cfg_path, int ready_fd);
+/* Runs until shutdown finishes; returns the exit status. */
+int smcd_run(struct smcd *d);
+
+/*
+ * Reloads the config file. On success returns 0 and, when applied/restart
+ * are not NULL, malloc'd comma-separated key lists; on failure -errno with
+ * a malloc'd message (file:line:column lines) in *err.
+ */
+int smcd_reload(struct smcd *d, char **applied, char **restart, char **err);
+
+/* Control socket commands (ctl_cmds.c). */
+json_t *smcd_ctl_handle(struct ctl_server *s, enum ctl_cmd cmd, char **err);
+
+#endif

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "addr.h"
+#include "cfg-t.h"
+
+char *addr_format(const struct sockaddr *sa, char *buf, size_t len)
+{
+	char ip[INET6_ADDRSTRLEN];
+
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)sa;
+
+		inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+		snprintf(buf, len, "%s:%u", ip, ntohs(in->sin_port));
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)sa;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+		snprintf(buf, len, "[%s]:%u", ip, ntohs(in6->sin6_port));
+	} else {
+		snprintf(buf, len, "(family %d)", sa->sa_family);
+	}
+	return buf;
+}
+
+bool addr_equal(const struct sockaddr *a, const struct sockaddr *b)
+{
+	if (a->sa_family != b->sa_family)
+		return false;
+	if (a->sa_family == AF_INET) {
+		const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
+
+		return x->sin_port == y->sin_port &&
+		       x->sin_addr.s_addr == y->sin_addr.s_addr;
+	}
+	if (a->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
+
+		return x->sin6_port == y->sin6_port &&
+		       !memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr));
+	}
+	return false;
+}
+
+bool addr_is_any(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)(const void *)sa)->sin_addr.s_addr ==
+		       htonl(INADDR_ANY);
+	if (sa->sa_family == AF_INET6)
+		return IN6_IS_ADDR_UNSPECIFIED(
+			&((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr);
+	return false;
+}
+
+unsigned addr_port(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)(const void *)sa)->sin_port);
+	if (sa->sa_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)(const void *)sa)->sin6_port);
+	return 0;
+}
+
+socklen_t addr_len(const struct sockaddr *sa)
+{
+	return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+					 : sizeof(struct sockaddr_in);
+}
+
+bool addr_in_prefix(const struct sockaddr *sa, const struct cfg_prefix *pfx)
+{
+	const uint8_t *a;
+	unsigned full, rest;
+
+	if (sa->sa_family != pfx->family)
+		return false;
+	if (sa->sa_family == AF_INET)
+		a = (const uint8_t *)&((const struct sockaddr_in *)(const void *)sa)->sin_addr;
+	else
+		a = ((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr.s6_addr;
+	full = pfx->len / 8;
+	rest = pfx->len % 8;
+	if (memcmp(a, pfx->addr, full))
+		return false;
+	return !rest || ((a[full] ^ pfx->addr[full]) & (0xff00 >> rest) & 0xff) == 0;
+}

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/* Socket address helpers shared by the data plane and the daemon. */
+#ifndef SMCPROXY_ADDR_H
+#define SMCPROXY_ADDR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/socket.h>
+
+/* Longest "[ipv6%scope]:port" plus NUL. */
+#define ADDR_STRLEN 72
+
+/* Formats "1.2.3.4:80" or "[::1]:80" into buf; returns buf. */
+char *addr_format(const struct sockaddr *sa, char *buf, size_t len);
+/* Same family, address and port. */
+bool addr_equal(const struct sockaddr *a, const struct sockaddr *b);
+bool addr_is_any(const struct sockaddr *sa);
+unsigned addr_port(const struct sockaddr *sa);
+socklen_t addr_len(const struct sockaddr *sa);
+
+struct cfg_prefix;
+/* Whether sa's address lies in the prefix (families must match). */
+bool addr_in_prefix(const struct sockaddr *sa, const struct cfg_prefix *pfx);
+
+#endif

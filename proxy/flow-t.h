@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/* Types of a flow: one redirected application connection. Types only. */
+#ifndef SMCPROXY_FLOW_T_H
+#define SMCPROXY_FLOW_T_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "list.h"
+#include "relay-t.h"
+#include "stats-t.h"
+
+struct proxy;
+
+/* The kernel's struct smc_connection is the nearest SMC term; a flow also
+ * owns the application socket, which SMC's socket layer does. */
+struct flow {
+	struct list_head node;		/* in proxy->flows */
+	struct proxy *proxy;
+	uint64_t id;
+	enum flow_mode mode;
+	enum fallback_reason reason;
+	struct sockaddr_storage client;	/* the application's address */
+	struct sockaddr_storage dest;	/* its original destination */
+	uint64_t created_ms;
+	struct relay relay;		/* mode tcp */
+};
+
+#endif

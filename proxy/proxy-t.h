@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/* Types of the data plane of one event loop. Types only. */
+#ifndef SMCPROXY_PROXY_T_H
+#define SMCPROXY_PROXY_T_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "cfg-t.h"
+#include "list.h"
+#include "relay-t.h"
+#include "stats-t.h"
+
+struct proxy;
+struct flow;
+
+/* A redirect listener. We accept by hand (not uv_tcp) so that fd
+ * exhaustion pauses accepting instead of libuv's accept-and-drop. */
+struct listener {
+	struct proxy *proxy;
+	uv_poll_t poll;
+	int fd;
+	struct sockaddr_storage addr;	/* as bound */
+};
+
+/* Things the daemon may want to log; proxy/ itself never logs. */
+enum proxy_event {
+	PROXY_EV_ACCEPT_PAUSED,		/* err: accept4()'s error */
+	PROXY_EV_ACCEPT_RESUMED,
+	PROXY_EV_ACCEPT_ERROR,		/* err: an unexpected accept4() error */
+	PROXY_EV_LOOP_REFUSED,		/* flow: client set; err: -ENOENT not redirected, -ELOOP aimed at us */
+	PROXY_EV_FLOW_SETUP_FAILED,	/* flow: client and dest set; err */
+	PROXY_EV_FLOW_ENDED,		/* flow; err: relay's, if any */
+};
+
+struct proxy_ops {
+	void (*event)(struct proxy *p, enum proxy_event ev,
+		      const struct flow *f, int err);
+	/* The last flow ended (used by the shutdown drain). */
+	void (*idle)(struct proxy *p);
+};
+
+struct proxy {
+	uv_loop_t *loop;
+	const struct cfg *cfg;		/* current config: live keys only */
+	const struct proxy_ops *ops;
+	void *data;			/* the owner's */
+
+	/* Captured at init: these need a restart to change, so a reload
+	 * must not change them under running flows. */
+	struct relay_params relay_params;
+
+	struct listener *listeners;
+	size_t n_listeners;
+	bool accepting;
+	bool paused;			/* fd exhaustion back-off running */
+	uint64_t pause_ms;
+	uv_timer_t pause_timer;
+	uv_timer_t idle_timer;		/* relay.idle_timeout sweep */
+
+	struct list_head flows;
+	uint64_t n_flows;
+	uint64_t next_flow_id;
+	struct proxy_stats stats;
+	unsigned open_handles;
+	bool closing;
+	void (*close_cb)(struct proxy *p);
+};
+
+#endif

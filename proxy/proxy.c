@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Redirect listeners and the flows of one event loop. Accepting is done by
+ * hand on a uv_poll handle: on EMFILE/ENFILE/ENOBUFS/ENOMEM we stop polling
+ * the listeners and retry after a back-off that doubles up to a second, so
+ * fd exhaustion never turns into a busy loop, and no connection is accepted
+ * only to be dropped (libuv's uv_tcp does that).
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "addr.h"
+#include "flow.h"
+#include "proxy.h"
+#include "relay.h"
+
+#define ACCEPT_BATCH		64
+#define PAUSE_MIN_MS		10
+#define PAUSE_MAX_MS		1000
+#define IDLE_SWEEP_MAX_MS	1000
+
+static void proxy_on_acceptable(uv_poll_t *h, int status, int events);
+
+static void proxy_maybe_closed(struct proxy *p)
+{
+	if (!p->closing || p->open_handles || p->n_flows)
+		return;
+	free(p->listeners);
+	p->listeners = NULL;
+	if (p->close_cb)
+		p->close_cb(p);
+}
+
+void proxy__flow_freed(struct proxy *p)
+{
+	if (p->n_flows == 0 && p->ops->idle)
+		p->ops->idle(p);
+	proxy_maybe_closed(p);
+}
+
+static void proxy_on_handle_closed(uv_handle_t *h)
+{
+	struct proxy *p = h->data;
+
+	p->open_handles--;
+	proxy_maybe_closed(p);
+}
+
+static int listener_open(struct listener *l, const struct cfg_addr *a)
+{
+	int one = 1, fd, err;
+	socklen_t len = sizeof(l->addr);
+
+	fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* "[::]:7001" next to "0.0.0.0:7001" must not collide. */
+	if (a->ss.ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (const struct sockaddr *)&a->ss, a->len) < 0 ||
+	    listen(fd, SOMAXCONN) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&l->addr, &len) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	l->fd = fd;
+	return 0;
+}
+
+static void proxy_capture_params(struct proxy *p, const struct cfg *cfg)
+{
+	p->relay_params.mark = cfg->mark;
+	p->relay_params.buffer = cfg->relay.buffer;
+	p->relay_params.connect_timeout_ms = cfg->fallback.connect_timeout_ms;
+	p->relay_params.keepalive_ms = cfg->relay.keepalive_ms;
+}
+
+static void proxy_on_idle_sweep(uv_timer_t *t)
+{
+	struct proxy *p = t->data;
+	uint64_t now = uv_now(p->loop), limit = p->cfg->relay.idle_timeout_ms;
+	struct list_head *pos, *n;
+
+	if (!limit)
+		return;
+	list_for_each_safe(pos, n, &p->flows) {
+		struct flow *f = list_entry(pos, struct flow, node);
+
+		if (f->relay.state != RELAY_CLOSING &&
+		    now - f->relay.last_active_ms >= limit) {
+			p->stats.idle_timeouts++;
+			flow_abort(f);
+		}
+	}
+}
+
+static void proxy_arm_idle_sweep(struct proxy *p)
+{
+	uint64_t limit = p->cfg->relay.idle_timeout_ms, every;
+
+	if (!limit) {
+		uv_timer_stop(&p->idle_timer);
+		return;
+	}
+	every = limit / 4 ? limit / 4 : 1;
+	if (every > IDLE_SWEEP_MAX_MS)
+		every = IDLE_SWEEP_MAX_MS;
+	uv_timer_start(&p->idle_timer, proxy_on_idle_sweep, every, every);
+}
+
+int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
+	       const struct proxy_ops *ops, char *errbuf, size_t errlen)
+{
+	char a[ADDR_STRLEN];
+	size_t i;
+	int err;
+
+	*p = (struct proxy){ .loop = loop, .cfg = cfg, .ops = ops };
+	list_init(&p->flows);
+	proxy_capture_params(p, cfg);
+
+	p->listeners = calloc(cfg->n_listen, sizeof(*p->listeners));
+	if (!p->listeners)
+		return -ENOMEM;
+	for (i = 0; i < cfg->n_listen; i++) {
+		err = listener_open(&p->listeners[i], &cfg->listen[i]);
+		if (err) {
+			snprintf(errbuf, errlen, "listen on %s: %s",
+				 addr_format((const struct sockaddr *)&cfg->listen[i].ss, a, sizeof(a)),
+				 strerror(-err));
+			goto out_close_listeners;
+		}
+		p->listeners[i].proxy = p;
+		p->n_listeners++;
+	}
+	for (i = 0; i < p->n_listeners; i++) {
+		uv_poll_init_socket(loop, &p->listeners[i].poll, p->listeners[i].fd);
+		p->listeners[i].poll.data = &p->listeners[i];
+	}
+	uv_timer_init(loop, &p->pause_timer);
+	uv_timer_init(loop, &p->idle_timer);
+	p->pause_timer.data = p->idle_timer.data = p;
+	proxy_arm_idle_sweep(p);
+	return 0;
+
+out_close_listeners:
+	while (p->n_listeners)
+		close(p->listeners[--p->n_listeners].fd);
+	free(p->listeners);
+	p->listeners = NULL;
+	return err;
+}
+
+static void proxy_poll_listeners(struct proxy *p, bool on)
+{
+	size_t i;
+
+	for (i = 0; i < p->n_listeners; i++) {
+		if (on)
+			uv_poll_start(&p->listeners[i].poll, UV_READABLE, proxy_on_acceptable);
+		else
+			uv_poll_stop(&p->listeners[i].poll);
+	}
+}
+
+void proxy_start(struct proxy *p)
+{
+	p->accepting = true;
+	proxy_poll_listeners(p, true);
+}
+
+static void proxy_on_pause_end(uv_timer_t *t)
+{
+	struct proxy *p = t->data;
+
+	p->paused = false;
+	if (p->accepting) {
+		p->ops->event(p, PROXY_EV_ACCEPT_RESUMED, NULL, 0);
+		proxy_poll_listeners(p, true);
+	}
+}
+
+static void proxy_pause_accepting(struct proxy *p, int err)
+{
+	p->stats.accept_pauses++;
+	p->paused = true;
+	p->pause_ms = p->pause_ms ? p->pause_ms * 2 : PAUSE_MIN_MS;
+	if (p->pause_ms > PAUSE_MAX_MS)
+		p->pause_ms = PAUSE_MAX_MS;
+	proxy_poll_listeners(p, false);
+	uv_timer_start(&p->pause_timer, proxy_on_pause_end, p->pause_ms, 0);
+	p->ops->event(p, PROXY_EV_ACCEPT_PAUSED, NULL, err);
+}
+
+static bool err_is_exhaustion(int err)
+{
+	return err == -EMFILE || err == -ENFILE || err == -ENOBUFS || err == -ENOMEM;
+}
+
+static void proxy_on_acceptable(uv_poll_t *h, int status, int events)
+{
+	struct listener *l = h->data;
+	struct proxy *p = l->proxy;
+	struct sockaddr_storage peer;
+	socklen_t len;
+	int fd, i, err;
+
+	for (i = 0; i < ACCEPT_BATCH && p->accepting && !p->paused; i++) {
+		len = sizeof(peer);
+		fd = accept4(l->fd, (struct sockaddr *)&peer, &len,
+			     SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			err = -errno;
+			if (err == -EAGAIN || err == -EINTR)
+				return;
+			if (err_is_exhaustion(err)) {
+				proxy_pause_accepting(p, err);
+				return;
+			}
+			/* ECONNABORTED and the like: that connection is gone. */
+			if (err != -ECONNABORTED && err != -EPROTO && err != -EPERM)
+				p->ops->event(p, PROXY_EV_ACCEPT_ERROR, NULL, err);
+			continue;
+		}
+		p->stats.flows_accepted++;
+		err = flow_open(p, fd, &peer);
+		/* Out of fds between accept and connect: the connection got an
+		 * RST; stop taking more until fds come back. */
+		if (err_is_exhaustion(err)) {
+			proxy_pause_accepting(p, err);
+			return;
+		}
+		if (!err)
+			p->pause_ms = 0;
+	}
+}
+
+int proxy_check_loop(const struct proxy *p, const struct sockaddr *local,
+		     const struct sockaddr *dest)
+{
+	size_t i;
+
+	for (i = 0; i < p->n_listeners; i++) {
+		const struct sockaddr *l = (const struct sockaddr *)&p->listeners[i].addr;
+
+		if (l->sa_family != dest->sa_family || addr_port(l) != addr_port(dest))
+			continue;
+		/* A wildcard listener answers on every local address, and
+		 * local is one of ours, so either match is a loop. */
+		if (addr_equal(l, dest) || addr_is_any(l))
+			return -ELOOP;
+	}
+	(void)local;
+	return 0;
+}
+
+void proxy_stop_accepting(struct proxy *p)
+{
+	size_t i;
+
+	if (!p->accepting && !p->listeners)
+		return;
+	p->accepting = false;
+	uv_timer_stop(&p->pause_timer);
+	for (i = 0; i < p->n_listeners; i++) {
+		p->open_handles++;
+		uv_close((uv_handle_t *)&p->listeners[i].poll, proxy_on_handle_closed);
+		p->listeners[i].poll.data = p;
+		close(p->listeners[i].fd);
+	}
+	/* The poll handles live in the array until their close callbacks:
+	 * keep it, just stop using it. */
+	p->n_listeners = 0;
+}
+
+void proxy_set_cfg(struct proxy *p, const struct cfg *cfg)
+{
+	p->cfg = cfg;
+	/* Live keys: new flows get them; running flows keep theirs. */
+	p->relay_params.connect_timeout_ms = cfg->fallback.connect_timeout_ms;
+	p->relay_params.keepalive_ms = cfg->relay.keepalive_ms;
+	if (!p->closing)
+		proxy_arm_idle_sweep(p);
+}
+
+void proxy_abort_flows(struct proxy *p)
+{
+	struct list_head *pos, *n;
+
+	list_for_each_safe(pos, n, &p->flows)
+		flow_abort(list_entry(pos, struct flow, node));
+}
+
+void proxy_close(struct proxy *p, void (*close_cb)(struct proxy *p))
+{
+	p->close_cb = close_cb;
+	proxy_stop_accepting(p);
+	p->closing = true;
+	p->open_handles += 2;
+	uv_close((uv_handle_t *)&p->pause_timer, proxy_on_handle_closed);
+	uv_close((uv_handle_t *)&p->idle_timer, proxy_on_handle_closed);
+	proxy_abort_flows(p);
+	proxy_maybe_closed(p);
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/* The data plane of one event loop: redirect listeners and their flows. */
+#ifndef SMCPROXY_PROXY_H
+#define SMCPROXY_PROXY_H
+
+#include "proxy-t.h"
+
+/*
+ * Binds and listens on every cfg->listen address. Returns 0, or -errno with
+ * errbuf naming the address that failed. Nothing is accepted until
+ * proxy_start(). cfg must outlive the proxy or be replaced by
+ * proxy_set_cfg() first.
+ */
+int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
+	       const struct proxy_ops *ops, char *errbuf, size_t errlen);
+void proxy_start(struct proxy *p);
+/* Closes the listeners; flows go on. */
+void proxy_stop_accepting(struct proxy *p);
+/* Applies the live keys of a reloaded config. */
+void proxy_set_cfg(struct proxy *p, const struct cfg *cfg);
+/* Resets every flow (RST to both legs). */
+void proxy_abort_flows(struct proxy *p);
+/* Closes everything; close_cb runs when all handles are closed. */
+void proxy_close(struct proxy *p, void (*close_cb)(struct proxy *p));
+
+/* Decides whether an accepted connection's original destination is one we
+ * must refuse: 0 to proceed, -ELOOP when it is one of our listeners. */
+int proxy_check_loop(const struct proxy *p, const struct sockaddr *local,
+		     const struct sockaddr *dest);
+
+/* Private to proxy/: flow.c tells the proxy a flow's memory is gone. */
+void proxy__flow_freed(struct proxy *p);
+
+const char *flow_mode_name(enum flow_mode m);
+const char *fallback_reason_name(enum fallback_reason r);
+const char *flow_state_name(const struct flow *f);
+
+#endif

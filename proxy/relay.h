@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/* The TCP relay: moves a redirected connection's bytes to its original
+ * destination and back, with half-close and reset carried across. */
+#ifndef SMCPROXY_RELAY_H
+#define SMCPROXY_RELAY_H
+
+#include <sys/socket.h>
+
+#include "relay-t.h"
+
+/*
+ * Takes ownership of client_fd (non-blocking, connected) and starts a
+ * non-blocking connect to dest with SO_MARK, TCP_NODELAY and keepalive.
+ * Returns 0, or -errno with client_fd untouched (the caller still owns it)
+ * when nothing could be set up (socket/pipe creation failed, e.g. -EMFILE,
+ * or SO_MARK was refused).
+ */
+int relay_start(struct relay *r, uv_loop_t *loop, int client_fd,
+		const struct sockaddr *dest, const struct relay_params *p,
+		const struct relay_ops *ops, struct proxy_stats *stats);
+
+/* Ends the relay at once with an RST on both legs (RELAY_END_ABORTED). */
+void relay_abort(struct relay *r);
+
+const char *relay_state_name(enum relay_state s);
+
+/* Sets SO_LINGER {1, 0} so that close() sends an RST. */
+int relay_set_rst_on_close(int fd);
+
+#endif
