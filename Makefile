@@ -105,7 +105,8 @@ check-asan:
 check-integration: all tools
 	tests/integration/run $(B)
 
-demo: all tools
+demo: deps
+	$(MAKE) all tools
 	@contrib/demo $(B)
 
 bench: all tools

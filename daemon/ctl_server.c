@@ -139,7 +139,7 @@ static void ctl_client_handle_line(struct ctl_client *c, const char *line, size_
 	char errmsg[CTL_ERRMSG_MAX], *err = NULL, *out;
 	json_t *body;
 	int cmd;
-	size_t outlen;
+	size_t outlen = 0;
 
 	cmd = ctl_request_parse(line, len, errmsg, sizeof(errmsg));
 	if (cmd < 0) {
