@@ -1,0 +1,1008 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Loading the config: jansson parses, then one walk over the schema table
+ * (cfg_schema.c) checks every key and fills a struct cfg.
+ *
+ * The walk never stops at the first problem: every error is collected, then
+ * sorted by position, so an operator fixes a file in one pass. Each error is
+ * one line, "file:line:column: key.path: message"; the position comes from
+ * the position index (cfg_pos.c) because jansson keeps none for values.
+ *
+ * What is accepted: an object at the top; only the keys of the schema, at
+ * every level; each value of exactly the type its key wants (no string for
+ * an integer, no real for a size). Missing keys take their defaults, so "{}"
+ * is the built-in default config.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "cfg.h"
+#include "cfg-int.h"
+
+/* A config larger than this is a mistake (a log file, a core dump), and
+ * reading it whole would only waste memory. */
+#define CFG_FILE_MAX (16u * 1024 * 1024)
+
+/* Longest user string quoted back in an error line. */
+#define SHOWN_MAX 64
+
+#define DEFAULT_CONTROL_PORT 7002
+
+struct cfg_err {
+	unsigned line, col;
+	size_t seq;			/* keeps equal positions in report order */
+	char *text;			/* one line, with its '\n' */
+};
+
+struct load {
+	const char *source;
+	struct cfg__pos_index pos;
+	struct cfg__buf path;
+	size_t marks[8];		/* path lengths of the enclosing levels */
+	unsigned depth;
+	bool in_default;		/* applying a built-in default value */
+	bool nomem;
+	struct cfg_err *errs;
+	size_t n_errs, cap_errs;
+};
+
+/* ---- key paths ---- */
+
+static void path_push_key(struct load *ld, const char *key)
+{
+	if (ld->depth >= sizeof(ld->marks) / sizeof(ld->marks[0])) {
+		ld->nomem = true;	/* cannot happen: the schema is 3 deep */
+		return;
+	}
+	ld->marks[ld->depth++] = ld->path.len;
+	if (cfg__path_push_key(&ld->path, key, strlen(key)) < 0)
+		ld->nomem = true;
+}
+
+static void path_push_index(struct load *ld, size_t i)
+{
+	if (ld->depth >= sizeof(ld->marks) / sizeof(ld->marks[0])) {
+		ld->nomem = true;
+		return;
+	}
+	ld->marks[ld->depth++] = ld->path.len;
+	if (cfg__path_push_index(&ld->path, i) < 0)
+		ld->nomem = true;
+}
+
+static void path_pop(struct load *ld)
+{
+	if (ld->depth > 0)
+		cfg__buf_truncate(&ld->path, ld->marks[--ld->depth]);
+}
+
+/* ---- errors ---- */
+
+static const char *cur_path(const struct load *ld)
+{
+	return ld->path.s ? ld->path.s : "";
+}
+
+/*
+ * Where the value at the current path starts (or its key, if at_key). A
+ * value that is not in the text (a missing required key, a default) is
+ * reported at its nearest enclosing value that is.
+ */
+static void find_pos(struct load *ld, bool at_key, unsigned *line, unsigned *col)
+{
+	const struct cfg__pos *p = NULL;
+	struct cfg__buf tmp = { 0 };
+	unsigned d = ld->depth;
+
+	if (!ld->in_default)
+		p = cfg__pos_find(&ld->pos, cur_path(ld));
+	while (!p && d > 0) {
+		at_key = false;
+		cfg__buf_truncate(&tmp, 0);
+		if (cfg__buf_add(&tmp, cur_path(ld), ld->marks[--d]) < 0) {
+			ld->nomem = true;
+			break;
+		}
+		p = cfg__pos_find(&ld->pos, tmp.s);
+	}
+	cfg__buf_free(&tmp);
+	*line = p ? (at_key ? p->key_line : p->line) : 1;
+	*col = p ? (at_key ? p->key_col : p->col) : 1;
+}
+
+static void add_error(struct load *ld, unsigned line, unsigned col, const char *path,
+		      const char *msg)
+{
+	struct cfg__buf b = { 0 };
+	struct cfg_err *v;
+	size_t cap;
+	int r = 0;
+
+	if (ld->n_errs == ld->cap_errs) {
+		cap = ld->cap_errs ? ld->cap_errs * 2 : 8;
+		v = realloc(ld->errs, cap * sizeof(*v));
+		if (!v) {
+			ld->nomem = true;
+			return;
+		}
+		ld->errs = v;
+		ld->cap_errs = cap;
+	}
+	r |= cfg__buf_add_clean(&b, ld->source, strlen(ld->source));
+	r |= cfg__buf_addf(&b, ":%u:%u: ", line, col);
+	if (path) {
+		r |= cfg__buf_add_clean(&b, path, strlen(path));
+		r |= cfg__buf_add(&b, ": ", 2);
+	}
+	if (ld->in_default)
+		r |= cfg__buf_addf(&b, "built-in default: ");
+	r |= cfg__buf_add_clean(&b, msg, strlen(msg));
+	r |= cfg__buf_add(&b, "\n", 1);
+	if (r < 0) {
+		cfg__buf_free(&b);
+		ld->nomem = true;
+		return;
+	}
+	ld->errs[ld->n_errs] = (struct cfg_err){ line, col, ld->n_errs, b.s };
+	ld->n_errs++;
+}
+
+/* An error about the value (or, if at_key, the key) at the current path. */
+static void __attribute__((format(printf, 3, 4)))
+verr(struct load *ld, bool at_key, const char *fmt, ...)
+{
+	unsigned line, col;
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	find_pos(ld, at_key, &line, &col);
+	add_error(ld, line, col, ld->path.len ? cur_path(ld) : "(root)", msg);
+}
+
+static int err_cmp(const void *a, const void *b)
+{
+	const struct cfg_err *x = a, *y = b;
+
+	if (x->line != y->line)
+		return x->line < y->line ? -1 : 1;
+	if (x->col != y->col)
+		return x->col < y->col ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Sorts the collected errors into errs (if not NULL) and frees them. */
+static void finish_errors(struct load *ld, struct cfg_errors *errs)
+{
+	struct cfg__buf b = { 0 };
+	size_t i;
+
+	if (ld->n_errs > 1)
+		qsort(ld->errs, ld->n_errs, sizeof(ld->errs[0]), err_cmp);
+	for (i = 0; i < ld->n_errs; i++) {
+		if (errs && cfg__buf_add(&b, ld->errs[i].text, strlen(ld->errs[i].text)) < 0)
+			ld->nomem = true;
+		free(ld->errs[i].text);
+	}
+	free(ld->errs);
+	ld->errs = NULL;
+	if (errs) {
+		errs->text = b.s;
+		errs->len = b.len;
+		errs->count = (unsigned)ld->n_errs;
+	}
+	ld->n_errs = 0;
+}
+
+/* ---- describing values in messages ---- */
+
+static const char *type_name(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		return "an object";
+	case JSON_ARRAY:
+		return "an array";
+	case JSON_STRING:
+		return "a string";
+	case JSON_INTEGER:
+		return "an integer";
+	case JSON_REAL:
+		return "a real number";
+	case JSON_TRUE:
+		return "true";
+	case JSON_FALSE:
+		return "false";
+	case JSON_NULL:
+		return "null";
+	}
+	return "something else";
+}
+
+/* s cut to SHOWN_MAX bytes on a UTF-8 boundary, with "..." if cut. */
+static const char *shown(const char *s, char buf[SHOWN_MAX + 4])
+{
+	size_t n = strlen(s);
+
+	if (n <= SHOWN_MAX)
+		return s;
+	n = SHOWN_MAX;
+	while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+		n--;
+	memcpy(buf, s, n);
+	memcpy(buf + n, "...", 4);
+	return buf;
+}
+
+/* Edit distance of a and b, or 3 when it is more than 2. */
+static unsigned near_miss(const char *a, const char *b)
+{
+	size_t n = strlen(a), m = strlen(b), i, j;
+	unsigned row[64], prev, tmp, best;
+
+	if (m >= sizeof(row) / sizeof(row[0]) || n > m + 2 || m > n + 2)
+		return 3;
+	for (j = 0; j <= m; j++)
+		row[j] = (unsigned)j;
+	for (i = 1; i <= n; i++) {
+		prev = row[0];
+		row[0] = (unsigned)i;
+		best = row[0];
+		for (j = 1; j <= m; j++) {
+			tmp = row[j];
+			row[j] = prev + (a[i - 1] != b[j - 1]);
+			if (row[j - 1] + 1 < row[j])
+				row[j] = row[j - 1] + 1;
+			if (tmp + 1 < row[j])
+				row[j] = tmp + 1;
+			prev = tmp;
+			if (row[j] < best)
+				best = row[j];
+		}
+		if (best > 2)
+			return 3;
+	}
+	return row[m] > 2 ? 3 : row[m];
+}
+
+/* Names the unknown key at the current path, suggesting the closest
+ * known one. */
+static void unknown_key(struct load *ld, const char *key, const struct cfg__key *known)
+{
+	const struct cfg__key *k, *best = NULL;
+	struct cfg__buf list = { 0 };
+	unsigned d, best_d = 3;
+
+	for (k = known; k->name; k++) {
+		d = strcasecmp(key, k->name) == 0 ? 0 : near_miss(key, k->name);
+		if (d < best_d) {
+			best_d = d;
+			best = k;
+		}
+		if (cfg__buf_addf(&list, "%s%s", k == known ? "" : ", ", k->name) < 0)
+			ld->nomem = true;
+	}
+	if (best)
+		verr(ld, true, "unknown key (did you mean \"%s\"?)", best->name);
+	else
+		verr(ld, true, "unknown key (known here: %s)", list.s ? list.s : "none");
+	cfg__buf_free(&list);
+}
+
+/* ---- setting typed values ---- */
+
+static void *field(struct cfg *cfg, const struct cfg__key *k)
+{
+	return (char *)cfg + k->off;
+}
+
+/* A JSON integer in [min, max], or an error. */
+static bool get_int(struct load *ld, const json_t *v, uint64_t min, uint64_t max,
+		    uint64_t *out)
+{
+	json_int_t i;
+
+	if (!json_is_integer(v)) {
+		if (json_is_string(v) && json_string_length(v) > 0 &&
+		    strspn(json_string_value(v), "0123456789") == json_string_length(v))
+			verr(ld, false, "expected an integer, got a string (remove the quotes)");
+		else
+			verr(ld, false, "expected an integer, got %s", type_name(v));
+		return false;
+	}
+	i = json_integer_value(v);
+	if (i < 0 || (uint64_t)i < min || (uint64_t)i > max) {
+		verr(ld, false, "%lld is out of range (%llu..%llu)", (long long)i,
+		     (unsigned long long)min, (unsigned long long)max);
+		return false;
+	}
+	*out = (uint64_t)i;
+	return true;
+}
+
+static bool get_size(struct load *ld, const struct cfg__key *k, const json_t *v, uint64_t *out)
+{
+	char sv[SHOWN_MAX + 4], a[32], b[32];
+	const char *why = NULL;
+	uint64_t n;
+
+	if (json_is_integer(v)) {
+		if (json_integer_value(v) < 0) {
+			verr(ld, false, "a size cannot be negative");
+			return false;
+		}
+		n = (uint64_t)json_integer_value(v);
+	} else if (json_is_string(v)) {
+		if (cfg__parse_size(json_string_value(v), &n, &why) < 0) {
+			verr(ld, false, "invalid size \"%s\": %s", shown(json_string_value(v), sv), why);
+			return false;
+		}
+	} else {
+		verr(ld, false, "expected a size (integer bytes or a string like \"64KiB\"), got %s",
+		     type_name(v));
+		return false;
+	}
+	if (n < k->min || n > k->max) {
+		cfg__fmt_size(a, sizeof(a), k->min);
+		cfg__fmt_size(b, sizeof(b), k->max);
+		verr(ld, false, "%llu bytes is out of range (%s..%s)", (unsigned long long)n, a, b);
+		return false;
+	}
+	if ((k->flags & CFG__F_POW2) && (n & (n - 1))) {
+		verr(ld, false, "%llu bytes is not a power of two", (unsigned long long)n);
+		return false;
+	}
+	*out = n;
+	return true;
+}
+
+static bool get_duration(struct load *ld, const struct cfg__key *k, const json_t *v,
+			 uint64_t *out)
+{
+	char sv[SHOWN_MAX + 4], a[32], b[32], has[32];
+	const char *why = NULL;
+	uint64_t ms;
+
+	if (json_is_integer(v)) {
+		if (json_integer_value(v) < 0) {
+			verr(ld, false, "a duration cannot be negative");
+			return false;
+		}
+		ms = (uint64_t)json_integer_value(v);
+	} else if (json_is_string(v)) {
+		if (cfg__parse_duration(json_string_value(v), &ms, &why) < 0) {
+			verr(ld, false, "invalid duration \"%s\": %s",
+			     shown(json_string_value(v), sv), why);
+			return false;
+		}
+	} else {
+		verr(ld, false, "expected a duration (a string like \"30s\" or integer "
+		     "milliseconds), got %s", type_name(v));
+		return false;
+	}
+	if (ms == 0 && (k->flags & CFG__F_ZERO_OK)) {
+		*out = 0;
+		return true;
+	}
+	if (ms < k->min || ms > k->max) {
+		cfg__fmt_duration(has, sizeof(has), ms);
+		cfg__fmt_duration(a, sizeof(a), k->min);
+		cfg__fmt_duration(b, sizeof(b), k->max);
+		verr(ld, false, "%s is out of range (%s%s..%s)", has,
+		     (k->flags & CFG__F_ZERO_OK) ? "0, or " : "", a, b);
+		return false;
+	}
+	*out = ms;
+	return true;
+}
+
+static bool get_string(struct load *ld, const json_t *v, const char *what, const char **out)
+{
+	if (!json_is_string(v)) {
+		verr(ld, false, "expected %s, got %s", what, type_name(v));
+		return false;
+	}
+	*out = json_string_value(v);
+	return true;
+}
+
+static void set_path(struct load *ld, const struct cfg__key *k, const json_t *v, char **out)
+{
+	char sv[SHOWN_MAX + 4];
+	const char *s;
+
+	if (!get_string(ld, v, "a string (an absolute path)", &s))
+		return;
+	if (*s != '/' && !(*s == '\0' && (k->flags & CFG__F_EMPTY_OK))) {
+		verr(ld, false, "\"%s\" is not an absolute path (one starting with /)%s",
+		     shown(s, sv), (k->flags & CFG__F_EMPTY_OK) ? ", nor \"\"" : "");
+		return;
+	}
+	if (strlen(s) > k->max) {
+		verr(ld, false, "path is %zu bytes long, longer than the %llu allowed here",
+		     strlen(s), (unsigned long long)k->max);
+		return;
+	}
+	free(*out);
+	*out = strdup(s);
+	if (!*out)
+		ld->nomem = true;
+}
+
+static void set_mode(struct load *ld, const json_t *v, mode_t *out)
+{
+	char sv[SHOWN_MAX + 4];
+	const char *why = NULL;
+	json_int_t i;
+
+	if (json_is_string(v)) {
+		if (cfg__parse_mode(json_string_value(v), out, &why) < 0)
+			verr(ld, false, "invalid mode \"%s\": %s", shown(json_string_value(v), sv), why);
+		return;
+	}
+	if (!json_is_integer(v)) {
+		verr(ld, false, "expected a mode (an octal string like \"0660\"), got %s",
+		     type_name(v));
+		return;
+	}
+	i = json_integer_value(v);
+	if (i < 0) {
+		verr(ld, false, "a mode cannot be negative");
+		return;
+	}
+	if (i > 0777) {
+		/* Most likely "mode": 660, meant as octal. */
+		verr(ld, false, "%lld is 0%llo in octal, above 0777; write the mode as an octal "
+		     "string like \"0660\"", (long long)i, (unsigned long long)i);
+		return;
+	}
+	*out = (mode_t)i;
+}
+
+static const char *const transport_names[] = {
+	[CFG_TRANSPORT_AUTO] = "auto",
+	[CFG_TRANSPORT_RDMA] = "rdma",
+	[CFG_TRANSPORT_SHM] = "shm",
+	[CFG_TRANSPORT_TCP] = "tcp",
+};
+
+static void set_transport(struct load *ld, const json_t *v, enum cfg_transport *out)
+{
+	char sv[SHOWN_MAX + 4];
+	const char *s;
+	size_t i;
+
+	if (!get_string(ld, v, "a string (auto, rdma, shm or tcp)", &s))
+		return;
+	for (i = 0; i < sizeof(transport_names) / sizeof(transport_names[0]); i++) {
+		if (strcmp(s, transport_names[i]) == 0) {
+			*out = (enum cfg_transport)i;
+			return;
+		}
+	}
+	verr(ld, false, "unknown transport \"%s\" (expected auto, rdma, shm or tcp)", shown(s, sv));
+}
+
+static const struct {
+	const char *name;
+	int prio;
+} log_levels[] = {
+	{ "debug", LOG_DEBUG }, { "info", LOG_INFO }, { "notice", LOG_NOTICE },
+	{ "warning", LOG_WARNING }, { "error", LOG_ERR },
+};
+
+static void set_log_level(struct load *ld, const json_t *v, int *out)
+{
+	char sv[SHOWN_MAX + 4];
+	const char *s;
+	size_t i;
+
+	if (!get_string(ld, v, "a string (debug, info, notice, warning or error)", &s))
+		return;
+	for (i = 0; i < sizeof(log_levels) / sizeof(log_levels[0]); i++) {
+		if (strcmp(s, log_levels[i].name) == 0) {
+			*out = log_levels[i].prio;
+			return;
+		}
+	}
+	verr(ld, false, "unknown log level \"%s\" (expected debug, info, notice, warning or error)",
+	     shown(s, sv));
+}
+
+/* An address string into *out; false (with an error) if it is not one. */
+static bool get_addr(struct load *ld, const json_t *v, struct cfg_addr *out)
+{
+	char sv[SHOWN_MAX + 4];
+	const char *s, *why = NULL;
+
+	if (!get_string(ld, v, "a string like \"127.0.0.1:7001\" or \"[::1]:7001\"", &s))
+		return false;
+	if (cfg__parse_addr(s, out, &why) < 0) {
+		verr(ld, false, "invalid address \"%s\": %s", shown(s, sv), why);
+		return false;
+	}
+	return true;
+}
+
+static void set_listen(struct load *ld, const json_t *v, struct cfg *cfg)
+{
+	size_t i, j, n;
+	bool *ok;
+
+	if (!json_is_array(v)) {
+		verr(ld, false, "expected an array of addresses like [\"127.0.0.1:7001\"], got %s",
+		     type_name(v));
+		return;
+	}
+	n = json_array_size(v);
+	if (n == 0) {
+		verr(ld, false, "must list at least one address");
+		return;
+	}
+	cfg->listen = calloc(n, sizeof(cfg->listen[0]));
+	ok = calloc(n, sizeof(ok[0]));
+	if (!cfg->listen || !ok) {
+		ld->nomem = true;
+		free(ok);
+		return;
+	}
+	cfg->n_listen = n;
+	for (i = 0; i < n; i++) {
+		path_push_index(ld, i);
+		ok[i] = get_addr(ld, json_array_get(v, i), &cfg->listen[i]);
+		for (j = 0; ok[i] && j < i; j++) {
+			if (ok[j] && cfg__addr_equal(&cfg->listen[i], &cfg->listen[j])) {
+				verr(ld, false, "duplicate address, same as listen[%zu]", j);
+				break;
+			}
+		}
+		path_pop(ld);
+	}
+	free(ok);
+}
+
+static void set_control(struct load *ld, const json_t *v, struct cfg *cfg)
+{
+	if (json_is_string(v) && json_string_length(v) == 0) {
+		cfg->has_control = false;
+		return;
+	}
+	cfg->has_control = get_addr(ld, v, &cfg->control);
+}
+
+static const struct cfg__key peer_keys[] = {
+	{ .name = "prefix" },
+	{ .name = "control_port" },
+	{ 0 },
+};
+
+static bool known_key(const struct cfg__key *keys, const char *name)
+{
+	for (; keys->name; keys++) {
+		if (strcmp(keys->name, name) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Reports every member of obj that is not in keys. */
+static void check_unknown(struct load *ld, json_t *obj, const struct cfg__key *keys)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(obj, key, v) {
+		if (known_key(keys, key))
+			continue;
+		path_push_key(ld, key);
+		unknown_key(ld, key, keys);
+		path_pop(ld);
+	}
+}
+
+/* One peers[] element; false if it has an error. */
+static bool get_peer(struct load *ld, json_t *v, struct cfg_peer *peer)
+{
+	struct cfg_prefix masked;
+	char sv[SHOWN_MAX + 4], m[64];
+	const char *s, *why = NULL;
+	bool ok = true;
+	uint64_t port;
+	json_t *p;
+
+	if (!json_is_object(v)) {
+		verr(ld, false, "expected an object like {\"prefix\": \"10.0.0.0/24\"}, got %s",
+		     type_name(v));
+		return false;
+	}
+	check_unknown(ld, v, peer_keys);
+	peer->control_port = DEFAULT_CONTROL_PORT;
+	p = json_object_get(v, "control_port");
+	if (p) {
+		path_push_key(ld, "control_port");
+		if (get_int(ld, p, 1, 65535, &port))
+			peer->control_port = (uint16_t)port;
+		else
+			ok = false;
+		path_pop(ld);
+	}
+	p = json_object_get(v, "prefix");
+	if (!p) {
+		verr(ld, false, "missing required key \"prefix\"");
+		return false;
+	}
+	path_push_key(ld, "prefix");
+	if (!get_string(ld, p, "a string like \"10.0.0.0/24\"", &s)) {
+		ok = false;
+	} else if (cfg__parse_prefix(s, &peer->prefix, &why) < 0) {
+		verr(ld, false, "invalid prefix \"%s\": %s", shown(s, sv), why);
+		ok = false;
+	} else if (cfg__prefix_mask(&peer->prefix, &masked)) {
+		cfg__fmt_prefix(m, sizeof(m), &masked);
+		verr(ld, false, "host bits are set in \"%s\" (did you mean \"%s\"?)", shown(s, sv), m);
+		ok = false;
+	}
+	path_pop(ld);
+	return ok;
+}
+
+static void set_peers(struct load *ld, const json_t *v, struct cfg *cfg)
+{
+	size_t i, j, n;
+	bool *ok;
+
+	if (!json_is_array(v)) {
+		verr(ld, false, "expected an array of {\"prefix\": ..., \"control_port\": ...}, "
+		     "got %s", type_name(v));
+		return;
+	}
+	n = json_array_size(v);
+	if (n == 0)
+		return;
+	cfg->peers = calloc(n, sizeof(cfg->peers[0]));
+	ok = calloc(n, sizeof(ok[0]));
+	if (!cfg->peers || !ok) {
+		ld->nomem = true;
+		free(ok);
+		return;
+	}
+	cfg->n_peers = n;
+	for (i = 0; i < n; i++) {
+		path_push_index(ld, i);
+		ok[i] = get_peer(ld, json_array_get(v, i), &cfg->peers[i]);
+		for (j = 0; ok[i] && j < i; j++) {
+			if (ok[j] && cfg__prefix_equal(&cfg->peers[i].prefix, &cfg->peers[j].prefix)) {
+				path_push_key(ld, "prefix");
+				verr(ld, false, "duplicate prefix, same as peers[%zu]", j);
+				path_pop(ld);
+				break;
+			}
+		}
+		path_pop(ld);
+	}
+	free(ok);
+}
+
+static void set_section(struct load *ld, const struct cfg__key *keys, json_t *obj,
+			struct cfg *cfg);
+
+/* Sets the key k (the current path) from v. */
+static void set_value(struct load *ld, const struct cfg__key *k, json_t *v, struct cfg *cfg)
+{
+	uint64_t n;
+
+	switch (k->kind) {
+	case CFG__SECTION:
+		if (!json_is_object(v)) {
+			verr(ld, false, "expected an object, got %s", type_name(v));
+			return;
+		}
+		set_section(ld, k->sub, v, cfg);
+		return;
+	case CFG__UINT:
+		if (get_int(ld, v, k->min, k->max, &n))
+			*(unsigned *)field(cfg, k) = (unsigned)n;
+		return;
+	case CFG__U32:
+		if (get_int(ld, v, k->min, k->max, &n))
+			*(uint32_t *)field(cfg, k) = (uint32_t)n;
+		return;
+	case CFG__SIZE:
+		get_size(ld, k, v, (uint64_t *)field(cfg, k));
+		return;
+	case CFG__DURATION:
+		get_duration(ld, k, v, (uint64_t *)field(cfg, k));
+		return;
+	case CFG__BOOL:
+		if (json_is_boolean(v))
+			*(bool *)field(cfg, k) = json_is_true(v);
+		else
+			verr(ld, false, "expected true or false, got %s", type_name(v));
+		return;
+	case CFG__PATH:
+		set_path(ld, k, v, (char **)field(cfg, k));
+		return;
+	case CFG__MODE:
+		set_mode(ld, v, (mode_t *)field(cfg, k));
+		return;
+	case CFG__TRANSPORT:
+		set_transport(ld, v, (enum cfg_transport *)field(cfg, k));
+		return;
+	case CFG__LOG_LEVEL:
+		set_log_level(ld, v, (int *)field(cfg, k));
+		return;
+	case CFG__LISTEN:
+		set_listen(ld, v, cfg);
+		return;
+	case CFG__CONTROL:
+		set_control(ld, v, cfg);
+		return;
+	case CFG__PEERS:
+		set_peers(ld, v, cfg);
+		return;
+	}
+}
+
+/* A missing key: its default, parsed like user input. A missing section
+ * is an empty one, so each of its keys takes its own default. */
+static void set_default(struct load *ld, const struct cfg__key *k, struct cfg *cfg)
+{
+	json_error_t jerr;
+	bool was = ld->in_default;
+	json_t *v;
+
+	if (k->kind == CFG__SECTION) {
+		set_section(ld, k->sub, NULL, cfg);
+		return;
+	}
+	v = json_loads(k->def, JSON_DECODE_ANY, &jerr);
+	if (!v) {
+		if (json_error_code(&jerr) == json_error_out_of_memory)
+			ld->nomem = true;
+		else
+			verr(ld, false, "built-in default does not parse: %s", jerr.text);
+		return;
+	}
+	ld->in_default = true;
+	set_value(ld, k, v, cfg);
+	ld->in_default = was;
+	json_decref(v);
+}
+
+/* The members of one object (NULL: absent) against its schema keys. */
+static void set_section(struct load *ld, const struct cfg__key *keys, json_t *obj,
+			struct cfg *cfg)
+{
+	const struct cfg__key *k;
+	json_t *v;
+
+	if (obj)
+		check_unknown(ld, obj, keys);
+	for (k = keys; k->name; k++) {
+		v = obj ? json_object_get(obj, k->name) : NULL;
+		path_push_key(ld, k->name);
+		if (v)
+			set_value(ld, k, v, cfg);
+		else
+			set_default(ld, k, cfg);
+		path_pop(ld);
+	}
+}
+
+/* Rules between keys, checked once each key is valid on its own. */
+static void check_cross(struct load *ld, struct cfg *cfg)
+{
+	char a[32], b[32];
+
+	/* Rings are carved from the pool: one ring must fit. Both are 0 only
+	 * if their own check failed, and that is already reported. */
+	if (cfg->buffers.ring && cfg->buffers.pool && cfg->buffers.pool < cfg->buffers.ring) {
+		cfg__fmt_size(a, sizeof(a), cfg->buffers.pool);
+		cfg__fmt_size(b, sizeof(b), cfg->buffers.ring);
+		path_push_key(ld, "buffers");
+		path_push_key(ld, "pool");
+		verr(ld, false, "%s is smaller than buffers.ring (%s)", a, b);
+		path_pop(ld);
+		path_pop(ld);
+	}
+}
+
+static void parse_error(struct load *ld, const json_error_t *jerr)
+{
+	add_error(ld, jerr->line > 0 ? (unsigned)jerr->line : 1,
+		  jerr->column > 0 ? (unsigned)jerr->column : 1, "(parse)", jerr->text);
+}
+
+/*
+ * Parses len bytes of text (which need not be NUL-terminated) named source
+ * in errors. The one place that builds a struct cfg.
+ */
+static int load_buf(const char *text, size_t len, const char *source,
+		    struct cfg **out, struct cfg_errors *errs)
+{
+	struct load ld = { .source = source };
+	json_error_t jerr;
+	struct cfg *cfg;
+	json_t *root;
+	int r;
+
+	root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+	if (!root) {
+		if (json_error_code(&jerr) == json_error_out_of_memory) {
+			r = -ENOMEM;
+			goto out_errors;
+		}
+		parse_error(&ld, &jerr);
+		r = -EINVAL;
+		goto out_errors;
+	}
+	/* -EINVAL here would mean our scanner disagrees with jansson; errors
+	 * then still appear, at the nearest position known. */
+	r = cfg__pos_index_build(&ld.pos, text, len);
+	if (r == -ENOMEM)
+		goto out_free_pos;
+
+	cfg = calloc(1, sizeof(*cfg));
+	if (!cfg) {
+		r = -ENOMEM;
+		goto out_free_pos;
+	}
+	cfg->source = strdup(source);
+	if (!cfg->source) {
+		r = -ENOMEM;
+		goto out_free_cfg;
+	}
+	if (json_is_object(root)) {
+		set_section(&ld, cfg__schema, root, cfg);
+		check_cross(&ld, cfg);
+	} else {
+		verr(&ld, false, "the configuration must be a JSON object ({...}), not %s",
+		     type_name(root));
+	}
+	r = ld.nomem ? -ENOMEM : ld.n_errs ? -EINVAL : 0;
+	if (r < 0)
+		goto out_free_cfg;
+
+	*out = cfg;
+	cfg__pos_index_free(&ld.pos);
+	cfg__buf_free(&ld.path);
+	json_decref(root);
+	finish_errors(&ld, errs);
+	return 0;
+
+out_free_cfg:
+	cfg_free(cfg);
+out_free_pos:
+	cfg__pos_index_free(&ld.pos);
+	cfg__buf_free(&ld.path);
+	json_decref(root);
+out_errors:
+	finish_errors(&ld, errs);
+	return ld.nomem ? -ENOMEM : r;
+}
+
+static void start(struct cfg **out, struct cfg_errors *errs)
+{
+	*out = NULL;
+	if (errs)
+		*errs = (struct cfg_errors){ 0 };
+}
+
+int cfg_load_string(const char *json, const char *source,
+		    struct cfg **out, struct cfg_errors *errs)
+{
+	start(out, errs);
+	if (!json)
+		return -EINVAL;
+	return load_buf(json, strlen(json), source ? source : "<string>", out, errs);
+}
+
+int cfg_load_default(struct cfg **out, struct cfg_errors *errs)
+{
+	start(out, errs);
+	return load_buf(cfg_default_json(), strlen(cfg_default_json()), "<default>", out, errs);
+}
+
+/* "path: what: strerror" as the one error line of a file we cannot read. */
+static void file_error(const char *path, const char *what, int err, struct cfg_errors *errs)
+{
+	struct cfg__buf b = { 0 };
+	int r = 0;
+
+	if (!errs)
+		return;
+	r |= cfg__buf_add_clean(&b, path, strlen(path));
+	r |= cfg__buf_addf(&b, ": %s: %s\n", what,
+			   err == EFBIG ? "larger than 16 MiB, not a config file" :
+			   strerror(err));
+	if (r < 0) {
+		cfg__buf_free(&b);
+		return;
+	}
+	errs->text = b.s;
+	errs->len = b.len;
+	errs->count = 1;
+}
+
+int cfg_load_file(const char *path, struct cfg **out, struct cfg_errors *errs)
+{
+	size_t len = 0, cap = 0;
+	char *buf = NULL, *nbuf;
+	ssize_t n;
+	int fd, r;
+
+	start(out, errs);
+	if (!path)
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		file_error(path, "cannot open", -r, errs);
+		return r;
+	}
+	/* Read to EOF rather than trusting st_size: the path may be a pipe
+	 * or a file still being written. */
+	for (;;) {
+		if (len == cap) {
+			if (cap >= CFG_FILE_MAX) {
+				r = -EFBIG;
+				file_error(path, "cannot read", EFBIG, errs);
+				goto out_free_buf;
+			}
+			cap = cap ? cap * 2 : 4096;
+			nbuf = realloc(buf, cap);
+			if (!nbuf) {
+				r = -ENOMEM;
+				goto out_free_buf;
+			}
+			buf = nbuf;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = -errno;
+			file_error(path, "cannot read", -r, errs);
+			goto out_free_buf;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	r = load_buf(buf ? buf : "", len, path, out, errs);
+
+out_free_buf:
+	free(buf);
+	close(fd);
+	return r;
+}
+
+void cfg_free(struct cfg *cfg)
+{
+	if (!cfg)
+		return;
+	free(cfg->source);
+	free(cfg->listen);
+	free(cfg->peers);
+	free(cfg->shm.dir);
+	free(cfg->stats.socket);
+	free(cfg->auth.psk_file);
+	free(cfg);
+}
+
+void cfg_errors_free(struct cfg_errors *errs)
+{
+	if (!errs)
+		return;
+	free(errs->text);
+	*errs = (struct cfg_errors){ 0 };
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The embedded default configuration: what the daemon runs without -c and
+ * what --print-default-config prints. Every key is spelled out so that the
+ * printout documents the whole schema; the values must equal the per-key
+ * defaults of cfg_schema.c (test_cfg checks that "{}" loads to the same
+ * struct cfg as this text).
+ */
+#include "cfg.h"
+
+static const char default_json[] =
+	"{\n"
+	"  \"listen\": [\"127.0.0.1:7001\", \"[::1]:7001\"],\n"
+	"  \"control\": \"0.0.0.0:7002\",\n"
+	"  \"peers\": [],\n"
+	"  \"transport\": \"auto\",\n"
+	"  \"mark\": 5459267,\n"
+	"  \"workers\": 0,\n"
+	"  \"links\": {\"per_peer\": 2, \"max_flows_per_link\": 255},\n"
+	"  \"buffers\": {\"ring\": \"256KiB\", \"pool\": \"64MiB\"},\n"
+	"  \"autocork\": {\"enabled\": true, \"max_bytes\": \"64KiB\"},\n"
+	"  \"cq\": {\"pool\": 0, \"poll_budget\": 16},\n"
+	"  \"shm\": {\"dir\": \"/run/smcproxy\"},\n"
+	"  \"stats\": {\"socket\": \"/run/smcproxy/smcproxyd.sock\", \"mode\": \"0660\"},\n"
+	"  \"fallback\": {\"connect_timeout\": \"2s\", \"negative_ttl\": \"30s\"},\n"
+	"  \"auth\": {\"psk_file\": \"\"},\n"
+	"  \"log\": {\"level\": \"info\"},\n"
+	"  \"relay\": {\"buffer\": \"1MiB\", \"keepalive\": \"60s\", \"idle_timeout\": \"0\"},\n"
+	"  \"shutdown\": {\"drain_timeout\": \"10s\"}\n"
+	"}\n";
+
+const char *cfg_default_json(void)
+{
+	return default_json;
+}

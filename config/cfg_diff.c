@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The reload diff: which keys differ between the running config and a new
+ * one, split into those a running daemon applies at once ("live") and those
+ * that take effect only after a restart. The split is the live flag of each
+ * key in cfg_schema.c; a key is live when changing it touches no socket,
+ * thread or registered memory that already exists (timeouts, log level,
+ * peer policy for new handshakes, autocork for new sends, the stats socket's
+ * mode, which can be chmod-ed in place).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cfg.h"
+#include "cfg-int.h"
+
+#define ELLIPSIS "..."
+
+/*
+ * Appends key to the comma-separated list in a buffer of size bytes. It
+ * always leaves room for ",..." so that, once a key no longer fits, the
+ * list ends with "..." instead of a cut-off name.
+ */
+static void add_key(char *list, size_t size, const char *key)
+{
+	size_t len = strlen(list), n = strlen(key) + (len ? 1 : 0);
+
+	if (len >= strlen(ELLIPSIS) && strcmp(list + len - strlen(ELLIPSIS), ELLIPSIS) == 0)
+		return;
+	if (len + n + strlen("," ELLIPSIS) < size) {
+		if (len)
+			list[len++] = ',';
+		strcpy(list + len, key);
+	} else {
+		strcpy(list + len, len ? "," ELLIPSIS : ELLIPSIS);
+	}
+}
+
+static const void *fld(const struct cfg *cfg, const struct cfg__key *k)
+{
+	return (const char *)cfg + k->off;
+}
+
+static bool str_equal(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+static bool listen_equal(const struct cfg *a, const struct cfg *b)
+{
+	size_t i;
+
+	if (a->n_listen != b->n_listen)
+		return false;
+	for (i = 0; i < a->n_listen; i++) {
+		if (!cfg__addr_equal(&a->listen[i], &b->listen[i]))
+			return false;
+	}
+	return true;
+}
+
+static bool peers_equal(const struct cfg *a, const struct cfg *b)
+{
+	size_t i;
+
+	if (a->n_peers != b->n_peers)
+		return false;
+	for (i = 0; i < a->n_peers; i++) {
+		if (!cfg__prefix_equal(&a->peers[i].prefix, &b->peers[i].prefix) ||
+		    a->peers[i].control_port != b->peers[i].control_port)
+			return false;
+	}
+	return true;
+}
+
+/* Whether key k (not a section) has the same value in a and b. */
+static bool same(const struct cfg__key *k, const struct cfg *a, const struct cfg *b)
+{
+	switch (k->kind) {
+	case CFG__SECTION:
+		return true;
+	case CFG__UINT:
+		return *(const unsigned *)fld(a, k) == *(const unsigned *)fld(b, k);
+	case CFG__U32:
+		return *(const uint32_t *)fld(a, k) == *(const uint32_t *)fld(b, k);
+	case CFG__SIZE:
+	case CFG__DURATION:
+		return *(const uint64_t *)fld(a, k) == *(const uint64_t *)fld(b, k);
+	case CFG__BOOL:
+		return *(const bool *)fld(a, k) == *(const bool *)fld(b, k);
+	case CFG__PATH:
+		return str_equal(*(char *const *)fld(a, k), *(char *const *)fld(b, k));
+	case CFG__MODE:
+		return *(const mode_t *)fld(a, k) == *(const mode_t *)fld(b, k);
+	case CFG__TRANSPORT:
+		return *(const enum cfg_transport *)fld(a, k) ==
+		       *(const enum cfg_transport *)fld(b, k);
+	case CFG__LOG_LEVEL:
+		return *(const int *)fld(a, k) == *(const int *)fld(b, k);
+	case CFG__LISTEN:
+		return listen_equal(a, b);
+	case CFG__CONTROL:
+		return a->has_control == b->has_control &&
+		       (!a->has_control || cfg__addr_equal(&a->control, &b->control));
+	case CFG__PEERS:
+		return peers_equal(a, b);
+	}
+	return false;
+}
+
+static void diff_keys(const struct cfg__key *keys, const char *section,
+		      const struct cfg *a, const struct cfg *b, struct cfg_diff *diff)
+{
+	const struct cfg__key *k;
+	char path[128];
+
+	for (k = keys; k->name; k++) {
+		if (k->kind == CFG__SECTION) {
+			diff_keys(k->sub, k->name, a, b, diff);
+			continue;
+		}
+		if (same(k, a, b))
+			continue;
+		if (section)
+			snprintf(path, sizeof(path), "%s.%s", section, k->name);
+		else
+			snprintf(path, sizeof(path), "%s", k->name);
+		if (k->live)
+			add_key(diff->live, sizeof(diff->live), path);
+		else
+			add_key(diff->restart, sizeof(diff->restart), path);
+	}
+}
+
+/* Both configs must be loaded ones; with either NULL, nothing differs. */
+void cfg_diff(const struct cfg *old, const struct cfg *new, struct cfg_diff *diff)
+{
+	diff->live[0] = '\0';
+	diff->restart[0] = '\0';
+	if (!old || !new)
+		return;
+	diff_keys(cfg__schema, NULL, old, new, diff);
+}

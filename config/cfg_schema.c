@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The schema: every key of the config, its type, range, default and
+ * whether a reload can apply it to a running daemon. The loader (cfg.c)
+ * and the reload diff (cfg_diff.c) both walk this one table, so a key added
+ * here is parsed, defaulted, validated and diffed without further code.
+ *
+ * Defaults are JSON text run through the same parser as user input; the
+ * embedded default config (cfg_default.c) must agree with them, which
+ * test_cfg checks. man/smcproxyd.json.5 documents the same table.
+ */
+#include <stddef.h>
+#include <syslog.h>
+
+#include "cfg-int.h"
+
+/* Columns: { name, kind, live, flags, field, min, max, default, sub }. */
+#define F(field) offsetof(struct cfg, field)
+
+#define KiB 1024ULL
+#define MiB (1024ULL * KiB)
+#define GiB (1024ULL * MiB)
+#define SEC 1000ULL
+#define MIN (60 * SEC)
+#define HOUR (60 * MIN)
+#define DAY (24 * HOUR)
+
+/* UNIX socket paths must fit sockaddr_un.sun_path (108 bytes with NUL).
+ * shm.dir holds the sockets the shm transport passes eventfds over, so
+ * leave room for their names below it. */
+#define SUN_PATH_MAX 107
+#define SHM_DIR_MAX 64
+
+static const struct cfg__key links_keys[] = {
+	{ "per_peer", CFG__UINT, false, 0, F(links.per_peer), 1, 16, "2", NULL },
+	{ "max_flows_per_link", CFG__UINT, false, 0, F(links.max_flows_per_link),
+	  1, 65535, "255", NULL },
+	{ 0 },
+};
+
+static const struct cfg__key buffers_keys[] = {
+	{ "ring", CFG__SIZE, false, CFG__F_POW2, F(buffers.ring),
+	  16 * KiB, 64 * MiB, "\"256KiB\"", NULL },
+	/* Must also be >= ring: checked in cfg.c after both are known. */
+	{ "pool", CFG__SIZE, false, 0, F(buffers.pool), 16 * KiB, 64 * GiB, "\"64MiB\"", NULL },
+	{ 0 },
+};
+
+static const struct cfg__key autocork_keys[] = {
+	{ "enabled", CFG__BOOL, true, 0, F(autocork.enabled), 0, 1, "true", NULL },
+	{ "max_bytes", CFG__SIZE, true, 0, F(autocork.max_bytes), 1, 16 * MiB, "\"64KiB\"", NULL },
+	{ 0 },
+};
+
+static const struct cfg__key cq_keys[] = {
+	{ "pool", CFG__UINT, false, 0, F(cq.pool), 0, 64, "0", NULL },
+	{ "poll_budget", CFG__UINT, false, 0, F(cq.poll_budget), 1, 1024, "16", NULL },
+	{ 0 },
+};
+
+static const struct cfg__key shm_keys[] = {
+	{ "dir", CFG__PATH, false, 0, F(shm.dir), 0, SHM_DIR_MAX, "\"/run/smcproxy\"", NULL },
+	{ 0 },
+};
+
+static const struct cfg__key stats_keys[] = {
+	{ "socket", CFG__PATH, false, 0, F(stats.socket), 0, SUN_PATH_MAX,
+	  "\"/run/smcproxy/smcproxyd.sock\"", NULL },
+	{ "mode", CFG__MODE, true, 0, F(stats.mode), 0, 0777, "\"0660\"", NULL },
+	{ 0 },
+};
+
+static const struct cfg__key fallback_keys[] = {
+	{ "connect_timeout", CFG__DURATION, true, 0, F(fallback.connect_timeout_ms),
+	  1, HOUR, "\"2s\"", NULL },
+	/* 0 turns the negative cache off: every flow probes the peer again. */
+	{ "negative_ttl", CFG__DURATION, true, 0, F(fallback.negative_ttl_ms),
+	  0, DAY, "\"30s\"", NULL },
+	{ 0 },
+};
+
+static const struct cfg__key auth_keys[] = {
+	{ "psk_file", CFG__PATH, true, CFG__F_EMPTY_OK, F(auth.psk_file), 0, 4096, "\"\"", NULL },
+	{ 0 },
+};
+
+static const struct cfg__key log_keys[] = {
+	{ "level", CFG__LOG_LEVEL, true, 0, F(log.level), LOG_ERR, LOG_DEBUG, "\"info\"", NULL },
+	{ 0 },
+};
+
+static const struct cfg__key relay_keys[] = {
+	{ "buffer", CFG__SIZE, false, 0, F(relay.buffer), 4 * KiB, 64 * MiB, "\"1MiB\"", NULL },
+	/* TCP_KEEPIDLE takes whole seconds up to 32767 (MAX_TCP_KEEPIDLE). */
+	{ "keepalive", CFG__DURATION, true, CFG__F_ZERO_OK, F(relay.keepalive_ms),
+	  1 * SEC, 32767 * SEC, "\"60s\"", NULL },
+	{ "idle_timeout", CFG__DURATION, true, 0, F(relay.idle_timeout_ms),
+	  0, 30 * DAY, "\"0\"", NULL },
+	{ 0 },
+};
+
+static const struct cfg__key shutdown_keys[] = {
+	{ "drain_timeout", CFG__DURATION, true, 0, F(shutdown.drain_timeout_ms),
+	  0, HOUR, "\"10s\"", NULL },
+	{ 0 },
+};
+
+const struct cfg__key cfg__schema[] = {
+	{ "listen", CFG__LISTEN, false, 0, 0, 0, 0,
+	  "[\"127.0.0.1:7001\", \"[::1]:7001\"]", NULL },
+	{ "control", CFG__CONTROL, false, 0, 0, 0, 0, "\"0.0.0.0:7002\"", NULL },
+	{ "peers", CFG__PEERS, true, 0, 0, 0, 0, "[]", NULL },
+	{ "transport", CFG__TRANSPORT, false, 0, F(transport), 0, 0, "\"auto\"", NULL },
+	{ "mark", CFG__U32, false, 0, F(mark), 1, 0xffffffffULL, "5459267", NULL },
+	{ "workers", CFG__UINT, false, 0, F(workers), 0, 256, "0", NULL },
+	{ "links", CFG__SECTION, false, 0, 0, 0, 0, NULL, links_keys },
+	{ "buffers", CFG__SECTION, false, 0, 0, 0, 0, NULL, buffers_keys },
+	{ "autocork", CFG__SECTION, false, 0, 0, 0, 0, NULL, autocork_keys },
+	{ "cq", CFG__SECTION, false, 0, 0, 0, 0, NULL, cq_keys },
+	{ "shm", CFG__SECTION, false, 0, 0, 0, 0, NULL, shm_keys },
+	{ "stats", CFG__SECTION, false, 0, 0, 0, 0, NULL, stats_keys },
+	{ "fallback", CFG__SECTION, false, 0, 0, 0, 0, NULL, fallback_keys },
+	{ "auth", CFG__SECTION, false, 0, 0, 0, 0, NULL, auth_keys },
+	{ "log", CFG__SECTION, false, 0, 0, 0, 0, NULL, log_keys },
+	{ "relay", CFG__SECTION, false, 0, 0, 0, 0, NULL, relay_keys },
+	{ "shutdown", CFG__SECTION, false, 0, 0, 0, 0, NULL, shutdown_keys },
+	{ 0 },
+};
