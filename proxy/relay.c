@@ -151,11 +151,15 @@ static int relay_fill_urgent(struct relay_dir *d, int fd)
 
 	if (ioctl(fd, SIOCATMARK, &at_mark) < 0 || !at_mark)
 		return 0;
-	n = recv(fd, &c, 1, MSG_DONTWAIT);
+	/* Peek first: if the pipe has no free slot we must not consume it. */
+	n = recv(fd, &c, 1, MSG_DONTWAIT | MSG_PEEK);
 	if (n <= 0)
 		return n < 0 && errno != EAGAIN ? -errno : 0;
-	if (write(d->pipe_wr, &c, 1) != 1)
-		return -EIO;	/* cannot happen: the pipe had room */
+	n = write(d->pipe_wr, &c, 1);
+	if (n != 1)
+		return n < 0 && errno != EAGAIN ? -errno : 0;
+	if (recv(fd, &c, 1, MSG_DONTWAIT) != 1)
+		return -EIO;	/* cannot happen: we peeked it */
 	d->queued++;
 	return 1;
 }
@@ -168,8 +172,9 @@ static int relay_pump(struct relay *r, int i)
 {
 	struct relay_dir *d = &r->dir[i];
 	int out = r->fd[!i];
-	bool progress;
+	bool progress, filled = false;
 	ssize_t n;
+	int u;
 
 	do {
 		progress = false;
@@ -178,18 +183,22 @@ static int relay_pump(struct relay *r, int i)
 				   d->cap - d->queued, SPLICE_FLAGS);
 			if (n > 0) {
 				d->queued += n;
-				progress = true;
-			} else if (n == 0) {
-				d->eof = true;
-				progress = true;
-			} else if (errno == EAGAIN) {
-				if (d->queued == 0) {
-					int u = relay_fill_urgent(d, r->fd[i]);
-
-					if (u < 0)
-						return u;
-					progress = u > 0;
-				}
+				filled = progress = true;
+			} else if (n == 0 || errno == EAGAIN) {
+				/*
+				 * At the urgent mark splice returns EAGAIN (or
+				 * 0 once a FIN is queued behind it) although
+				 * data is waiting. Look for the mark only when
+				 * this can be it: at EOF, or when a readable
+				 * event yielded nothing.
+				 */
+				u = n == 0 || !filled ? relay_fill_urgent(d, r->fd[i]) : 0;
+				if (u < 0)
+					return u;
+				if (u > 0)
+					filled = progress = true;
+				else if (n == 0)
+					d->eof = progress = true;
 			} else if (errno != EINTR) {
 				return -errno;
 			}
