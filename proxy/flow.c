@@ -45,7 +45,7 @@ static enum fallback_reason flow_choose_reason(const struct proxy *p,
 	const struct cfg *cfg = p->cfg;
 	size_t i;
 
-	if (cfg->transport == CFG_TRANSPORT_TCP)
+	if (p->transport == CFG_TRANSPORT_TCP)
 		return FB_TRANSPORT_TCP;
 	for (i = 0; i < cfg->n_peers; i++)
 		if (addr_in_prefix(dest, &cfg->peers[i].prefix))

@@ -50,6 +50,7 @@ struct proxy {
 	/* Captured at init: these need a restart to change, so a reload
 	 * must not change them under running flows. */
 	struct relay_params relay_params;
+	enum cfg_transport transport;
 
 	struct listener *listeners;
 	size_t n_listeners;

@@ -80,6 +80,7 @@ static void proxy_capture_params(struct proxy *p, const struct cfg *cfg)
 	p->relay_params.buffer = cfg->relay.buffer;
 	p->relay_params.connect_timeout_ms = cfg->fallback.connect_timeout_ms;
 	p->relay_params.keepalive_ms = cfg->relay.keepalive_ms;
+	p->transport = cfg->transport;
 }
 
 static void proxy_on_idle_sweep(uv_timer_t *t)
