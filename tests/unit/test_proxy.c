@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Redirect listeners: fd exhaustion pauses accepting with back-off instead
+ * of spinning (after libuv's test-emfile.c), loops are refused, and peer
+ * prefixes match as they should. accept4() is wrapped to count calls.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "addr.h"
+#include "cfg.h"
+#include "proxy.h"
+
+static unsigned long accept_calls;
+
+int __real_accept4(int fd, struct sockaddr *a, socklen_t *l, int flags);
+int __wrap_accept4(int fd, struct sockaddr *a, socklen_t *l, int flags)
+{
+	accept_calls++;
+	return __real_accept4(fd, a, l, flags);
+}
+
+static void ev_ignore(struct proxy *p, enum proxy_event ev, const struct flow *f, int err)
+{
+}
+
+static const struct proxy_ops ops = { .event = ev_ignore };
+
+static struct cfg *cfg_loopback_any_port(void)
+{
+	struct cfg *cfg;
+	struct sockaddr_in *in;
+
+	assert_int_equal(cfg_load_string("{\"listen\": [\"127.0.0.1:7001\"]}", "test", &cfg, NULL), 0);
+	in = (struct sockaddr_in *)&cfg->listen[0].ss;
+	in->sin_port = 0;	/* the config refuses port 0; tests want any */
+	return cfg;
+}
+
+static void on_deadline(uv_timer_t *t)
+{
+	uv_stop(t->loop);
+}
+
+static void run_for(uv_loop_t *loop, unsigned ms)
+{
+	uv_timer_t t;
+
+	uv_timer_init(loop, &t);
+	uv_timer_start(&t, on_deadline, ms, 0);
+	uv_run(loop, UV_RUN_DEFAULT);
+	uv_close((uv_handle_t *)&t, NULL);
+	uv_run(loop, UV_RUN_NOWAIT);
+}
+
+static int closed;
+static void on_proxy_closed(struct proxy *p)
+{
+	closed = 1;
+}
+
+static void test_emfile_pauses_without_spinning(void **state)
+{
+	enum { CLIENTS = 8 };
+	struct cfg *cfg = cfg_loopback_any_port();
+	struct rlimit old, low;
+	struct proxy p;
+	uv_loop_t loop;
+	char err[256];
+	int c[CLIENTS], i, maxfd;
+
+	uv_loop_init(&loop);
+	assert_int_equal(proxy_init(&p, &loop, cfg, &ops, err, sizeof(err)), 0);
+	proxy_start(&p);
+	/* Connections complete in the kernel's backlog before we accept. */
+	for (i = 0; i < CLIENTS; i++) {
+		c[i] = socket(AF_INET, SOCK_STREAM, 0);
+		assert_int_equal(connect(c[i], (struct sockaddr *)&p.listeners[0].addr,
+					 sizeof(struct sockaddr_in)), 0);
+	}
+	maxfd = dup(0);
+	close(maxfd);
+	getrlimit(RLIMIT_NOFILE, &old);
+	low = old;
+	low.rlim_cur = maxfd;	/* no fd left for accept4 */
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+
+	accept_calls = 0;
+	run_for(&loop, 600);
+	assert_true(p.stats.accept_pauses >= 3);
+	/* Back-off 10, 20, 40, ... ms: a handful of tries, not a spin. */
+	assert_true(accept_calls < 30);
+	assert_true(p.paused);
+	assert_int_equal(p.stats.flows_accepted, 0);
+
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	run_for(&loop, 1200);
+	assert_int_equal(p.stats.flows_accepted, CLIENTS);
+	/* Connected straight to the listener: refused as not redirected. */
+	assert_int_equal(p.stats.loops_refused, CLIENTS);
+	assert_false(p.paused);
+
+	for (i = 0; i < CLIENTS; i++)
+		close(c[i]);
+	proxy_close(&p, on_proxy_closed);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_true(closed);
+	assert_int_equal(uv_loop_close(&loop), 0);
+	cfg_free(cfg);
+}
+
+static struct sockaddr_storage sa(const char *ip, unsigned port)
+{
+	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_in *in = (void *)&ss;
+	struct sockaddr_in6 *in6 = (void *)&ss;
+
+	if (strchr(ip, ':')) {
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons(port);
+		inet_pton(AF_INET6, ip, &in6->sin6_addr);
+	} else {
+		in->sin_family = AF_INET;
+		in->sin_port = htons(port);
+		inet_pton(AF_INET, ip, &in->sin_addr);
+	}
+	return ss;
+}
+
+static void test_loop_check(void **state)
+{
+	struct listener l[2];
+	struct proxy p = { .listeners = l, .n_listeners = 2 };
+	struct sockaddr_storage local = sa("127.0.0.1", 7001), d;
+
+	l[0].addr = sa("127.0.0.1", 7001);
+	l[1].addr = sa("::", 7001);
+
+	d = sa("127.0.0.1", 7001);
+	assert_int_equal(proxy_check_loop(&p, (void *)&local, (void *)&d), -ELOOP);
+	d = sa("10.0.0.2", 7001);	/* another address, specific listener */
+	assert_int_equal(proxy_check_loop(&p, (void *)&local, (void *)&d), 0);
+	d = sa("127.0.0.1", 6379);
+	assert_int_equal(proxy_check_loop(&p, (void *)&local, (void *)&d), 0);
+	d = sa("fd00::2", 7001);	/* the IPv6 wildcard listener answers */
+	assert_int_equal(proxy_check_loop(&p, (void *)&local, (void *)&d), -ELOOP);
+	d = sa("fd00::2", 7002);
+	assert_int_equal(proxy_check_loop(&p, (void *)&local, (void *)&d), 0);
+}
+
+static void test_addr_in_prefix(void **state)
+{
+	struct cfg_prefix pfx;
+	struct sockaddr_storage a;
+
+	assert_int_equal(cfg_parse_prefix("10.0.0.0/24", &pfx), 0);
+	a = sa("10.0.0.77", 1);
+	assert_true(addr_in_prefix((void *)&a, &pfx));
+	a = sa("10.0.1.1", 1);
+	assert_false(addr_in_prefix((void *)&a, &pfx));
+	a = sa("::ffff:10.0.0.1", 1);	/* another family never matches */
+	assert_false(addr_in_prefix((void *)&a, &pfx));
+
+	assert_int_equal(cfg_parse_prefix("172.16.0.0/12", &pfx), 0);
+	a = sa("172.31.255.255", 1);
+	assert_true(addr_in_prefix((void *)&a, &pfx));
+	a = sa("172.32.0.0", 1);
+	assert_false(addr_in_prefix((void *)&a, &pfx));
+
+	assert_int_equal(cfg_parse_prefix("0.0.0.0/0", &pfx), 0);
+	a = sa("192.0.2.1", 1);
+	assert_true(addr_in_prefix((void *)&a, &pfx));
+
+	assert_int_equal(cfg_parse_prefix("fd00:1::/33", &pfx), 0);
+	a = sa("fd00:1:7fff::1", 1);
+	assert_true(addr_in_prefix((void *)&a, &pfx));
+	a = sa("fd00:1:8000::1", 1);
+	assert_false(addr_in_prefix((void *)&a, &pfx));
+}
+
+static void test_addr_format(void **state)
+{
+	char buf[ADDR_STRLEN];
+	struct sockaddr_storage a = sa("10.1.2.3", 6379), b = sa("fd00::1", 443);
+
+	assert_string_equal(addr_format((void *)&a, buf, sizeof(buf)), "10.1.2.3:6379");
+	assert_string_equal(addr_format((void *)&b, buf, sizeof(buf)), "[fd00::1]:443");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_emfile_pauses_without_spinning),
+		cmocka_unit_test(test_loop_check),
+		cmocka_unit_test(test_addr_in_prefix),
+		cmocka_unit_test(test_addr_format),
+	};
+
+	return cmocka_run_group_tests_name("proxy", tests, NULL, NULL);
+}
