@@ -125,4 +125,10 @@ struct cfg__key {
 /* The top-level keys. */
 extern const struct cfg__key cfg__schema[];
 
+/* ---- reload diff (cfg_diff.c) ---- */
+
+/* Appends key to a comma-separated list in a buffer of size bytes; when it
+ * does not fit, the list ends with "..." and takes no more keys. */
+void cfg__list_add(char *list, size_t size, const char *key);
+
 #endif

@@ -21,10 +21,12 @@
  * always leaves room for ",..." so that, once a key no longer fits, the
  * list ends with "..." instead of a cut-off name.
  */
-static void add_key(char *list, size_t size, const char *key)
+void cfg__list_add(char *list, size_t size, const char *key)
 {
 	size_t len = strlen(list), n = strlen(key) + (len ? 1 : 0);
 
+	if (size <= strlen("," ELLIPSIS))
+		return;
 	if (len >= strlen(ELLIPSIS) && strcmp(list + len - strlen(ELLIPSIS), ELLIPSIS) == 0)
 		return;
 	if (len + n + strlen("," ELLIPSIS) < size) {
@@ -126,9 +128,9 @@ static void diff_keys(const struct cfg__key *keys, const char *section,
 		else
 			snprintf(path, sizeof(path), "%s", k->name);
 		if (k->live)
-			add_key(diff->live, sizeof(diff->live), path);
+			cfg__list_add(diff->live, sizeof(diff->live), path);
 		else
-			add_key(diff->restart, sizeof(diff->restart), path);
+			cfg__list_add(diff->restart, sizeof(diff->restart), path);
 	}
 }
 
