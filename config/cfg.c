@@ -284,6 +284,9 @@ static void unknown_key(struct load *ld, const char *key, const struct cfg__key 
 
 	for (k = known; k->name; k++) {
 		d = strcasecmp(key, k->name) == 0 ? 0 : near_miss(key, k->name);
+		/* Two edits turn any short name into any other ("zz" into "cq"). */
+		if (d == 2 && strlen(k->name) <= 4)
+			continue;
 		if (d < best_d) {
 			best_d = d;
 			best = k;
@@ -816,6 +819,47 @@ static void check_cross(struct load *ld, struct cfg *cfg)
 	}
 }
 
+/* Line and column of byte offset off in text, counted as jansson does. */
+static void offset_pos(const char *text, size_t off, unsigned *line, unsigned *col)
+{
+	size_t i;
+
+	*line = 1;
+	*col = 1;
+	for (i = 0; i < off; i++) {
+		if (text[i] == '\n') {
+			(*line)++;
+			*col = 1;
+		} else if (((unsigned char)text[i] & 0xc0) != 0x80) {
+			(*col)++;
+		}
+	}
+}
+
+/*
+ * Two mistakes jansson reports in words that do not help: a byte order
+ * mark ("invalid token near '<invisible>'") and a NUL byte, which shows up
+ * as "end of file expected near end of file". True if one was reported.
+ */
+static bool check_text(struct load *ld, const char *text, size_t len)
+{
+	unsigned line, col;
+	const char *nul;
+
+	if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) {
+		add_error(ld, 1, 1, "(parse)", "the file starts with a UTF-8 byte order mark; "
+			  "save it without one");
+		return true;
+	}
+	nul = memchr(text, '\0', len);
+	if (nul) {
+		offset_pos(text, (size_t)(nul - text), &line, &col);
+		add_error(ld, line, col, "(parse)", "NUL byte in the text (is this a text file?)");
+		return true;
+	}
+	return false;
+}
+
 static void parse_error(struct load *ld, const json_error_t *jerr)
 {
 	add_error(ld, jerr->line > 0 ? (unsigned)jerr->line : 1,
@@ -835,6 +879,10 @@ static int load_buf(const char *text, size_t len, const char *source,
 	json_t *root;
 	int r;
 
+	if (check_text(&ld, text, len)) {
+		r = -EINVAL;
+		goto out_errors;
+	}
 	root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
 	if (!root) {
 		if (json_error_code(&jerr) == json_error_out_of_memory) {

@@ -381,6 +381,9 @@ static void test_unknown_keys(void **state)
 	expect_errors("{\"listne\": []}",
 		      "t.json:1:2: listne: unknown key (did you mean \"listen\"?)\n");
 	expect_errors("{\"Mark\": 1}", "t.json:1:2: Mark: unknown key (did you mean \"mark\"?)\n");
+	expect_errors("{\"lg\": 1}", "t.json:1:2: lg: unknown key (did you mean \"log\"?)\n");
+	/* two edits are too many for a short name */
+	expect_error_prefix("{\"zz\": 1}", "t.json:1:2: zz: unknown key (known here: ");
 	expect_errors("{\n  \"links\": {\"per_peer\": 2, \"flows\": 3}\n}",
 		      "t.json:2:28: links.flows: unknown key (known here: per_peer, "
 		      "max_flows_per_link)\n");
@@ -687,8 +690,29 @@ static void test_load_file(void **state)
 	/* a NUL byte is not the end of the file */
 	path = write_temp("{}\0{", 4);
 	assert_int_equal(cfg_load_file(path, &c, &e), -EINVAL);
-	snprintf(want, sizeof(want), "%s:1:3: (parse): ", path);
-	assert_int_equal(strncmp(e.text, want, strlen(want)), 0);
+	snprintf(want, sizeof(want), "%s:1:3: (parse): NUL byte in the text (is this a text "
+		 "file?)\n", path);
+	assert_string_equal(e.text, want);
+	cfg_errors_free(&e);
+	unlink(path);
+	free(path);
+}
+
+static void test_text_checks(void **state)
+{
+	struct cfg_errors e;
+	struct cfg *c;
+	char want[128], *path;
+
+	expect_errors("\xef\xbb\xbf{}", "t.json:1:1: (parse): the file starts with a UTF-8 byte "
+		      "order mark; save it without one\n");
+	/* cfg_load_string stops at a NUL, so only files can carry one; the
+	 * column counts the code points before it */
+	path = write_temp("{\n \"\xc3\xa9\": \0}", 11);
+	assert_int_equal(cfg_load_file(path, &c, &e), -EINVAL);
+	snprintf(want, sizeof(want), "%s:2:7: (parse): NUL byte in the text (is this a text "
+		 "file?)\n", path);
+	assert_string_equal(e.text, want);
 	cfg_errors_free(&e);
 	unlink(path);
 	free(path);
@@ -834,6 +858,7 @@ int main(void)
 		cmocka_unit_test(test_control_chars_escaped),
 		cmocka_unit_test(test_many_errors_collected),
 		cmocka_unit_test(test_load_file),
+		cmocka_unit_test(test_text_checks),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_null_arguments),
 		cmocka_unit_test(test_diff_none),
