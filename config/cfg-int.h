@@ -30,8 +30,9 @@ void cfg__buf_truncate(struct cfg__buf *b, size_t len);
 void cfg__buf_free(struct cfg__buf *b);
 
 /* Key paths: "links.per_peer", "listen[1]", "peers[0].prefix". A key is
- * written through cfg__buf_add_clean(), so the position index and the schema
- * walker build byte-identical paths for the same member. */
+ * written through cfg__buf_add_clean() (an empty key as ""), so the
+ * position index and the schema walker build byte-identical paths for the
+ * same member. */
 int cfg__path_push_key(struct cfg__buf *path, const char *key, size_t n);
 int cfg__path_push_index(struct cfg__buf *path, size_t i);
 

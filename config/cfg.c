@@ -285,9 +285,7 @@ static void unknown_key(struct load *ld, const char *key, const struct cfg__key 
 	for (k = known; k->name; k++) {
 		d = strcasecmp(key, k->name) == 0 ? 0 : near_miss(key, k->name);
 		/* Two edits turn any short name into any other ("zz" into "cq"). */
-		if (d == 2 && strlen(k->name) <= 4)
-			continue;
-		if (d < best_d) {
+		if (d < best_d && !(d == 2 && strlen(k->name) <= 4)) {
 			best_d = d;
 			best = k;
 		}

@@ -22,6 +22,8 @@ static int buf_reserve(struct cfg__buf *b, size_t more)
 	need = b->len + more + 1;
 	if (need <= b->cap)
 		return 0;
+	/* A first allocation must hold a string too, even if nothing is
+	 * appended after it (an empty key). */
 	cap = b->cap ? b->cap : 64;
 	while (cap < need)
 		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
@@ -30,6 +32,7 @@ static int buf_reserve(struct cfg__buf *b, size_t more)
 		return -ENOMEM;
 	b->s = s;
 	b->cap = cap;
+	b->s[b->len] = '\0';
 	return 0;
 }
 
@@ -139,6 +142,10 @@ int cfg__path_push_key(struct cfg__buf *path, const char *key, size_t n)
 {
 	if (path->len > 0 && cfg__buf_add(path, ".", 1) < 0)
 		return -ENOMEM;
+	/* An empty key must still show in the path, and must not turn a
+	 * top-level member into the root (""). */
+	if (n == 0)
+		return cfg__buf_add(path, "\"\"", 2);
 	return cfg__buf_add_clean(path, key, n);
 }
 

@@ -382,8 +382,16 @@ static void test_unknown_keys(void **state)
 		      "t.json:1:2: listne: unknown key (did you mean \"listen\"?)\n");
 	expect_errors("{\"Mark\": 1}", "t.json:1:2: Mark: unknown key (did you mean \"mark\"?)\n");
 	expect_errors("{\"lg\": 1}", "t.json:1:2: lg: unknown key (did you mean \"log\"?)\n");
+	/* an empty key is named "" (found by fuzzing: it once read past the path) */
+	expect_errors("{\"\": 1, \"links\": {\"\": 2}}",
+		      "t.json:1:2: \"\": unknown key (known here: listen, control, peers, transport, "
+		      "mark, workers, links, buffers, autocork, cq, shm, stats, fallback, auth, "
+		      "log, relay, shutdown)\n"
+		      "t.json:1:19: links.\"\": unknown key (known here: per_peer, "
+		      "max_flows_per_link)\n");
 	/* two edits are too many for a short name */
-	expect_error_prefix("{\"zz\": 1}", "t.json:1:2: zz: unknown key (known here: ");
+	expect_error_prefix("{\"zz\": 1}", "t.json:1:2: zz: unknown key (known here: listen, "
+			    "control, peers, transport, mark, workers, links, buffers, autocork, cq, ");
 	expect_errors("{\n  \"links\": {\"per_peer\": 2, \"flows\": 3}\n}",
 		      "t.json:2:28: links.flows: unknown key (known here: per_peer, "
 		      "max_flows_per_link)\n");
