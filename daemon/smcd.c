@@ -69,6 +69,8 @@ static void smcd_on_proxy_event(struct proxy *p, enum proxy_event ev,
 			   addr_format((const struct sockaddr *)&f->client, a, sizeof(a)),
 			   err == -ELOOP ? "its destination is our own listener" :
 			   err == -ENOENT ? "it was not redirected (no original destination)" :
+			   err == -EHOSTUNREACH ? "it is our own outbound connection, redirected "
+			   "back: the redirect rule must skip packets with our mark" :
 			   strerror(-err));
 		break;
 	case PROXY_EV_FLOW_SETUP_FAILED:

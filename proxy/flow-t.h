@@ -22,6 +22,11 @@ struct flow {
 	enum fallback_reason reason;
 	struct sockaddr_storage client;	/* the application's address */
 	struct sockaddr_storage dest;	/* its original destination */
+	/* Local address of our outbound socket, and the chain of
+	 * proxy->out_hash it is on: how a connection of ours that a
+	 * redirect rule sent back to us is recognised. */
+	struct sockaddr_storage out_local;
+	struct flow *out_next;
 	uint64_t created_ms;
 	struct relay relay;		/* mode tcp */
 };

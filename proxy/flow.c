@@ -83,6 +83,7 @@ static void flow_relay_closed(struct relay *r)
 	struct proxy *p = f->proxy;
 
 	list_del(&f->node);
+	proxy__out_del(p, f);
 	p->n_flows--;
 	free(f);
 	proxy__flow_freed(p);
@@ -123,6 +124,14 @@ int flow_open(struct proxy *p, int fd, const struct sockaddr_storage *client)
 	if (!err)
 		err = proxy_check_loop(p, (struct sockaddr *)&local,
 				       (struct sockaddr *)&f->dest);
+	/*
+	 * One of our own outbound connections, redirected back to us because
+	 * the rule does not exempt our mark: refusing it resets that flow
+	 * too, instead of multiplying flows until fds run out.
+	 */
+	if (!err && proxy__out_find(p, (struct sockaddr *)client,
+				    (struct sockaddr *)&f->dest))
+		err = -EHOSTUNREACH;
 	if (err) {
 		p->stats.loops_refused++;
 		p->ops->event(p, PROXY_EV_LOOP_REFUSED, f, err);
@@ -142,6 +151,10 @@ int flow_open(struct proxy *p, int fd, const struct sockaddr_storage *client)
 		p->ops->event(p, PROXY_EV_FLOW_SETUP_FAILED, f, err);
 		goto out_reject;
 	}
+
+	len = sizeof(f->out_local);
+	if (getsockname(f->relay.fd[RELAY_SERVER], (struct sockaddr *)&f->out_local, &len) == 0)
+		proxy__out_add(p, f);
 
 	f->id = ++p->next_flow_id;
 	f->created_ms = uv_now(p->loop);

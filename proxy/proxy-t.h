@@ -15,6 +15,8 @@
 struct proxy;
 struct flow;
 
+#define PROXY_OUT_HASH_SIZE 4096	/* a power of two */
+
 /* A redirect listener. We accept by hand (not uv_tcp) so that fd
  * exhaustion pauses accepting instead of libuv's accept-and-drop. */
 struct listener {
@@ -29,7 +31,9 @@ enum proxy_event {
 	PROXY_EV_ACCEPT_PAUSED,		/* err: accept4()'s error */
 	PROXY_EV_ACCEPT_RESUMED,
 	PROXY_EV_ACCEPT_ERROR,		/* err: an unexpected accept4() error */
-	PROXY_EV_LOOP_REFUSED,		/* flow: client set; err: -ENOENT not redirected, -ELOOP aimed at us */
+	/* flow: client set; err: -ENOENT not redirected, -ELOOP aimed at our
+	 * listener, -EHOSTUNREACH our own outbound connection came back */
+	PROXY_EV_LOOP_REFUSED,
 	PROXY_EV_FLOW_SETUP_FAILED,	/* flow: client and dest set; err */
 	PROXY_EV_FLOW_ENDED,		/* flow; err: relay's, if any */
 };
@@ -61,6 +65,8 @@ struct proxy {
 	uv_timer_t idle_timer;		/* relay.idle_timeout sweep */
 
 	struct list_head flows;
+	/* Flows by the local port of their outbound socket. */
+	struct flow *out_hash[PROXY_OUT_HASH_SIZE];
 	uint64_t n_flows;
 	uint64_t next_flow_id;
 	struct proxy_stats stats;

@@ -243,6 +243,44 @@ static void proxy_on_acceptable(uv_poll_t *h, int status, int events)
 	}
 }
 
+static unsigned out_bucket(const struct sockaddr *a)
+{
+	return addr_port(a) & (PROXY_OUT_HASH_SIZE - 1);
+}
+
+void proxy__out_add(struct proxy *p, struct flow *f)
+{
+	struct flow **head = &p->out_hash[out_bucket((struct sockaddr *)&f->out_local)];
+
+	f->out_next = *head;
+	*head = f;
+}
+
+void proxy__out_del(struct proxy *p, struct flow *f)
+{
+	struct flow **pp = &p->out_hash[out_bucket((struct sockaddr *)&f->out_local)];
+
+	for (; *pp; pp = &(*pp)->out_next) {
+		if (*pp == f) {
+			*pp = f->out_next;
+			f->out_next = NULL;
+			return;
+		}
+	}
+}
+
+struct flow *proxy__out_find(const struct proxy *p, const struct sockaddr *peer,
+			     const struct sockaddr *dest)
+{
+	struct flow *f = p->out_hash[out_bucket(peer)];
+
+	for (; f; f = f->out_next)
+		if (addr_equal((struct sockaddr *)&f->out_local, peer) &&
+		    addr_equal((struct sockaddr *)&f->dest, dest))
+			return f;
+	return NULL;
+}
+
 int proxy_check_loop(const struct proxy *p, const struct sockaddr *local,
 		     const struct sockaddr *dest)
 {

@@ -28,8 +28,14 @@ void proxy_close(struct proxy *p, void (*close_cb)(struct proxy *p));
 int proxy_check_loop(const struct proxy *p, const struct sockaddr *local,
 		     const struct sockaddr *dest);
 
-/* Private to proxy/: flow.c tells the proxy a flow's memory is gone. */
+/* Private to proxy/: flow.c tells the proxy a flow's memory is gone, and
+ * keeps the index of outbound sockets. */
 void proxy__flow_freed(struct proxy *p);
+void proxy__out_add(struct proxy *p, struct flow *f);
+void proxy__out_del(struct proxy *p, struct flow *f);
+/* The flow whose outbound connection is peer -> dest, if any. */
+struct flow *proxy__out_find(const struct proxy *p, const struct sockaddr *peer,
+			     const struct sockaddr *dest);
 
 const char *flow_mode_name(enum flow_mode m);
 const char *fallback_reason_name(enum fallback_reason r);
