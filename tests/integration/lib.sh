@@ -1,0 +1,337 @@
+# shellcheck shell=bash
+# Helpers for the netns integration tests. Sourced by every t_*.sh:
+#
+#   . "$(dirname "$0")/lib.sh"
+#   it_init "$@"              # $1 = build dir; root check, temp dir, cleanup trap
+#   it_hosts                  # client host + server host joined by veth
+#   it_redirect               # REDIRECT server subnet -> daemon (client host)
+#   it_server_start           # flowcheck serve on the server host
+#   it_config key=JSON ...    # daemon config (defaults below, keys replaced)
+#   it_daemon_start [launcher args...]
+#   it_run ...                # flowcheck run in the client host
+#   it_stat flows.accepted    # one value of `smcproxyctl --json stats`
+#   it_pass / it_fail "why"   # exactly one PASS/FAIL line, then exit
+#
+# Topology (addresses are the same for every run: each run has its own
+# namespaces, and the names carry $$ so parallel runs do not collide):
+#
+#   netns smcp-c-PID (client host)          netns smcp-s-PID (server host)
+#     lo 127.0.0.1 ::1  <- smcproxyd :7001    lo
+#     veth0 10.66.1.1/24 fd66::1/64 ------- veth1 10.66.1.2/24 fd66::2/64
+#     nat OUTPUT: tcp to 10.66.1.0/24, fd66::/64 without the daemon's mark
+#                 -> REDIRECT :7001                flowcheck serve :9000
+#
+# Everything a test starts is killed and both namespaces are deleted on
+# exit, whatever the way out (pass, fail, error, signal from the runner).
+
+set -u
+
+IT_NAME=$(basename "$0" .sh)
+IT_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+C4=10.66.1.1		# client host
+S4=10.66.1.2		# server host
+NX4=10.66.1.99		# on the server subnet, nobody has it
+NET4=10.66.1.0/24
+C6=fd66::1
+S6=fd66::2
+NET6=fd66::/64
+SPORT=9000		# flowcheck serve
+CLOSED_PORT=9001	# nothing listens here on the server host
+LPORT=7001		# the daemon's redirect listener
+MARK=5459267
+
+IT_PIDS=()
+DAEMON_PID=
+SERVER_PID=
+
+it_log() { printf '%s: %s\n' "$IT_NAME" "$*" >&2; }
+
+it_init() {
+	if [ $# -lt 1 ] || [ ! -d "$1" ]; then
+		echo "usage: $0 BUILD_DIR" >&2
+		exit 2
+	fi
+	B=$(cd "$1" && pwd)
+	SMCPROXYD=$B/smcproxyd
+	SMCPROXYCTL=$B/smcproxyctl
+	FLOWCHECK=$B/tools/flowcheck
+	JGET=$B/tools/jget
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "FAIL $IT_NAME: needs root (network namespaces, iptables)"
+		exit 1
+	fi
+	local f
+	for f in "$SMCPROXYD" "$SMCPROXYCTL" "$FLOWCHECK" "$JGET"; do
+		if [ ! -x "$f" ]; then
+			echo "FAIL $IT_NAME: $f is missing (make all tools)"
+			exit 1
+		fi
+	done
+	NS_C=smcp-c-$$
+	NS_S=smcp-s-$$
+	IT_DIR=$(mktemp -d /tmp/smcp-it.XXXXXX)
+	chmod 755 "$IT_DIR"
+	SOCK=$IT_DIR/ctl.sock
+	IT_CFG=$IT_DIR/smcproxyd.json
+	trap it_cleanup EXIT
+	trap 'it_log "interrupted"; exit 124' INT TERM
+}
+
+it_cleanup() {
+	local rc=$? p ns
+	trap - EXIT INT TERM
+	# bash would report each killed background job on stderr
+	exec 2>/dev/null
+	for p in "${IT_PIDS[@]}"; do
+		kill -KILL "$p" 2>/dev/null
+	done
+	for ns in "${NS_C:-}" "${NS_S:-}"; do
+		[ -n "$ns" ] || continue
+		if ip netns list 2>/dev/null | grep -qw "$ns"; then
+			# Only processes this test started live in its namespaces.
+			for p in $(ip netns pids "$ns" 2>/dev/null); do
+				kill -KILL "$p" 2>/dev/null
+			done
+			ip netns del "$ns" 2>/dev/null
+		fi
+	done
+	wait 2>/dev/null
+	if [ -n "${IT_DIR:-}" ] && [ -d "$IT_DIR" ]; then
+		if [ "${IT_KEEP:-0}" = 1 ]; then
+			echo "$IT_NAME: kept $IT_DIR"
+		else
+			rm -rf "$IT_DIR"
+		fi
+	fi
+	exit "$rc"
+}
+
+# Runs a command on the client host / the server host.
+it_c() { ip netns exec "$NS_C" "$@"; }
+it_s() { ip netns exec "$NS_S" "$@"; }
+
+it_hosts() {
+	ip netns add "$NS_C" || it_fail "ip netns add $NS_C"
+	ip netns add "$NS_S" || it_fail "ip netns add $NS_S"
+	ip -n "$NS_C" link set lo up
+	ip -n "$NS_S" link set lo up
+	ip -n "$NS_C" link add veth0 type veth peer name veth1 netns "$NS_S" ||
+		it_fail "cannot create the veth pair"
+	ip -n "$NS_C" addr add "$C4/24" dev veth0
+	ip -n "$NS_S" addr add "$S4/24" dev veth1
+	# nodad: usable at once, no 1-2 s of duplicate address detection
+	ip -n "$NS_C" addr add "$C6/64" dev veth0 nodad
+	ip -n "$NS_S" addr add "$S6/64" dev veth1 nodad
+	ip -n "$NS_C" link set veth0 up
+	ip -n "$NS_S" link set veth1 up
+	# Static neighbours: the first ARP/NDP exchange can be lost while the
+	# veth carrier comes up, and a retransmit costs a second. NX4 stays
+	# unresolvable on purpose.
+	local mac_c mac_s
+	mac_c=$(ip -n "$NS_C" -br link show veth0 | awk '{ print $3 }')
+	mac_s=$(ip -n "$NS_S" -br link show veth1 | awk '{ print $3 }')
+	ip -n "$NS_C" neigh replace "$S4" lladdr "$mac_s" dev veth0 nud permanent
+	ip -n "$NS_C" neigh replace "$S6" lladdr "$mac_s" dev veth0 nud permanent
+	ip -n "$NS_S" neigh replace "$C4" lladdr "$mac_c" dev veth1 nud permanent
+	ip -n "$NS_S" neigh replace "$C6" lladdr "$mac_c" dev veth1 nud permanent
+}
+
+# REDIRECT every TCP connection to the server subnet that does not carry the
+# daemon's mark to the daemon's listener, IPv4 and IPv6. A redirect in nat
+# OUTPUT maps the destination to 127.0.0.1 / ::1, hence those listeners.
+it_redirect() {
+	it_c iptables -t nat -A OUTPUT -p tcp -d "$NET4" -m mark ! --mark "$MARK" \
+		-j REDIRECT --to-ports "$LPORT" || it_fail "iptables REDIRECT"
+	it_c ip6tables -t nat -A OUTPUT -p tcp -d "$NET6" -m mark ! --mark "$MARK" \
+		-j REDIRECT --to-ports "$LPORT" || it_fail "ip6tables REDIRECT"
+}
+
+# Waits until FILE contains a line matching REGEX; $3 = timeout in seconds.
+it_wait_file() {
+	local file=$1 re=$2 t=${3:-10} i
+	for ((i = 0; i < t * 20; i++)); do
+		grep -qE "$re" "$file" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+it_server_start() {
+	# Not through it_s: $! must be the server itself, not a subshell.
+	ip netns exec "$NS_S" "$FLOWCHECK" serve --listen "0.0.0.0:$SPORT" \
+		--listen "[::]:$SPORT" >"$IT_DIR/server.log" 2>&1 &
+	SERVER_PID=$!
+	IT_PIDS+=("$SERVER_PID")
+	it_wait_file "$IT_DIR/server.log" '^serve: listening' 5 ||
+		it_fail "flowcheck serve did not start: $(cat "$IT_DIR/server.log")"
+}
+
+# Stops the server; prints its summary line ("serve: N connections, N ok,
+# N failed, N aborted, N open; bytes: up N down N"). Works inside $(...).
+it_server_stop() {
+	local i
+	[ -n "$SERVER_PID" ] || return 0
+	kill -TERM "$SERVER_PID" 2>/dev/null
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$SERVER_PID" 2>/dev/null || break
+		grep -qE '^serve: [0-9]+ connections' "$IT_DIR/server.log" && break
+		sleep 0.05
+	done
+	grep -E '^serve: [0-9]+ connections' "$IT_DIR/server.log" | tail -1
+}
+
+# Writes the daemon's config. Arguments KEY=JSON replace or add top-level
+# keys; KEY= (empty) removes one. The defaults keep every file of the
+# daemon inside this test's temp dir and make it a pure TCP relay.
+it_config() {
+	local -A cfg=(
+		[listen]="[\"127.0.0.1:$LPORT\", \"[::1]:$LPORT\"]"
+		[control]='""'
+		[transport]='"tcp"'
+		[mark]="$MARK"
+		[workers]=2
+		[stats]="{\"socket\": \"$SOCK\", \"mode\": \"0660\"}"
+		[shm]="{\"dir\": \"$IT_DIR\"}"
+		[fallback]='{"connect_timeout": "2s"}'
+		[log]='{"level": "info"}'
+	)
+	local order=(listen control transport mark workers stats shm fallback log)
+	local kv k
+	for kv in "$@"; do
+		k=${kv%%=*}
+		[ -v "cfg[$k]" ] || order+=("$k")
+		cfg[$k]=${kv#*=}
+	done
+	{
+		echo "{"
+		local first=1
+		for k in "${order[@]}"; do
+			[ -n "${cfg[$k]}" ] || continue
+			[ $first = 1 ] || echo ","
+			first=0
+			printf '  "%s": %s' "$k" "${cfg[$k]}"
+		done
+		printf '\n}\n'
+	} >"$IT_CFG"
+}
+
+# smcproxyctl against this test's daemon.
+it_ctl() { "$SMCPROXYCTL" --socket "$SOCK" "$@"; }
+
+# Prints the values of `smcproxyctl --json stats` at the given paths
+# (relative to the "stats" object), one per line.
+it_stat() {
+	local out p paths=()
+	out=$(it_ctl --json stats 2>&1) || { it_log "smcproxyctl stats: $out"; return 1; }
+	for p in "$@"; do
+		paths+=("stats.$p|$p")
+	done
+	printf '%s\n' "$out" | "$JGET" "${paths[@]}"
+}
+
+# Starts smcproxyd on the client host with $IT_CFG (it_config first), in
+# the foreground, and waits until its stats socket answers. Arguments, if
+# any, are a launcher put in front of it (e.g. prlimit --nofile=64:64).
+it_daemon_start() {
+	[ -f "$IT_CFG" ] || it_config
+	# Not through it_c: $! must be the daemon itself (ip netns exec, env and
+	# a launcher all exec), not a subshell, or signals miss it.
+	ip netns exec "$NS_C" "$@" "$SMCPROXYD" -c "$IT_CFG" --foreground >>"$IT_DIR/daemon.log" 2>&1 &
+	DAEMON_PID=$!
+	IT_PIDS+=("$DAEMON_PID")
+	local i
+	for ((i = 0; i < 100; i++)); do
+		if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
+			wait "$DAEMON_PID"
+			it_fail "smcproxyd exited at start (status $?)"
+		fi
+		[ -S "$SOCK" ] && it_ctl --json stats >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	it_fail "smcproxyd did not answer on $SOCK within 10 s"
+}
+
+# Sends SIGTERM and waits up to $1 seconds (default 10); returns the exit
+# status of the daemon (124 if it did not exit).
+it_daemon_stop() {
+	local t=${1:-10} i
+	[ -n "$DAEMON_PID" ] || return 0
+	kill -TERM "$DAEMON_PID" 2>/dev/null
+	for ((i = 0; i < t * 20; i++)); do
+		if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
+			local rc=0
+			wait "$DAEMON_PID" || rc=$?
+			DAEMON_PID=
+			return $rc
+		fi
+		sleep 0.05
+	done
+	return 124
+}
+
+# Waits until stat PATH satisfies the arithmetic test "$2 $3" (e.g.
+# it_wait_stat flows.active.tcp -eq 0 5). $4 = timeout in seconds.
+it_wait_stat() {
+	local path=$1 op=$2 want=$3 t=${4:-5} i v
+	for ((i = 0; i < t * 10; i++)); do
+		v=$(it_stat "$path" 2>/dev/null) && [ "$v" "$op" "$want" ] && return 0
+		sleep 0.1
+	done
+	it_log "stats $path is ${v:-?}, wanted $op $want"
+	return 1
+}
+
+# flowcheck run on the client host, to the server through the redirect.
+# Default destination $S4:$SPORT; pass --connect to change it.
+it_run() {
+	local has_connect=0 a
+	for a in "$@"; do
+		[ "$a" = --connect ] && has_connect=1
+	done
+	if [ $has_connect = 1 ]; then
+		it_c "$FLOWCHECK" run "$@"
+	else
+		it_c "$FLOWCHECK" run --connect "$S4:$SPORT" "$@"
+	fi
+}
+
+it_probe() { it_c "$FLOWCHECK" probe "$@"; }
+
+# CPU time (utime + stime, in clock ticks) of a process.
+it_cpu_ticks() {
+	local stat
+	stat=$(cat "/proc/$1/stat") || return 1
+	# Fields after the ")" that ends the command name: utime is field 14.
+	stat=${stat##*) }
+	# shellcheck disable=SC2086
+	set -- $stat
+	echo $((${12} + ${13}))
+}
+
+it_dump_logs() {
+	local f
+	for f in "$IT_DIR"/daemon.log "$IT_DIR"/server.log; do
+		[ -s "$f" ] || continue
+		echo "--- last lines of $(basename "$f"):"
+		tail -n 20 "$f"
+	done
+}
+
+it_pass() {
+	echo "PASS $IT_NAME${1:+: $1}"
+	exit 0
+}
+
+it_fail() {
+	it_dump_logs >&2
+	echo "FAIL $IT_NAME: $*"
+	exit 1
+}
+
+# Development hook: a file that replaces some of the functions above (for
+# instance to run the tests against a stand-in relay).
+if [ -n "${IT_OVERRIDE:-}" ]; then
+	# shellcheck disable=SC1090
+	. "$IT_OVERRIDE"
+fi

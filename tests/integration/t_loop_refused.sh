@@ -1,0 +1,22 @@
+#!/bin/bash
+# Guards loop refusal: a connection made straight to the daemon's listener (not redirected) is closed and counted in loops_refused, for IPv4 and IPv6.
+. "$(dirname "$0")/lib.sh"
+it_init "$@"
+it_hosts
+it_redirect
+it_server_start
+it_config
+it_daemon_start
+
+before=$(it_stat loops_refused) || it_fail "no loops_refused counter"
+it_probe --connect "127.0.0.1:$LPORT" --expect reset,eof --within 2000 ||
+	it_fail "direct IPv4 connection to the listener was not closed"
+it_probe --connect "[::1]:$LPORT" --expect reset,eof --within 2000 ||
+	it_fail "direct IPv6 connection to the listener was not closed"
+it_wait_stat loops_refused -ge $((before + 2)) 3 ||
+	it_fail "loops_refused did not move by 2 (was $before)"
+it_wait_stat flows.active.tcp -eq 0 3 || it_fail "refused loops left active flows"
+
+# Redirected traffic still works.
+it_run --flows 5 --max-size 64KiB --timeout 20 >/dev/null || it_fail "relay broken after loops"
+it_pass "loops_refused $before -> $(it_stat loops_refused)"
