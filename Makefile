@@ -118,6 +118,7 @@ install: all
 	install -D -m 0755 contrib/smcproxy-iptables $(DESTDIR)$(SBINDIR)/smcproxy-iptables
 	install -D -m 0644 systemd/smcproxyd.service $(DESTDIR)$(UNITDIR)/smcproxyd.service
 	sed -i 's|/usr/local/sbin|$(SBINDIR)|g' $(DESTDIR)$(UNITDIR)/smcproxyd.service
+	install -D -m 0644 systemd/smcproxyd.socket $(DESTDIR)$(UNITDIR)/smcproxyd.socket
 	install -D -m 0644 man/smcproxyd.8 $(DESTDIR)$(MANDIR)/man8/smcproxyd.8
 	install -D -m 0644 man/smcproxyctl.8 $(DESTDIR)$(MANDIR)/man8/smcproxyctl.8
 	install -D -m 0644 man/smcproxyd.json.5 $(DESTDIR)$(MANDIR)/man5/smcproxyd.json.5
@@ -128,6 +129,7 @@ install: all
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/smcproxyd $(DESTDIR)$(BINDIR)/smcproxyctl \
 	  $(DESTDIR)$(SBINDIR)/smcproxy-iptables $(DESTDIR)$(UNITDIR)/smcproxyd.service \
+	  $(DESTDIR)$(UNITDIR)/smcproxyd.socket \
 	  $(DESTDIR)$(MANDIR)/man8/smcproxyd.8 $(DESTDIR)$(MANDIR)/man8/smcproxyctl.8 \
 	  $(DESTDIR)$(MANDIR)/man5/smcproxyd.json.5
 

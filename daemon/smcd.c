@@ -219,8 +219,35 @@ static void smcd_on_signal(uv_signal_t *s, int signum)
 		smcd_shutdown(d);
 }
 
+/*
+ * Listening sockets systemd passed us (smcproxyd.socket). Only stream
+ * sockets that listen qualify; anything else is closed with a warning.
+ */
+static size_t smcd_inherited_listeners(int *fds, size_t max)
+{
+	int n = sd_listen_fds(1), i;
+	size_t k = 0;
+
+	if (n < 0)
+		log_warn("socket activation: %s; binding our own sockets", strerror(-n));
+	for (i = 0; i < n; i++) {
+		int fd = SD_LISTEN_FDS_START + i;
+
+		if (k < max && sd_is_socket(fd, AF_UNSPEC, SOCK_STREAM, 1) > 0) {
+			fds[k++] = fd;
+		} else {
+			log_warn("socket activation: fd %d is not a listening stream socket"
+				 " we can use; closing it", fd);
+			close(fd);
+		}
+	}
+	return k;
+}
+
 int smcd_init(struct smcd *d, struct cfg *cfg, const char *cfg_path, int ready_fd)
 {
+	int inherited[64];
+	size_t n_inherited;
 	char errbuf[512] = "";
 	uv_signal_t *sigs[] = { &d->sig_term, &d->sig_int, &d->sig_hup };
 	int signums[] = { SIGTERM, SIGINT, SIGHUP };
@@ -239,11 +266,19 @@ int smcd_init(struct smcd *d, struct cfg *cfg, const char *cfg_path, int ready_f
 		return err;
 	}
 	d->start_ms = uv_now(&d->loop);
+	n_inherited = smcd_inherited_listeners(inherited, 64);
+	proxy_adopt_listeners(&d->proxy, inherited, n_inherited);
 	err = proxy_init(&d->proxy, &d->loop, cfg, &smcd_proxy_ops, errbuf, sizeof(errbuf));
+	if (d->proxy.n_adopt_unused)
+		log_warn("socket activation: %zu passed sockets match no \"listen\" address;"
+			 " closed them", d->proxy.n_adopt_unused);
 	if (err) {
 		log_err("%s; exiting", errbuf);
 		return err;
 	}
+	if (n_inherited)
+		log_info("socket activation: using %zu of %zu passed sockets",
+			 d->proxy.n_adopted, n_inherited);
 	d->proxy.data = d;
 	err = ctl_server_init(&d->ctl, &d->loop, cfg->stats.socket, cfg->stats.mode,
 			      smcd_ctl_handle, errbuf, sizeof(errbuf));

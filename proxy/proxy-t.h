@@ -58,6 +58,9 @@ struct proxy {
 
 	struct listener *listeners;
 	size_t n_listeners;
+	const int *adopt_fds;		/* from proxy_adopt_listeners() */
+	size_t n_adopt;
+	size_t n_adopted, n_adopt_unused;
 	bool accepting;
 	bool paused;			/* fd exhaustion back-off running */
 	uint64_t pause_ms;

@@ -23,6 +23,7 @@
 #define PAUSE_MIN_MS		10
 #define PAUSE_MAX_MS		1000
 #define IDLE_SWEEP_MAX_MS	1000
+#define ADOPT_MAX		64	/* inherited listening sockets */
 
 static void proxy_on_acceptable(uv_poll_t *h, int status, int events);
 
@@ -49,6 +50,31 @@ static void proxy_on_handle_closed(uv_handle_t *h)
 
 	p->open_handles--;
 	proxy_maybe_closed(p);
+}
+
+void proxy_adopt_listeners(struct proxy *p, const int *fds, size_t n)
+{
+	p->adopt_fds = fds;
+	p->n_adopt = n;
+}
+
+/* An adopted socket bound to a, or -1. Taken ones are marked in used. */
+static int listener_find_adopted(const struct proxy *p, const struct cfg_addr *a, bool *used)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	size_t i;
+
+	for (i = 0; i < p->n_adopt; i++) {
+		len = sizeof(ss);
+		if (used[i] || getsockname(p->adopt_fds[i], (struct sockaddr *)&ss, &len) < 0)
+			continue;
+		if (addr_equal((struct sockaddr *)&ss, (const struct sockaddr *)&a->ss)) {
+			used[i] = true;
+			return p->adopt_fds[i];
+		}
+	}
+	return -1;
 }
 
 static int listener_open(struct listener *l, const struct cfg_addr *a)
@@ -119,18 +145,36 @@ static void proxy_arm_idle_sweep(struct proxy *p)
 int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
 	       const struct proxy_ops *ops, char *errbuf, size_t errlen)
 {
+	const int *adopt_fds = p->adopt_fds;
+	size_t n_adopt = p->n_adopt;
+	bool used[ADOPT_MAX] = { false };
 	char a[ADDR_STRLEN];
 	size_t i;
-	int err;
+	int err, fd;
 
-	*p = (struct proxy){ .loop = loop, .cfg = cfg, .ops = ops };
+	*p = (struct proxy){ .loop = loop, .cfg = cfg, .ops = ops,
+			     .adopt_fds = adopt_fds,
+			     .n_adopt = n_adopt < ADOPT_MAX ? n_adopt : ADOPT_MAX };
 	list_init(&p->flows);
 	proxy_capture_params(p, cfg);
 
 	p->listeners = calloc(cfg->n_listen, sizeof(*p->listeners));
-	if (!p->listeners)
-		return -ENOMEM;
+	if (!p->listeners) {
+		err = -ENOMEM;
+		goto out_close_unused;
+	}
 	for (i = 0; i < cfg->n_listen; i++) {
+		fd = listener_find_adopted(p, &cfg->listen[i], used);
+		if (fd >= 0) {
+			socklen_t len = sizeof(p->listeners[i].addr);
+
+			p->listeners[i].fd = fd;
+			getsockname(fd, (struct sockaddr *)&p->listeners[i].addr, &len);
+			p->listeners[i].proxy = p;
+			p->n_listeners++;
+			p->n_adopted++;
+			continue;
+		}
 		err = listener_open(&p->listeners[i], &cfg->listen[i]);
 		if (err) {
 			snprintf(errbuf, errlen, "listen on %s: %s",
@@ -149,13 +193,26 @@ int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
 	uv_timer_init(loop, &p->idle_timer);
 	p->pause_timer.data = p->idle_timer.data = p;
 	proxy_arm_idle_sweep(p);
-	return 0;
+	err = 0;
+	goto out_close_unused;
 
 out_close_listeners:
 	while (p->n_listeners)
 		close(p->listeners[--p->n_listeners].fd);
 	free(p->listeners);
 	p->listeners = NULL;
+out_close_unused:
+	/* Adopted sockets no listen address wants would hold their ports
+	 * without being served: close them. Used ones are listeners now
+	 * (closed above on failure). */
+	for (i = 0; i < n_adopt; i++) {
+		if (i < ADOPT_MAX && used[i])
+			continue;
+		close(adopt_fds[i]);
+		p->n_adopt_unused++;
+	}
+	p->adopt_fds = NULL;
+	p->n_adopt = 0;
 	return err;
 }
 

@@ -13,6 +13,14 @@
  */
 int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
 	       const struct proxy_ops *ops, char *errbuf, size_t errlen);
+/*
+ * Hands over listening sockets opened by someone else (systemd socket
+ * activation) before proxy_init(): a listen address that one of them is
+ * bound to uses it instead of a new socket. The proxy owns them from here;
+ * proxy_init() closes those no listen address wants and counts them in
+ * p->n_adopt_unused. fds must stay valid until proxy_init() returns.
+ */
+void proxy_adopt_listeners(struct proxy *p, const int *fds, size_t n);
 void proxy_start(struct proxy *p);
 /* Closes the listeners; flows go on. */
 void proxy_stop_accepting(struct proxy *p);
