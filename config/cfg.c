@@ -243,35 +243,47 @@ static const char *shown(const char *s, char buf[SHOWN_MAX + 4])
 	return buf;
 }
 
-/* Edit distance of a and b, or 3 when it is more than 2. */
+/*
+ * Edit distance of a and b counting an adjacent transposition as one edit
+ * ("rign" is one edit from "ring"), the optimal string alignment distance;
+ * 3 when it is more than 2. Names are short, so three rows suffice.
+ */
 static unsigned near_miss(const char *a, const char *b)
 {
+	unsigned rows[3][64], *prev2, *prev, *cur, *t, best, v;
 	size_t n = strlen(a), m = strlen(b), i, j;
-	unsigned row[64], prev, tmp, best;
 
-	if (m >= sizeof(row) / sizeof(row[0]) || n > m + 2 || m > n + 2)
+	if (m >= sizeof(rows[0]) / sizeof(rows[0][0]) || n > m + 2 || m > n + 2)
 		return 3;
+	prev2 = rows[0];
+	prev = rows[1];
+	cur = rows[2];
 	for (j = 0; j <= m; j++)
-		row[j] = (unsigned)j;
+		prev[j] = (unsigned)j;
 	for (i = 1; i <= n; i++) {
-		prev = row[0];
-		row[0] = (unsigned)i;
-		best = row[0];
+		cur[0] = (unsigned)i;
+		best = cur[0];
 		for (j = 1; j <= m; j++) {
-			tmp = row[j];
-			row[j] = prev + (a[i - 1] != b[j - 1]);
-			if (row[j - 1] + 1 < row[j])
-				row[j] = row[j - 1] + 1;
-			if (tmp + 1 < row[j])
-				row[j] = tmp + 1;
-			prev = tmp;
-			if (row[j] < best)
-				best = row[j];
+			v = prev[j - 1] + (a[i - 1] != b[j - 1]);
+			if (prev[j] + 1 < v)
+				v = prev[j] + 1;
+			if (cur[j - 1] + 1 < v)
+				v = cur[j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    prev2[j - 2] + 1 < v)
+				v = prev2[j - 2] + 1;
+			cur[j] = v;
+			if (v < best)
+				best = v;
 		}
 		if (best > 2)
 			return 3;
+		t = prev2;
+		prev2 = prev;
+		prev = cur;
+		cur = t;
 	}
-	return row[m] > 2 ? 3 : row[m];
+	return prev[m] > 2 ? 3 : prev[m];
 }
 
 /* Names the unknown key at the current path, suggesting the closest
@@ -284,7 +296,8 @@ static void unknown_key(struct load *ld, const char *key, const struct cfg__key 
 
 	for (k = known; k->name; k++) {
 		d = strcasecmp(key, k->name) == 0 ? 0 : near_miss(key, k->name);
-		/* Two edits turn any short name into any other ("zz" into "cq"). */
+		/* Two edits turn any short name into any other ("zz" into
+		 * "cq"), so short names are suggested at one edit only. */
 		if (d < best_d && !(d == 2 && strlen(k->name) <= 4)) {
 			best_d = d;
 			best = k;

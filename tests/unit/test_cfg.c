@@ -382,6 +382,11 @@ static void test_unknown_keys(void **state)
 		      "t.json:1:2: listne: unknown key (did you mean \"listen\"?)\n");
 	expect_errors("{\"Mark\": 1}", "t.json:1:2: Mark: unknown key (did you mean \"mark\"?)\n");
 	expect_errors("{\"lg\": 1}", "t.json:1:2: lg: unknown key (did you mean \"log\"?)\n");
+	expect_errors("{\"buffers\": {\"rign\": 1}}",
+		      "t.json:1:14: buffers.rign: unknown key (did you mean \"ring\"?)\n");
+	expect_errors("{\"fallback\": {\"conect_timeotu\": 1}}",
+		      "t.json:1:15: fallback.conect_timeotu: unknown key (did you mean "
+		      "\"connect_timeout\"?)\n");
 	/* an empty key is named "" (found by fuzzing: it once read past the path) */
 	expect_errors("{\"\": 1, \"links\": {\"\": 2}}",
 		      "t.json:1:2: \"\": unknown key (known here: listen, control, peers, transport, "
