@@ -55,11 +55,12 @@ static void smcd_on_proxy_event(struct proxy *p, enum proxy_event ev,
 
 	switch (ev) {
 	case PROXY_EV_ACCEPT_PAUSED:
-		log_warn("accept: %s; pausing accepts for %llu ms", strerror(-err),
-			 (unsigned long long)p->pause_ms);
+		log_warn("accept: %s; pausing accepts, retrying with back-off up to 1 s",
+			 strerror(-err));
 		break;
 	case PROXY_EV_ACCEPT_RESUMED:
-		log_info("accepting again");
+		log_info("accepting again after %llu pauses in all",
+			 (unsigned long long)p->stats.accept_pauses);
 		break;
 	case PROXY_EV_ACCEPT_ERROR:
 		log_warn("accept: %s; going on", strerror(-err));

@@ -33,8 +33,12 @@ static void proxy_maybe_closed(struct proxy *p)
 		return;
 	free(p->listeners);
 	p->listeners = NULL;
-	if (p->close_cb)
-		p->close_cb(p);
+	if (p->close_cb) {
+		void (*cb)(struct proxy *p) = p->close_cb;
+
+		p->close_cb = NULL;
+		cb(p);
+	}
 }
 
 void proxy__flow_freed(struct proxy *p)
@@ -239,14 +243,16 @@ static void proxy_on_pause_end(uv_timer_t *t)
 	struct proxy *p = t->data;
 
 	p->paused = false;
-	if (p->accepting) {
-		p->ops->event(p, PROXY_EV_ACCEPT_RESUMED, NULL, 0);
+	if (p->accepting)
 		proxy_poll_listeners(p, true);
-	}
 }
 
+/* One PAUSED event when an episode of exhaustion starts and one RESUMED
+ * when an accept works again, not a pair per back-off round. */
 static void proxy_pause_accepting(struct proxy *p, int err)
 {
+	if (!p->pause_ms)
+		p->ops->event(p, PROXY_EV_ACCEPT_PAUSED, NULL, err);
 	p->stats.accept_pauses++;
 	p->paused = true;
 	p->pause_ms = p->pause_ms ? p->pause_ms * 2 : PAUSE_MIN_MS;
@@ -254,7 +260,6 @@ static void proxy_pause_accepting(struct proxy *p, int err)
 		p->pause_ms = PAUSE_MAX_MS;
 	proxy_poll_listeners(p, false);
 	uv_timer_start(&p->pause_timer, proxy_on_pause_end, p->pause_ms, 0);
-	p->ops->event(p, PROXY_EV_ACCEPT_PAUSED, NULL, err);
 }
 
 static bool err_is_exhaustion(int err)
@@ -295,8 +300,10 @@ static void proxy_on_acceptable(uv_poll_t *h, int status, int events)
 			proxy_pause_accepting(p, err);
 			return;
 		}
-		if (!err)
+		if (!err && p->pause_ms) {
 			p->pause_ms = 0;
+			p->ops->event(p, PROXY_EV_ACCEPT_RESUMED, NULL, 0);
+		}
 	}
 }
 
