@@ -118,7 +118,8 @@ struct cfg__key {
 	bool live;			/* a reload applies it without a restart */
 	unsigned flags;
 	size_t off;			/* offset of the field in struct cfg */
-	uint64_t min, max;		/* range of numbers, or max length of a path */
+	uint64_t min, max;		/* range of numbers, max length of a path,
+					 * or max elements of listen and peers */
 	const char *def;		/* the default, as JSON text */
 	const struct cfg__key *sub;	/* CFG__SECTION: its members */
 };

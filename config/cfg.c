@@ -547,7 +547,8 @@ static bool get_addr(struct load *ld, const json_t *v, struct cfg_addr *out)
 	return true;
 }
 
-static void set_listen(struct load *ld, const json_t *v, struct cfg *cfg)
+static void set_listen(struct load *ld, const struct cfg__key *k, const json_t *v,
+		       struct cfg *cfg)
 {
 	size_t i, j, n;
 	bool *ok;
@@ -560,6 +561,11 @@ static void set_listen(struct load *ld, const json_t *v, struct cfg *cfg)
 	n = json_array_size(v);
 	if (n == 0) {
 		verr(ld, false, "must list at least one address");
+		return;
+	}
+	if (n > k->max) {
+		verr(ld, false, "%zu addresses, more than the %llu allowed", n,
+		     (unsigned long long)k->max);
 		return;
 	}
 	cfg->listen = calloc(n, sizeof(cfg->listen[0]));
@@ -669,7 +675,8 @@ static bool get_peer(struct load *ld, json_t *v, struct cfg_peer *peer)
 	return ok;
 }
 
-static void set_peers(struct load *ld, const json_t *v, struct cfg *cfg)
+static void set_peers(struct load *ld, const struct cfg__key *k, const json_t *v,
+		      struct cfg *cfg)
 {
 	size_t i, j, n;
 	bool *ok;
@@ -682,6 +689,11 @@ static void set_peers(struct load *ld, const json_t *v, struct cfg *cfg)
 	n = json_array_size(v);
 	if (n == 0)
 		return;
+	if (n > k->max) {
+		verr(ld, false, "%zu peers, more than the %llu allowed (use wider prefixes)", n,
+		     (unsigned long long)k->max);
+		return;
+	}
 	cfg->peers = calloc(n, sizeof(cfg->peers[0]));
 	ok = calloc(n, sizeof(ok[0]));
 	if (!cfg->peers || !ok) {
@@ -755,13 +767,13 @@ static void set_value(struct load *ld, const struct cfg__key *k, json_t *v, stru
 		set_log_level(ld, v, (int *)field(cfg, k));
 		return;
 	case CFG__LISTEN:
-		set_listen(ld, v, cfg);
+		set_listen(ld, k, v, cfg);
 		return;
 	case CFG__CONTROL:
 		set_control(ld, v, cfg);
 		return;
 	case CFG__PEERS:
-		set_peers(ld, v, cfg);
+		set_peers(ld, k, v, cfg);
 		return;
 	}
 }

@@ -106,10 +106,13 @@ static const struct cfg__key shutdown_keys[] = {
 };
 
 const struct cfg__key cfg__schema[] = {
-	{ "listen", CFG__LISTEN, false, 0, 0, 0, 0,
+	/* For listen and peers, max is the most elements: each listen
+	 * address is a socket per worker, and duplicates are found by
+	 * comparing each element with those before it. */
+	{ "listen", CFG__LISTEN, false, 0, 0, 1, 256,
 	  "[\"127.0.0.1:7001\", \"[::1]:7001\"]", NULL },
 	{ "control", CFG__CONTROL, false, 0, 0, 0, 0, "\"0.0.0.0:7002\"", NULL },
-	{ "peers", CFG__PEERS, true, 0, 0, 0, 0, "[]", NULL },
+	{ "peers", CFG__PEERS, true, 0, 0, 0, 4096, "[]", NULL },
 	{ "transport", CFG__TRANSPORT, false, 0, F(transport), 0, 0, "\"auto\"", NULL },
 	{ "mark", CFG__U32, false, 0, F(mark), 1, 0xffffffffULL, "5459267", NULL },
 	{ "workers", CFG__UINT, false, 0, F(workers), 0, 256, "0", NULL },

@@ -490,6 +490,35 @@ static void test_out_of_range(void **state)
 	expect_errors("{\"listen\": []}", "t.json:1:12: listen: must list at least one address\n");
 }
 
+/* listen and peers have a most elements, checked before any element. */
+static void test_array_limits(void **state)
+{
+	char *json = malloc(64 * 4200), *p;
+	struct cfg *c;
+	int i;
+
+	assert_non_null(json);
+	p = json + sprintf(json, "{\"listen\": [");
+	for (i = 0; i < 257; i++)
+		p += sprintf(p, "%s\"127.0.0.1:%d\"", i ? ", " : "", i + 1);
+	strcpy(p, "]}");
+	expect_errors(json, "t.json:1:12: listen: 257 addresses, more than the 256 allowed\n");
+	json[strlen(json) - strlen(", \"127.0.0.1:257\"]}")] = '\0';
+	strcat(json, "]}");
+	c = load_ok(json);
+	assert_int_equal(c->n_listen, 256);
+	assert_int_equal(port_of(&c->listen[255]), 256);
+	cfg_free(c);
+
+	p = json + sprintf(json, "{\"peers\": [");
+	for (i = 0; i < 4097; i++)
+		p += sprintf(p, "%s{\"prefix\": \"10.%d.%d.0/24\"}", i ? ", " : "", i / 256, i % 256);
+	strcpy(p, "]}");
+	expect_errors(json, "t.json:1:11: peers: 4097 peers, more than the 4096 allowed (use "
+		      "wider prefixes)\n");
+	free(json);
+}
+
 static void test_bad_units(void **state)
 {
 	expect_errors("{\"buffers\": {\"pool\": \"64XB\"}}",
@@ -860,6 +889,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_keys),
 		cmocka_unit_test(test_wrong_types),
 		cmocka_unit_test(test_out_of_range),
+		cmocka_unit_test(test_array_limits),
 		cmocka_unit_test(test_bad_units),
 		cmocka_unit_test(test_bad_addresses),
 		cmocka_unit_test(test_bad_prefixes),
