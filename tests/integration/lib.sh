@@ -1,4 +1,6 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034,SC2119,SC2120
+# (variables are used by the tests that source this; functions take
+# optional arguments)
 # Helpers for the netns integration tests. Sourced by every t_*.sh:
 #
 #   . "$(dirname "$0")/lib.sh"
@@ -27,7 +29,7 @@
 set -u
 
 IT_NAME=$(basename "$0" .sh)
-IT_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+IT_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)	# tests/integration
 
 C4=10.66.1.1		# client host
 S4=10.66.1.2		# server host
@@ -275,7 +277,7 @@ it_daemon_stop() {
 it_wait_stat() {
 	local path=$1 op=$2 want=$3 t=${4:-5} i v
 	for ((i = 0; i < t * 10; i++)); do
-		v=$(it_stat "$path" 2>/dev/null) && [ "$v" "$op" "$want" ] && return 0
+		v=$(it_stat "$path" 2>/dev/null) && test "$v" "$op" "$want" && return 0
 		sleep 0.1
 	done
 	it_log "stats $path is ${v:-?}, wanted $op $want"
@@ -328,10 +330,3 @@ it_fail() {
 	echo "FAIL $IT_NAME: $*"
 	exit 1
 }
-
-# Development hook: a file that replaces some of the functions above (for
-# instance to run the tests against a stand-in relay).
-if [ -n "${IT_OVERRIDE:-}" ]; then
-	# shellcheck disable=SC1090
-	. "$IT_OVERRIDE"
-fi

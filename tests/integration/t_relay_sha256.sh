@@ -24,6 +24,12 @@ echo "  daemon: accepted $accepted closed.tcp $closed bytes.in $bin bytes.out $b
 [ "$bin" -eq "$up" ] || it_fail "bytes.in is $bin, the clients sent $up"
 [ "$bout" -eq "$down" ] || it_fail "bytes.out is $bout, the clients received $down"
 
+# The relay buffers a bounded amount per direction (back-pressure, not
+# memory): 200 flows of megabytes each must not grow the daemon's RSS.
+hwm=$(awk '/^VmHWM:/ { print $2 }' "/proc/$DAEMON_PID/status")
+echo "  daemon peak RSS: $((hwm / 1024)) MiB"
+[ "$hwm" -le $((128 * 1024)) ] || it_fail "daemon peak RSS $((hwm / 1024)) MiB for 200 flows: unbounded buffering?"
+
 summary=$(it_server_stop)
 echo "  $summary"
 case $summary in
