@@ -908,7 +908,9 @@ static int load_buf(const char *text, size_t len, const char *source,
 	}
 	root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
 	if (!root) {
-		if (json_error_code(&jerr) == json_error_out_of_memory) {
+		/* jansson fails to set up its lexer without a word, and that
+		 * only happens when an allocation fails. */
+		if (json_error_code(&jerr) == json_error_out_of_memory || !jerr.text[0]) {
 			r = -ENOMEM;
 			goto out_errors;
 		}
@@ -940,15 +942,10 @@ static int load_buf(const char *text, size_t len, const char *source,
 		     type_name(root));
 	}
 	r = ld.nomem ? -ENOMEM : ld.n_errs ? -EINVAL : 0;
-	if (r < 0)
-		goto out_free_cfg;
-
-	*out = cfg;
-	cfg__pos_index_free(&ld.pos);
-	cfg__buf_free(&ld.path);
-	json_decref(root);
-	finish_errors(&ld, errs);
-	return 0;
+	if (r == 0) {
+		*out = cfg;
+		cfg = NULL;
+	}
 
 out_free_cfg:
 	cfg_free(cfg);

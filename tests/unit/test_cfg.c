@@ -26,6 +26,52 @@
 #define KiB 1024ULL
 #define MiB (1024 * KiB)
 
+/*
+ * Allocation failure injection. test_cfg.wrap wraps malloc, calloc,
+ * realloc and strdup for everything linked into this binary: our code, not
+ * the shared libraries. jansson is left alone on purpose: it reports some
+ * of its own allocation failures as syntax errors ("string or '}'
+ * expected"), which no caller could tell apart. With fail_countdown at
+ * n >= 0, the n-th next allocation fails, and only that one.
+ */
+static long fail_countdown = -1;
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t n);
+char *__real_strdup(const char *s);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_realloc(void *p, size_t n);
+char *__wrap_strdup(const char *s);
+
+static bool inject_failure(void)
+{
+	if (fail_countdown < 0)
+		return false;
+	return fail_countdown-- == 0;
+}
+
+void *__wrap_malloc(size_t n)
+{
+	return inject_failure() ? NULL : __real_malloc(n);
+}
+
+void *__wrap_calloc(size_t n, size_t size)
+{
+	return inject_failure() ? NULL : __real_calloc(n, size);
+}
+
+void *__wrap_realloc(void *p, size_t n)
+{
+	return inject_failure() ? NULL : __real_realloc(p, n);
+}
+
+char *__wrap_strdup(const char *s)
+{
+	return inject_failure() ? NULL : __real_strdup(s);
+}
+
 static unsigned count_lines(const char *s)
 {
 	unsigned n = 0;
@@ -874,6 +920,52 @@ static void test_diff_truncation(void **state)
 	assert_string_equal(list, "...");
 }
 
+/*
+ * Fails each allocation of a load in turn: every failure must come back as
+ * -ENOMEM with nothing returned and nothing leaked (LeakSanitizer checks
+ * that in make check-asan), and a load without a failure as usual.
+ */
+static void run_oom(const char *json, const char *path, int rc_ok)
+{
+	struct cfg_errors e;
+	struct cfg *c;
+	long n;
+	int rc;
+
+	for (n = 0; n < 100000; n++) {
+		fail_countdown = n;
+		rc = json ? cfg_load_string(json, "t.json", &c, &e) : cfg_load_file(path, &c, &e);
+		if (fail_countdown >= 0) {	/* fewer than n allocations: done */
+			fail_countdown = -1;
+			assert_int_equal(rc, rc_ok);
+			cfg_free(c);
+			cfg_errors_free(&e);
+			break;
+		}
+		if (rc != -ENOMEM)
+			fail_msg("allocation %ld failed but the load returned %d", n, rc);
+		assert_null(c);
+		cfg_errors_free(&e);
+	}
+	fail_countdown = -1;
+	/* a real config makes dozens of allocations of ours */
+	assert_true(n > 30);
+}
+
+static void test_out_of_memory(void **state)
+{
+	char *path;
+
+	run_oom(full_json, NULL, 0);
+	run_oom("{\n  \"log\": {\"level\": 3},\n  \"zz\": 1,\n  \"listen\": [\"x\", \"[::1]:1\"],\n"
+		"  \"peers\": [{\"prefix\": \"10.0.0.1/8\"}, {}],\n  \"buffers\": {\"pool\": \"1x\"}\n}",
+		NULL, -EINVAL);
+	path = write_temp(full_json, strlen(full_json));
+	run_oom(NULL, path, 0);
+	unlink(path);
+	free(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -908,6 +1000,7 @@ int main(void)
 		cmocka_unit_test(test_diff_live_and_restart),
 		cmocka_unit_test(test_diff_every_key),
 		cmocka_unit_test(test_diff_truncation),
+		cmocka_unit_test(test_out_of_memory),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
