@@ -38,8 +38,79 @@ int ctl_cmd_from_name(const char *name)
 	return -EINVAL;
 }
 
-/* Formats into err (when there is one) and returns rc, so that every
- * rejection is a single statement. */
+/*
+ * Length of the longest prefix of s, at most max bytes, that does not end
+ * inside a UTF-8 sequence. s must be valid UTF-8 (jansson strings are): a
+ * cut through a multi-byte character would make the message invalid, and
+ * jansson then refuses to put it in the error reply at all.
+ */
+static size_t ctl_utf8_cut(const char *s, size_t max)
+{
+	size_t n = strnlen(s, max + 1);
+
+	if (n <= max)
+		return n;
+	n = max;
+	while (n && ((unsigned char)s[n] & 0xc0) == 0x80)
+		n--;
+	return n;
+}
+
+/* Length of the well-formed UTF-8 sequence at s[0..n) (RFC 3629: no
+ * overlong forms, no surrogates, nothing past U+10FFFF), or 0. */
+static size_t ctl_utf8_seq(const unsigned char *s, size_t n)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t len;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4;
+	else
+		return 0;
+	if (s[0] == 0xe0)
+		lo = 0xa0;
+	else if (s[0] == 0xed)
+		hi = 0x9f;
+	else if (s[0] == 0xf0)
+		lo = 0x90;
+	else if (s[0] == 0xf4)
+		hi = 0x8f;
+	if (n < len || s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < len; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	return len;
+}
+
+/* Replaces, in place, every byte of s that is not part of a well-formed
+ * UTF-8 sequence by '?'. */
+static void ctl_utf8_scrub(char *s)
+{
+	size_t n = strlen(s), i = 0, k;
+
+	while (i < n) {
+		k = ctl_utf8_seq((const unsigned char *)s + i, n - i);
+		if (k == 0) {
+			s[i] = '?';
+			k = 1;
+		}
+		i += k;
+	}
+}
+
+/*
+ * Formats into err (when there is one) and returns rc, so that every
+ * rejection is a single statement. The message is made valid UTF-8: jansson's
+ * error texts quote the input near the error byte by byte, so they can end
+ * inside a multi-byte character, and so can a message cut at errlen.
+ */
 __attribute__((format(printf, 4, 5)))
 static int ctl_fail(int rc, char *err, size_t errlen, const char *fmt, ...)
 {
@@ -49,6 +120,7 @@ static int ctl_fail(int rc, char *err, size_t errlen, const char *fmt, ...)
 		va_start(ap, fmt);
 		vsnprintf(err, errlen, fmt, ap);
 		va_end(ap);
+		ctl_utf8_scrub(err);
 	}
 	return rc;
 }
@@ -177,11 +249,12 @@ int ctl_request_parse(const char *line, size_t len, char *err, size_t errlen)
 	else {
 		name = json_string_value(cmd);
 		rc = ctl_cmd_from_name(name);
-		/* %.64s: the name comes from the client and is echoed back;
-		 * a long one is cut rather than filling the reply. */
+		/* The name comes from the client and is echoed back; a long
+		 * one is cut rather than filling the reply. */
 		if (rc < 0)
 			rc = ctl_fail(-EINVAL, err, errlen,
-				      "unknown command '%.64s'", name);
+				      "unknown command '%.*s'",
+				      (int)ctl_utf8_cut(name, 64), name);
 	}
 	json_decref(obj);
 	return rc;
@@ -201,10 +274,23 @@ char *ctl_reply_ok_line(const char *key, json_t *body, size_t *len)
 	return ctl_line_from(obj, len);
 }
 
+/*
+ * JSON text is UTF-8 and json_pack() refuses a string that is not, which
+ * would leave the client without any reply. Messages may quote bytes that
+ * are not ours to vouch for (a path, a jansson error about a client's
+ * line), so those bytes are sent as '?' instead.
+ */
 char *ctl_reply_error_line(const char *msg, size_t *len)
 {
-	return ctl_line_from(json_pack("{s:i, s:b, s:s}", "v", CTL_PROTO_VERSION,
-				       "ok", 0, "error", msg ? msg : ""), len);
+	char *clean = strdup(msg ? msg : ""), *line;
+
+	if (!clean)
+		return NULL;
+	ctl_utf8_scrub(clean);
+	line = ctl_line_from(json_pack("{s:i, s:b, s:s}", "v", CTL_PROTO_VERSION,
+				       "ok", 0, "error", clean), len);
+	free(clean);
+	return line;
 }
 
 int ctl_reply_parse(const char *line, size_t len, json_t **reply,
