@@ -103,7 +103,7 @@ static void flow_reject(int fd)
 int flow_open(struct proxy *p, int fd, const struct sockaddr_storage *client)
 {
 	struct sockaddr_storage local;
-	socklen_t len = sizeof(local);
+	socklen_t len;
 	struct flow *f;
 	int err;
 
@@ -116,9 +116,7 @@ int flow_open(struct proxy *p, int fd, const struct sockaddr_storage *client)
 	f->client = *client;
 	list_init(&f->node);
 
-	err = origdst_get(fd, &f->dest);
-	if (!err && getsockname(fd, (struct sockaddr *)&local, &len) < 0)
-		err = -errno;
+	err = origdst_get(fd, &local, &f->dest);
 	if (!err && addr_equal((struct sockaddr *)&local, (struct sockaddr *)&f->dest))
 		err = -ENOENT;	/* connected to our listener directly */
 	if (!err)
@@ -140,8 +138,8 @@ int flow_open(struct proxy *p, int fd, const struct sockaddr_storage *client)
 
 	f->mode = FLOW_MODE_TCP;
 	f->reason = flow_choose_reason(p, (struct sockaddr *)&f->dest);
-	err = relay_start(&f->relay, p->loop, fd, (struct sockaddr *)&f->dest,
-			  &p->relay_params, &flow_relay_ops, &p->stats);
+	err = relay_start(&f->relay, &p->relay_env, fd, (struct sockaddr *)&f->dest,
+			  &p->relay_params, &flow_relay_ops);
 	if (err) {
 		/* An immediate connect error is the destination's answer;
 		 * anything else is ours (fd exhaustion, memory, SO_MARK). */

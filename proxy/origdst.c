@@ -14,19 +14,18 @@
 #define IP6T_SO_ORIGINAL_DST 80
 #endif
 
-int origdst_get(int fd, struct sockaddr_storage *dst)
+int origdst_get(int fd, struct sockaddr_storage *local, struct sockaddr_storage *dst)
 {
-	struct sockaddr_storage local;
-	socklen_t len = sizeof(local);
+	socklen_t len = sizeof(*local);
 
-	if (getsockname(fd, (struct sockaddr *)&local, &len) < 0)
+	if (getsockname(fd, (struct sockaddr *)local, &len) < 0)
 		return -errno;
 	memset(dst, 0, sizeof(*dst));
-	if (local.ss_family == AF_INET) {
+	if (local->ss_family == AF_INET) {
 		len = sizeof(struct sockaddr_in);
 		if (getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, dst, &len) < 0)
 			return -errno;
-	} else if (local.ss_family == AF_INET6) {
+	} else if (local->ss_family == AF_INET6) {
 		len = sizeof(struct sockaddr_in6);
 		if (getsockopt(fd, SOL_IPV6, IP6T_SO_ORIGINAL_DST, dst, &len) < 0)
 			return -errno;

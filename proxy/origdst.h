@@ -7,11 +7,12 @@
 
 /*
  * Reads SO_ORIGINAL_DST (IPv4) or IP6T_SO_ORIGINAL_DST (IPv6) of an accepted
- * socket into *dst. Returns 0, -ENOENT when the kernel has no NAT record for
- * it (not redirected, or conntrack not loaded), or another -errno.
+ * socket into *dst, and its local address into *local. Returns 0, -ENOENT
+ * when the kernel has no NAT record for it (not redirected, or conntrack
+ * not loaded), or another -errno.
  * It does not decide whether the destination is acceptable: see
  * proxy_is_loop().
  */
-int origdst_get(int fd, struct sockaddr_storage *dst);
+int origdst_get(int fd, struct sockaddr_storage *local, struct sockaddr_storage *dst);
 
 #endif

@@ -54,6 +54,9 @@ struct proxy {
 	/* Captured at init: these need a restart to change, so a reload
 	 * must not change them under running flows. */
 	struct relay_params relay_params;
+	struct relay_env relay_env;
+	struct epset epset;		/* every relay socket, edge-triggered */
+	struct pipe_pool pipes;
 	enum cfg_transport transport;
 
 	struct listener *listeners;
@@ -75,6 +78,7 @@ struct proxy {
 	struct proxy_stats stats;
 	unsigned open_handles;
 	bool closing;
+	bool epset_closing;
 	void (*close_cb)(struct proxy *p);
 };
 

@@ -24,15 +24,35 @@
 #define PAUSE_MAX_MS		1000
 #define IDLE_SWEEP_MAX_MS	1000
 #define ADOPT_MAX		64	/* inherited listening sockets */
+#define PIPE_POOL_MAX		256	/* idle pipes kept for new flows */
 
 static void proxy_on_acceptable(uv_poll_t *h, int status, int events);
 
+static void proxy_maybe_closed(struct proxy *p);
+
+static void proxy_on_epset_closed(struct epset *s)
+{
+	struct proxy *p = (struct proxy *)((char *)s - offsetof(struct proxy, epset));
+
+	p->open_handles--;
+	proxy_maybe_closed(p);
+}
+
 static void proxy_maybe_closed(struct proxy *p)
 {
-	if (!p->closing || p->open_handles || p->n_flows)
+	if (!p->closing || p->n_flows)
+		return;
+	if (p->epset.fd >= 0 && !p->epset_closing) {
+		/* Last: the flows that just closed were in it. */
+		p->epset_closing = true;
+		p->open_handles++;
+		epset_close(&p->epset, proxy_on_epset_closed);
+	}
+	if (p->open_handles)
 		return;
 	free(p->listeners);
 	p->listeners = NULL;
+	pipe_pool_close(&p->pipes);
 	if (p->close_cb) {
 		void (*cb)(struct proxy *p) = p->close_cb;
 
@@ -81,7 +101,7 @@ static int listener_find_adopted(const struct proxy *p, const struct cfg_addr *a
 	return -1;
 }
 
-static int listener_open(struct listener *l, const struct cfg_addr *a)
+static int listener_open(struct listener *l, const struct cfg_addr *a, uint64_t keepalive_ms)
 {
 	int one = 1, fd, err;
 	socklen_t len = sizeof(l->addr);
@@ -93,6 +113,8 @@ static int listener_open(struct listener *l, const struct cfg_addr *a)
 	/* "[::]:7001" next to "0.0.0.0:7001" must not collide. */
 	if (a->ss.ss_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	/* Accepted sockets inherit these: none of it per flow. */
+	relay_tune_socket(fd, keepalive_ms);
 	if (bind(fd, (const struct sockaddr *)&a->ss, a->len) < 0 ||
 	    listen(fd, SOMAXCONN) < 0 ||
 	    getsockname(fd, (struct sockaddr *)&l->addr, &len) < 0) {
@@ -107,9 +129,9 @@ static int listener_open(struct listener *l, const struct cfg_addr *a)
 static void proxy_capture_params(struct proxy *p, const struct cfg *cfg)
 {
 	p->relay_params.mark = cfg->mark;
-	p->relay_params.buffer = cfg->relay.buffer;
 	p->relay_params.connect_timeout_ms = cfg->fallback.connect_timeout_ms;
 	p->relay_params.keepalive_ms = cfg->relay.keepalive_ms;
+	p->relay_params.client_tuned = true;
 	p->transport = cfg->transport;
 }
 
@@ -159,13 +181,19 @@ int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
 	*p = (struct proxy){ .loop = loop, .cfg = cfg, .ops = ops,
 			     .adopt_fds = adopt_fds,
 			     .n_adopt = n_adopt < ADOPT_MAX ? n_adopt : ADOPT_MAX };
+	p->epset.fd = -1;
 	list_init(&p->flows);
 	proxy_capture_params(p, cfg);
+	p->relay_env = (struct relay_env){ .loop = loop, .epset = &p->epset,
+					   .pipes = &p->pipes, .stats = &p->stats };
 
+	err = pipe_pool_init(&p->pipes, PIPE_POOL_MAX, cfg->relay.buffer);
+	if (err)
+		goto out_close_unused;
 	p->listeners = calloc(cfg->n_listen, sizeof(*p->listeners));
 	if (!p->listeners) {
 		err = -ENOMEM;
-		goto out_close_unused;
+		goto out_free_pipes;
 	}
 	for (i = 0; i < cfg->n_listen; i++) {
 		fd = listener_find_adopted(p, &cfg->listen[i], used);
@@ -173,13 +201,14 @@ int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
 			socklen_t len = sizeof(p->listeners[i].addr);
 
 			p->listeners[i].fd = fd;
+			relay_tune_socket(fd, cfg->relay.keepalive_ms);
 			getsockname(fd, (struct sockaddr *)&p->listeners[i].addr, &len);
 			p->listeners[i].proxy = p;
 			p->n_listeners++;
 			p->n_adopted++;
 			continue;
 		}
-		err = listener_open(&p->listeners[i], &cfg->listen[i]);
+		err = listener_open(&p->listeners[i], &cfg->listen[i], cfg->relay.keepalive_ms);
 		if (err) {
 			snprintf(errbuf, errlen, "listen on %s: %s",
 				 addr_format((const struct sockaddr *)&cfg->listen[i].ss, a, sizeof(a)),
@@ -189,6 +218,12 @@ int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
 		p->listeners[i].proxy = p;
 		p->n_listeners++;
 	}
+	err = epset_init(&p->epset, loop);
+	if (err) {
+		snprintf(errbuf, errlen, "epoll: %s", strerror(-err));
+		goto out_close_listeners;
+	}
+	p->epset.poll.data = &p->epset;
 	for (i = 0; i < p->n_listeners; i++) {
 		uv_poll_init_socket(loop, &p->listeners[i].poll, p->listeners[i].fd);
 		p->listeners[i].poll.data = &p->listeners[i];
@@ -205,6 +240,8 @@ out_close_listeners:
 		close(p->listeners[--p->n_listeners].fd);
 	free(p->listeners);
 	p->listeners = NULL;
+out_free_pipes:
+	pipe_pool_close(&p->pipes);
 out_close_unused:
 	/* Adopted sockets no listen address wants would hold their ports
 	 * without being served: close them. Used ones are listeners now
@@ -385,10 +422,14 @@ void proxy_stop_accepting(struct proxy *p)
 
 void proxy_set_cfg(struct proxy *p, const struct cfg *cfg)
 {
+	size_t i;
+
 	p->cfg = cfg;
 	/* Live keys: new flows get them; running flows keep theirs. */
 	p->relay_params.connect_timeout_ms = cfg->fallback.connect_timeout_ms;
 	p->relay_params.keepalive_ms = cfg->relay.keepalive_ms;
+	for (i = 0; i < p->n_listeners; i++)
+		relay_tune_socket(p->listeners[i].fd, cfg->relay.keepalive_ms);
 	if (!p->closing)
 		proxy_arm_idle_sweep(p);
 }

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "epset.h"
+#include "pipe_pool.h"
 #include "stats-t.h"
 
 /* Legs of a relay; also the index of the direction that reads from it. */
@@ -38,20 +40,31 @@ enum relay_end {
  * other leg cannot take, we stop reading (back-pressure to TCP).
  */
 struct relay_dir {
-	int pipe_rd, pipe_wr;
+	struct pipe_slot pipe;
 	size_t queued;		/* bytes in the pipe */
-	size_t cap;		/* pipe capacity */
 	bool eof;		/* the reading leg sent FIN */
 	bool out_blocked;	/* the writing leg returned EAGAIN */
 	bool shut;		/* FIN passed on (shutdown(SHUT_WR)) */
+	bool urgent;		/* EPOLLPRI seen: the reading leg has urgent data */
 	uint64_t bytes;		/* bytes delivered to the writing leg */
 };
 
 struct relay_params {
 	uint32_t mark;
-	size_t buffer;
 	uint64_t connect_timeout_ms;
 	uint64_t keepalive_ms;
+	/* The client socket came from a listener that already carries
+	 * TCP_NODELAY, SO_OOBINLINE and keepalive (accepted sockets inherit
+	 * them), so relay_start() need not set them again. */
+	bool client_tuned;
+};
+
+/* What all relays of one event loop share, owned by the proxy. */
+struct relay_env {
+	uv_loop_t *loop;
+	struct epset *epset;
+	struct pipe_pool *pipes;
+	struct proxy_stats *stats;
 };
 
 struct relay;
@@ -66,15 +79,13 @@ struct relay_ops {
 
 struct relay {
 	int fd[2];
-	uv_poll_t poll[2];
-	int events[2];			/* interest currently set on poll[i] */
+	struct epset_entry ev[2];	/* registered once, edge-triggered */
 	struct relay_dir dir[2];	/* dir[i] reads leg i, writes leg !i */
 	uv_timer_t connect_timer;
 	enum relay_state state;
-	unsigned open_handles;
 	uint64_t last_active_ms;
 	const struct relay_ops *ops;
-	struct proxy_stats *stats;
+	const struct relay_env *env;
 };
 
 #endif

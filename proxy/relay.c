@@ -5,14 +5,18 @@
  * daemon copies nothing on the fallback path (DESIGN.md: at most one copy
  * per daemon).
  *
- * Readiness comes from two uv_poll handles (one per leg) whose interest is
- * recomputed after every event from the state of both directions, so that
- * a leg we cannot make progress on is never polled for it (no busy loop).
+ * Both sockets sit in the proxy's edge-triggered epoll set from start to
+ * close, registered for everything. Edge triggering is what makes that
+ * safe: a leg we stop reading under back-pressure does not wake us again
+ * until something changes, and every event handler runs the affected
+ * directions until they block (EAGAIN on the input, or on the output,
+ * which then waits for EPOLLOUT), so no edge is lost.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -20,9 +24,11 @@
 #include "addr.h"
 #include "relay.h"
 
-#define SPLICE_FLAGS (SPLICE_F_MOVE | SPLICE_F_NONBLOCK)
+#define SPLICE_FLAGS	(SPLICE_F_MOVE | SPLICE_F_NONBLOCK)
+#define RELAY_EVENTS	(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI)
 
-static void relay_on_poll(uv_poll_t *h, int status, int events);
+#define relay_of(e, leg) \
+	((struct relay *)((char *)(e) - offsetof(struct relay, ev[leg])))
 
 const char *relay_state_name(enum relay_state s)
 {
@@ -42,11 +48,11 @@ int relay_set_rst_on_close(int fd)
 	return setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) < 0 ? -errno : 0;
 }
 
-/* Options both legs get. Failures here are not fatal: they cost latency or
- * dead-peer detection, not correctness. */
-static void relay_tune_socket(int fd, uint64_t keepalive_ms)
+/* Failures here are not fatal: they cost latency or dead-peer detection,
+ * not correctness. */
+void relay_tune_socket(int fd, uint64_t keepalive_ms)
 {
-	int one = 1;
+	int one = 1, zero = 0;
 
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	/* Urgent data must stay in the byte stream: splice stops at the
@@ -61,42 +67,16 @@ static void relay_tune_socket(int fd, uint64_t keepalive_ms)
 		setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
 		setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
 		setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	} else {
+		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &zero, sizeof(zero));
 	}
 }
 
-static int relay_dir_init(struct relay_dir *d, size_t buffer)
-{
-	int p[2];
-	int cap;
-
-	if (pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0)
-		return -errno;
-	d->pipe_rd = p[0];
-	d->pipe_wr = p[1];
-	/* A larger pipe may be refused (pipe-user-pages-soft without
-	 * CAP_SYS_RESOURCE): the relay then runs with what it got. */
-	if (buffer)
-		fcntl(d->pipe_wr, F_SETPIPE_SZ, (int)buffer);
-	cap = fcntl(d->pipe_wr, F_GETPIPE_SZ);
-	d->cap = cap > 0 ? (size_t)cap : 65536;
-	return 0;
-}
-
-static void relay_dir_close(struct relay_dir *d)
-{
-	if (d->pipe_rd >= 0)
-		close(d->pipe_rd);
-	if (d->pipe_wr >= 0)
-		close(d->pipe_wr);
-	d->pipe_rd = d->pipe_wr = -1;
-}
-
-static void relay_on_handle_closed(uv_handle_t *h)
+static void relay_on_timer_closed(uv_handle_t *h)
 {
 	struct relay *r = h->data;
 
-	if (--r->open_handles == 0)
-		r->ops->closed(r);
+	r->ops->closed(r);
 }
 
 /* Stops everything. how decides whether the legs see FIN or RST. */
@@ -110,16 +90,17 @@ static void relay_finish(struct relay *r, enum relay_end how, int err)
 	r->ops->ended(r, how, err);
 
 	for (i = 0; i < 2; i++) {
-		if (how != RELAY_END_CLEAN && r->fd[i] >= 0)
-			relay_set_rst_on_close(r->fd[i]);
-		/* uv_close() takes the fd out of epoll at once, so closing
-		 * the fd right after it is safe. */
-		uv_close((uv_handle_t *)&r->poll[i], relay_on_handle_closed);
-		close(r->fd[i]);
-		r->fd[i] = -1;
-		relay_dir_close(&r->dir[i]);
+		if (r->fd[i] >= 0) {
+			if (how != RELAY_END_CLEAN)
+				relay_set_rst_on_close(r->fd[i]);
+			close(r->fd[i]);	/* also leaves the epoll set */
+			r->fd[i] = -1;
+		}
+		pipe_pool_put(r->env->pipes, &r->dir[i].pipe, r->dir[i].queued == 0);
 	}
-	uv_close((uv_handle_t *)&r->connect_timer, relay_on_handle_closed);
+	/* Events of this batch may still name us: the memory stays until
+	 * the timer's close callback, after the batch. */
+	uv_close((uv_handle_t *)&r->connect_timer, relay_on_timer_closed);
 }
 
 void relay_abort(struct relay *r)
@@ -138,80 +119,95 @@ static int sock_error(int fd)
 }
 
 /*
- * splice() stops at TCP's urgent mark and then reports EAGAIN although the
- * socket stays readable, which would spin us. With SO_OOBINLINE a plain
- * recv() reads the urgent byte in line and moves past the mark. Returns
- * bytes moved into the pipe, 0 when not at the mark, or -errno.
+ * splice() stops at TCP's urgent mark and then reports EAGAIN (or 0 once a
+ * FIN is queued behind it) although data is waiting. With SO_OOBINLINE a
+ * plain recv() reads the urgent byte in line and moves past the mark.
+ * Returns 1 when it moved the byte into the pipe, 0 when not at the mark,
+ * -EAGAIN when the pipe has no room for it yet, or another -errno.
  */
 static int relay_fill_urgent(struct relay_dir *d, int fd)
 {
-	char c;
 	int at_mark = 0;
 	ssize_t n;
+	char c;
 
-	if (ioctl(fd, SIOCATMARK, &at_mark) < 0 || !at_mark)
+	if (ioctl(fd, SIOCATMARK, &at_mark) < 0)
+		return -errno;
+	if (!at_mark)
 		return 0;
-	/* Peek first: if the pipe has no free slot we must not consume it. */
+	/* Peek first: if the pipe has no room we must not consume it. */
 	n = recv(fd, &c, 1, MSG_DONTWAIT | MSG_PEEK);
 	if (n <= 0)
 		return n < 0 && errno != EAGAIN ? -errno : 0;
-	n = write(d->pipe_wr, &c, 1);
-	if (n != 1)
-		return n < 0 && errno != EAGAIN ? -errno : 0;
+	if (write(d->pipe.wr, &c, 1) != 1)
+		return errno == EAGAIN ? -EAGAIN : -errno;
 	if (recv(fd, &c, 1, MSG_DONTWAIT) != 1)
 		return -EIO;	/* cannot happen: we peeked it */
 	d->queued++;
 	return 1;
 }
 
+/* After a fill found nothing (n == 0: FIN, or EAGAIN). Returns progress
+ * (1/0) or -errno. */
+static int relay_fill_none(struct relay_dir *d, int fd, ssize_t n)
+{
+	int u = d->urgent ? relay_fill_urgent(d, fd) : 0;
+
+	if (u == 1)
+		return 1;
+	if (u == -EAGAIN)
+		return 0;	/* the drain makes room, then we come back */
+	if (u < 0)
+		return u;
+	d->urgent = false;
+	if (n == 0) {
+		d->eof = true;
+		return 1;
+	}
+	return 0;
+}
+
 /*
- * Moves what it can from leg i to the other leg. Returns 0, or -errno of a
- * failed read (leg i) or write (the other leg): either way the relay resets.
+ * Moves what it can from leg i to the other leg, until the input is empty
+ * or the output is full. Returns 0, or -errno of a failed read (leg i) or
+ * write (the other leg): either way the relay resets.
  */
 static int relay_pump(struct relay *r, int i)
 {
 	struct relay_dir *d = &r->dir[i];
-	int out = r->fd[!i];
-	bool progress, filled = false;
+	int in = r->fd[i], out = r->fd[!i];
+	bool progress;
 	ssize_t n;
-	int u;
+	int p;
 
 	do {
 		progress = false;
-		if (!d->eof && !d->out_blocked && d->queued < d->cap) {
-			n = splice(r->fd[i], NULL, d->pipe_wr, NULL,
-				   d->cap - d->queued, SPLICE_FLAGS);
+		if (!d->eof && !d->out_blocked && d->queued < d->pipe.cap) {
+			n = splice(in, NULL, d->pipe.wr, NULL, d->pipe.cap - d->queued,
+				   SPLICE_FLAGS);
 			if (n > 0) {
 				d->queued += n;
-				filled = progress = true;
+				progress = true;
 			} else if (n == 0 || errno == EAGAIN) {
-				/*
-				 * At the urgent mark splice returns EAGAIN (or
-				 * 0 once a FIN is queued behind it) although
-				 * data is waiting. Look for the mark only when
-				 * this can be it: at EOF, or when a readable
-				 * event yielded nothing.
-				 */
-				u = n == 0 || !filled ? relay_fill_urgent(d, r->fd[i]) : 0;
-				if (u < 0)
-					return u;
-				if (u > 0)
-					filled = progress = true;
-				else if (n == 0)
-					d->eof = progress = true;
-			} else if (errno != EINTR) {
+				p = relay_fill_none(d, in, n);
+				if (p < 0)
+					return p;
+				progress = p;
+			} else if (errno == EINTR) {
+				progress = true;
+			} else {
 				return -errno;
 			}
 		}
 		if (d->queued > 0) {
-			n = splice(d->pipe_rd, NULL, out, NULL, d->queued, SPLICE_FLAGS);
+			n = splice(d->pipe.rd, NULL, out, NULL, d->queued, SPLICE_FLAGS);
 			if (n > 0) {
 				d->queued -= n;
 				d->bytes += n;
 				if (i == RELAY_CLIENT)
-					r->stats->bytes_in += n;
+					r->env->stats->bytes_in += n;
 				else
-					r->stats->bytes_out += n;
+					r->env->stats->bytes_out += n;
 				progress = true;
 			} else if (n < 0 && errno == EAGAIN) {
 				d->out_blocked = true;
@@ -219,7 +215,6 @@ static int relay_pump(struct relay *r, int i)
 				return -errno;
 			}
 		}
-		d->out_blocked = d->out_blocked && d->queued > 0;
 	} while (progress && !d->out_blocked);
 	return 0;
 }
@@ -238,96 +233,73 @@ static int relay_pass_fin(struct relay *r, int i)
 	return 0;
 }
 
-static int relay_leg_interest(const struct relay *r, int leg)
+static void relay_settle(struct relay *r, int err)
 {
-	const struct relay_dir *rd = &r->dir[leg];	/* reads this leg */
-	const struct relay_dir *wr = &r->dir[!leg];	/* writes this leg */
-	int ev = 0;
+	int i;
 
-	if (!rd->eof && !rd->out_blocked && rd->queued < rd->cap)
-		ev |= UV_READABLE;
-	if (wr->out_blocked)
-		ev |= UV_WRITABLE;
-	/*
-	 * A leg that sent FIN and has nothing to write to must still report
-	 * an RST that arrives later: epoll always reports EPOLLERR/EPOLLHUP
-	 * for a registered fd, and after FIN no urgent data (EPOLLPRI) can
-	 * come, so registering for it alone cannot spin.
-	 */
-	if (!ev && rd->eof && !wr->shut)
-		ev = UV_PRIORITIZED;
-	return ev;
+	for (i = 0; !err && i < 2; i++)
+		err = relay_pass_fin(r, i);
+	if (err)
+		relay_finish(r, RELAY_END_RESET, err);
+	else if (r->dir[0].shut && r->dir[1].shut)
+		relay_finish(r, RELAY_END_CLEAN, 0);
 }
 
-static void relay_update_interest(struct relay *r)
-{
-	int i, ev;
-
-	for (i = 0; i < 2; i++) {
-		ev = relay_leg_interest(r, i);
-		if (ev == r->events[i])
-			continue;
-		r->events[i] = ev;
-		if (ev)
-			uv_poll_start(&r->poll[i], ev, relay_on_poll);
-		else
-			uv_poll_stop(&r->poll[i]);
-	}
-}
-
-static void relay_on_connected(struct relay *r, int status)
+static void relay_on_connected(struct relay *r)
 {
 	int err = sock_error(r->fd[RELAY_SERVER]);
 
-	if (!err && status < 0)
-		err = -ECONNREFUSED;
 	if (err) {
 		relay_finish(r, RELAY_END_CONNECT_FAILED, err);
 		return;
 	}
 	uv_timer_stop(&r->connect_timer);
 	r->state = RELAY_ESTABLISHED;
-	r->events[RELAY_SERVER] = 0;
-	uv_poll_stop(&r->poll[RELAY_SERVER]);
-	relay_update_interest(r);
+	/* The application may have written (even closed) while we connected:
+	 * its edges are spent, so look at both legs now. */
+	err = relay_pump(r, RELAY_CLIENT);
+	if (!err)
+		err = relay_pump(r, RELAY_SERVER);
+	relay_settle(r, err);
 }
 
-static void relay_on_poll(uv_poll_t *h, int status, int events)
+static void relay_on_event(struct relay *r, int leg, uint32_t events)
 {
-	struct relay *r = h->data;
-	int leg = h == &r->poll[RELAY_SERVER] ? RELAY_SERVER : RELAY_CLIENT;
-	int err = 0, i;
+	int err = 0;
 
 	if (r->state == RELAY_CLOSING)
 		return;
+	if (events & EPOLLPRI)
+		r->dir[leg].urgent = true;
 	if (r->state == RELAY_CONNECTING) {
-		relay_on_connected(r, status);
+		if (leg == RELAY_SERVER)
+			relay_on_connected(r);
+		else if (events & EPOLLERR)
+			relay_finish(r, RELAY_END_RESET, sock_error(r->fd[leg]) ?: -ECONNRESET);
 		return;
 	}
-	r->last_active_ms = uv_now(h->loop);
-	if (status < 0) {
-		/* libuv reports EPOLLERR as UV_EBADF; the socket knows why. */
-		err = sock_error(r->fd[leg]);
-		relay_finish(r, RELAY_END_RESET, err ? err : -ECONNRESET);
+	r->last_active_ms = uv_now(r->env->loop);
+	if (events & EPOLLERR) {
+		relay_finish(r, RELAY_END_RESET, sock_error(r->fd[leg]) ?: -ECONNRESET);
 		return;
 	}
-	if (events & UV_WRITABLE) {
+	if ((events & EPOLLOUT) && r->dir[!leg].out_blocked) {
 		r->dir[!leg].out_blocked = false;
 		err = relay_pump(r, !leg);
 	}
-	if (!err && (events & (UV_READABLE | UV_PRIORITIZED)))
+	if (!err && (events & (EPOLLIN | EPOLLRDHUP | EPOLLPRI | EPOLLHUP)))
 		err = relay_pump(r, leg);
-	for (i = 0; !err && i < 2; i++)
-		err = relay_pass_fin(r, i);
-	if (err) {
-		relay_finish(r, RELAY_END_RESET, err);
-		return;
-	}
-	if (r->dir[0].shut && r->dir[1].shut) {
-		relay_finish(r, RELAY_END_CLEAN, 0);
-		return;
-	}
-	relay_update_interest(r);
+	relay_settle(r, err);
+}
+
+static void relay_on_client_event(struct epset_entry *e, uint32_t events)
+{
+	relay_on_event(relay_of(e, RELAY_CLIENT), RELAY_CLIENT, events);
+}
+
+static void relay_on_server_event(struct epset_entry *e, uint32_t events)
+{
+	relay_on_event(relay_of(e, RELAY_SERVER), RELAY_SERVER, events);
 }
 
 static void relay_on_connect_timeout(uv_timer_t *t)
@@ -338,30 +310,30 @@ static void relay_on_connect_timeout(uv_timer_t *t)
 		relay_finish(r, RELAY_END_CONNECT_TIMEOUT, -ETIMEDOUT);
 }
 
-int relay_start(struct relay *r, uv_loop_t *loop, int client_fd,
+int relay_start(struct relay *r, const struct relay_env *env, int client_fd,
 		const struct sockaddr *dest, const struct relay_params *p,
-		const struct relay_ops *ops, struct proxy_stats *stats)
+		const struct relay_ops *ops)
 {
 	int fd, err, i;
 
 	*r = (struct relay){
 		.fd = { client_fd, -1 },
-		.dir = { { .pipe_rd = -1, .pipe_wr = -1 },
-			 { .pipe_rd = -1, .pipe_wr = -1 } },
+		.ev = { { relay_on_client_event }, { relay_on_server_event } },
+		.dir = { { .pipe = { -1, -1, 0 } }, { .pipe = { -1, -1, 0 } } },
 		.state = RELAY_CONNECTING,
 		.ops = ops,
-		.stats = stats,
-		.last_active_ms = uv_now(loop),
+		.env = env,
+		.last_active_ms = uv_now(env->loop),
 	};
 	for (i = 0; i < 2; i++) {
-		err = relay_dir_init(&r->dir[i], p->buffer);
+		err = pipe_pool_get(env->pipes, &r->dir[i].pipe);
 		if (err)
-			goto out_close_pipes;
+			goto out_put_pipes;
 	}
 	fd = socket(dest->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		err = -errno;
-		goto out_close_pipes;
+		goto out_put_pipes;
 	}
 	/* Without the mark our own connection would be redirected back to
 	 * us: never connect unmarked. */
@@ -370,31 +342,31 @@ int relay_start(struct relay *r, uv_loop_t *loop, int client_fd,
 		goto out_close_fd;
 	}
 	relay_tune_socket(fd, p->keepalive_ms);
-	relay_tune_socket(client_fd, p->keepalive_ms);
+	if (!p->client_tuned)
+		relay_tune_socket(client_fd, p->keepalive_ms);
 	if (connect(fd, dest, addr_len(dest)) < 0 && errno != EINPROGRESS) {
 		err = -errno;
 		goto out_close_fd;
 	}
+	/* An fd that is ready when added is reported at once, so a connect
+	 * that completed already is not missed. */
+	err = epset_add(env->epset, fd, RELAY_EVENTS, &r->ev[RELAY_SERVER]);
+	if (err)
+		goto out_close_fd;
+	err = epset_add(env->epset, client_fd, RELAY_EVENTS, &r->ev[RELAY_CLIENT]);
+	if (err)
+		goto out_close_fd;	/* closing fd takes it out of the set */
 	r->fd[RELAY_SERVER] = fd;
 
-	/* From here on nothing can fail: uv_poll_init on a socket and
-	 * uv_timer_init do not. */
-	for (i = 0; i < 2; i++) {
-		uv_poll_init_socket(loop, &r->poll[i], r->fd[i]);
-		r->poll[i].data = r;
-	}
-	uv_timer_init(loop, &r->connect_timer);
+	uv_timer_init(env->loop, &r->connect_timer);
 	r->connect_timer.data = r;
-	r->open_handles = 3;
-	r->events[RELAY_SERVER] = UV_WRITABLE;
-	uv_poll_start(&r->poll[RELAY_SERVER], UV_WRITABLE, relay_on_poll);
 	uv_timer_start(&r->connect_timer, relay_on_connect_timeout, p->connect_timeout_ms, 0);
 	return 0;
 
 out_close_fd:
 	close(fd);
-out_close_pipes:
+out_put_pipes:
 	for (i = 0; i < 2; i++)
-		relay_dir_close(&r->dir[i]);
+		pipe_pool_put(env->pipes, &r->dir[i].pipe, true);
 	return err;
 }

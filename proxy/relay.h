@@ -13,11 +13,11 @@
  * non-blocking connect to dest with SO_MARK, TCP_NODELAY and keepalive.
  * Returns 0, or -errno with client_fd untouched (the caller still owns it)
  * when nothing could be set up (socket/pipe creation failed, e.g. -EMFILE,
- * or SO_MARK was refused).
+ * SO_MARK was refused, or connect() failed at once).
  */
-int relay_start(struct relay *r, uv_loop_t *loop, int client_fd,
+int relay_start(struct relay *r, const struct relay_env *env, int client_fd,
 		const struct sockaddr *dest, const struct relay_params *p,
-		const struct relay_ops *ops, struct proxy_stats *stats);
+		const struct relay_ops *ops);
 
 /* Ends the relay at once with an RST on both legs (RELAY_END_ABORTED). */
 void relay_abort(struct relay *r);
@@ -26,5 +26,9 @@ const char *relay_state_name(enum relay_state s);
 
 /* Sets SO_LINGER {1, 0} so that close() sends an RST. */
 int relay_set_rst_on_close(int fd);
+
+/* TCP_NODELAY, SO_OOBINLINE and, unless keepalive_ms is 0, keepalive.
+ * Set on a listener, accepted sockets inherit them. */
+void relay_tune_socket(int fd, uint64_t keepalive_ms);
 
 #endif

@@ -34,6 +34,9 @@ ssize_t __wrap_splice(int in, loff_t *off_in, int out, loff_t *off_out, size_t l
 
 struct fx {
 	uv_loop_t loop;
+	struct epset epset;
+	struct pipe_pool pipes;
+	struct relay_env env;
 	struct relay r;
 	struct proxy_stats st;
 	int app;		/* the application's socket */
@@ -91,12 +94,13 @@ static int app_pair(int *app)
 
 static void fx_start(struct fx *fx, const struct sockaddr_in *dest, size_t buffer)
 {
-	struct relay_params p = { .mark = 0, .buffer = buffer,
-				  .connect_timeout_ms = 2000, .keepalive_ms = 0 };
+	struct relay_params p = { .mark = 0, .connect_timeout_ms = 2000,
+				  .keepalive_ms = 0, .client_tuned = false };
 	int relay_client = app_pair(&fx->app);
 
-	assert_int_equal(relay_start(&fx->r, &fx->loop, relay_client,
-				     (const struct sockaddr *)dest, &p, &fx_ops, &fx->st), 0);
+	fx->pipes.size = buffer;
+	assert_int_equal(relay_start(&fx->r, &fx->env, relay_client,
+				     (const struct sockaddr *)dest, &p, &fx_ops), 0);
 }
 
 static int setup(void **state)
@@ -104,6 +108,10 @@ static int setup(void **state)
 	struct fx *fx = calloc(1, sizeof(*fx));
 
 	uv_loop_init(&fx->loop);
+	assert_int_equal(epset_init(&fx->epset, &fx->loop), 0);
+	assert_int_equal(pipe_pool_init(&fx->pipes, 4, 65536), 0);
+	fx->env = (struct relay_env){ .loop = &fx->loop, .epset = &fx->epset,
+				      .pipes = &fx->pipes, .stats = &fx->st };
 	fx->srv = fx->app = -1;
 	fx->srv_listen = listen_any(&fx->srv_addr);
 	*state = fx;
@@ -114,10 +122,11 @@ static int teardown(void **state)
 {
 	struct fx *fx = *state;
 
-	if (!fx->closed && fx->ended == 0) {
+	if (!fx->closed && fx->ended == 0)
 		relay_abort(&fx->r);
-	}
+	epset_close(&fx->epset, NULL);
 	uv_run(&fx->loop, UV_RUN_NOWAIT);
+	pipe_pool_close(&fx->pipes);
 	assert_int_equal(uv_loop_close(&fx->loop), 0);
 	if (fx->app >= 0)
 		close(fx->app);
@@ -410,7 +419,7 @@ static void test_backpressure_no_spin(void **state)
 		run_until(fx, &never, 20);
 	}
 	assert_true(sent > 0);
-	assert_true(fx->r.dir[RELAY_CLIENT].queued <= fx->r.dir[RELAY_CLIENT].cap);
+	assert_true(fx->r.dir[RELAY_CLIENT].queued <= fx->r.dir[RELAY_CLIENT].pipe.cap);
 	before = splice_calls;
 	run_until(fx, &never, 300);
 	assert_true(splice_calls - before < 10);
