@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,6 +177,9 @@ int main(int argc, char **argv)
 	}
 
 	log_open(cfg->log.level);
+	/* A peer that vanished must cost us an EPIPE, not our life: splice()
+	 * into a socket has no MSG_NOSIGNAL, and neither has libuv's write. */
+	signal(SIGPIPE, SIG_IGN);
 	raise_nofile();
 	err = check_mark(cfg->mark);
 	if (err) {
