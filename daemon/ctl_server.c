@@ -4,7 +4,9 @@
  * on accept: root, our own uid, and members of the socket file's group may
  * talk; the rest get one "permission denied" reply. Clients that send
  * nothing for CTL_IDLE_MS, or more than CTL_REQUEST_MAX bytes without a
- * newline, are dropped; at most CTL_MAX_CLIENTS are served at once.
+ * newline, are dropped; at most CTL_MAX_CLIENTS are served at once. A
+ * client that sends requests faster than it reads the replies is not read
+ * while CTL_WQ_HIGH bytes of replies wait for it: memory stays bounded.
  */
 #include <errno.h>
 #include <grp.h>
@@ -22,6 +24,8 @@
 
 #define CTL_MAX_CLIENTS	64
 #define CTL_IDLE_MS	30000
+#define CTL_WQ_HIGH	(256 * 1024)
+#define CTL_WQ_LOW	(64 * 1024)
 
 struct ctl_client {
 	struct list_head node;
@@ -31,13 +35,13 @@ struct ctl_client {
 	char *buf;
 	size_t len, cap;
 	bool closing;
+	bool read_paused;		/* replies piled up: not reading */
 	unsigned open_handles;
 };
 
 struct ctl_write {
 	uv_write_t req;
 	struct ctl_client *client;
-	bool close_after;
 	char data[];
 };
 
@@ -70,13 +74,43 @@ static void ctl_client_close(struct ctl_client *c)
 	uv_close((uv_handle_t *)&c->idle, ctl_client_on_closed);
 }
 
+static void ctl_client_process(struct ctl_client *c);
+
+static void ctl_on_shutdown(uv_shutdown_t *req, int status)
+{
+	struct ctl_client *c = req->data;
+
+	free(req);
+	ctl_client_close(c);
+}
+
+/* Closes after what is queued has been written. */
+static void ctl_client_end(struct ctl_client *c)
+{
+	uv_shutdown_t *req = malloc(sizeof(*req));
+
+	if (!req || uv_shutdown(req, (uv_stream_t *)&c->pipe, ctl_on_shutdown) < 0) {
+		free(req);
+		ctl_client_close(c);
+		return;
+	}
+	req->data = c;
+	uv_read_stop((uv_stream_t *)&c->pipe);
+}
+
 static void ctl_on_written(uv_write_t *req, int status)
 {
 	struct ctl_write *w = (struct ctl_write *)req;
+	struct ctl_client *c = w->client;
 
-	if (status < 0 || w->close_after)
-		ctl_client_close(w->client);
 	free(w);
+	if (status < 0) {
+		ctl_client_close(c);
+		return;
+	}
+	if (c->read_paused && !c->closing &&
+	    uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe) < CTL_WQ_LOW)
+		ctl_client_process(c);
 }
 
 /* Takes a malloc'd line (from ctl_proto) and frees it. */
@@ -98,12 +132,16 @@ static void ctl_client_send(struct ctl_client *c, char *line, size_t len, bool c
 	memcpy(w->data, line, len);
 	free(line);
 	w->client = c;
-	w->close_after = close_after;
 	b = uv_buf_init(w->data, len);
 	if (uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1, ctl_on_written) < 0) {
 		free(w);
 		ctl_client_close(c);
+		return;
 	}
+	/* The reply is queued; the connection ends after it (libuv writes
+	 * queued data before it closes a stream with uv_shutdown). */
+	if (close_after)
+		ctl_client_end(c);
 }
 
 static void ctl_client_error(struct ctl_client *c, const char *msg, bool close_after)
@@ -174,11 +212,45 @@ static void ctl_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	*buf = uv_buf_init(c->buf + c->len, c->cap - c->len);
 }
 
+static void ctl_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void ctl_on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf);
+
+/* Answers the complete lines buffered so far, as long as the replies
+ * queued for this client stay under CTL_WQ_HIGH; reads on only then. */
+static void ctl_client_process(struct ctl_client *c)
+{
+	uv_stream_t *st = (uv_stream_t *)&c->pipe;
+	size_t used, done = 0;
+	char *nl;
+
+	while (!c->closing && uv_stream_get_write_queue_size(st) < CTL_WQ_HIGH &&
+	       (nl = memchr(c->buf + done, '\n', c->len - done))) {
+		used = nl - (c->buf + done) + 1;
+		ctl_client_handle_line(c, c->buf + done, used);
+		done += used;
+	}
+	if (c->closing)
+		return;
+	memmove(c->buf, c->buf + done, c->len - done);
+	c->len -= done;
+	if (c->len >= CTL_REQUEST_MAX && !memchr(c->buf, '\n', c->len)) {
+		uv_read_stop(st);
+		ctl_client_error(c, CTL_ERR_TOO_LONG, true);
+		return;
+	}
+	if (uv_stream_get_write_queue_size(st) >= CTL_WQ_HIGH) {
+		if (!c->read_paused)
+			uv_read_stop(st);
+		c->read_paused = true;
+	} else if (c->read_paused) {
+		c->read_paused = false;
+		uv_read_start(st, ctl_on_alloc, ctl_on_read);
+	}
+}
+
 static void ctl_on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 {
 	struct ctl_client *c = st->data;
-	char *nl;
-	size_t used;
 
 	if (n < 0) {
 		ctl_client_close(c);
@@ -186,16 +258,7 @@ static void ctl_on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 	}
 	c->len += n;
 	uv_timer_again(&c->idle);
-	while (!c->closing && (nl = memchr(c->buf, '\n', c->len))) {
-		used = nl - c->buf + 1;
-		ctl_client_handle_line(c, c->buf, used);
-		memmove(c->buf, c->buf + used, c->len - used);
-		c->len -= used;
-	}
-	if (!c->closing && c->len >= CTL_REQUEST_MAX) {
-		uv_read_stop(st);
-		ctl_client_error(c, CTL_ERR_TOO_LONG, true);
-	}
+	ctl_client_process(c);
 }
 
 static void ctl_on_idle(uv_timer_t *t)
