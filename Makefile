@@ -81,7 +81,8 @@ fuzz:
 	@set -e; for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
 	  $(FUZZ_CC) $(CFLAGS) -O1 -fsanitize=fuzzer,address,undefined -o build-fuzz/$$n $$f build-fuzz/libsmcproxy.a $(LDLIBS); \
 	  mkdir -p build-fuzz/corpus-$$n; \
-	  build-fuzz/$$n -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus-$$n tests/fuzz/corpus/$$n; done
+	  build-fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build-fuzz/ \
+	    build-fuzz/corpus-$$n tests/fuzz/corpus/$$n; done
 
 tools: $(TOOL_BIN)
 units: $(UNIT_BIN)
