@@ -65,8 +65,10 @@ static int check_mark(uint32_t mark)
 }
 
 /*
- * Classic detach, with a pipe so that the parent exits only once the child
- * is listening (0) or has failed (its status): "smcproxyd && client" works.
+ * Classic detach (fork, setsid, fork), with a pipe so that the first parent
+ * exits only once the daemon is listening, with 0, or has failed, with the
+ * daemon's exit status: "smcproxyd && client" works. The daemon writes one
+ * byte, its status; EOF without it means it died before it could say.
  */
 static int daemonize(int *ready_fd)
 {
@@ -81,10 +83,10 @@ static int daemonize(int *ready_fd)
 		return -errno;
 	if (pid > 0) {
 		close(p[1]);
+		waitpid(pid, &status, 0);	/* the middle child, gone at once */
 		if (read(p[0], &c, 1) == 1)
-			_exit(0);
-		waitpid(pid, &status, 0);
-		_exit(WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_STARTUP);
+			_exit((unsigned char)c);
+		_exit(EXIT_STARTUP);
 	}
 	close(p[0]);
 	if (setsid() < 0)
@@ -192,12 +194,17 @@ int main(int argc, char **argv)
 		err = daemonize(&ready_fd);
 		if (err) {
 			log_err("cannot detach: %s; exiting", strerror(-err));
+			if (ready_fd >= 0)
+				(void)!write(ready_fd, (char[]){ EXIT_STARTUP }, 1);
 			return EXIT_STARTUP;
 		}
 	}
 	err = smcd_init(&d, cfg, path, ready_fd);
-	if (err)
+	if (err) {
+		if (ready_fd >= 0)
+			(void)!write(ready_fd, (char[]){ EXIT_STARTUP }, 1);
 		return EXIT_STARTUP;
+	}
 	if (!foreground) {
 		log_use_syslog();
 		detach_stdio();
