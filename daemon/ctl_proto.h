@@ -10,6 +10,14 @@
  * trailing "\n" (or "\r\n"); lines built here always end in exactly one
  * "\n" and never contain another, because compact JSON escapes newlines
  * inside strings.
+ *
+ * Error texts are valid UTF-8: every message written to a caller's err
+ * buffer, and the msg of ctl_reply_error_line(), has each byte that is not
+ * part of a well-formed UTF-8 sequence (RFC 3629) replaced by '?'. JSON
+ * text must be UTF-8 and json_pack() refuses a string that is not, yet
+ * messages quote bytes this module cannot vouch for: jansson's error texts
+ * quote the input byte by byte, a path may be in any encoding, and a
+ * message cut at errlen can end inside a character.
  */
 #ifndef SMCPROXY_CTL_PROTO_H
 #define SMCPROXY_CTL_PROTO_H
@@ -80,7 +88,8 @@ int ctl_request_parse(const char *line, size_t len, char *err, size_t errlen);
  * and steals the reference to body (also on failure), like
  * json_object_set_new(). ctl_reply_error_line() builds
  * {"v":1,"ok":false,"error":"<msg>"}; msg may contain newlines (reload
- * errors do), which travel escaped. Both return a malloc'd string ending in
+ * errors do), which travel escaped, and is sent made valid UTF-8 as
+ * described at the top of this file. Both return a malloc'd string ending in
  * "\n", or NULL when out of memory; *len as for ctl_request_line().
  */
 char *ctl_reply_ok_line(const char *key, json_t *body, size_t *len);

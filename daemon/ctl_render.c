@@ -16,10 +16,18 @@
 #define TBL_MAXCOL 16
 
 /*
+ * Widest a column is padded to. A longer cell is printed whole but does not
+ * widen its column: a daemon that sends a megabyte string would otherwise
+ * have every other row padded with a megabyte of blanks.
+ */
+#define TBL_MAXWIDTH 64
+
+/*
  * A text table: cells are copied in, widths are computed at print time,
  * numeric columns are right-aligned. Out of memory is remembered in err and
  * reported by tbl_print(), so that building a table needs no checks at
- * every cell.
+ * every cell. A table may have no columns (a list whose entries have no
+ * fields): its rows are counted but hold nothing, and it prints nothing.
  */
 struct tbl {
 	size_t ncol;
@@ -52,9 +60,19 @@ static void tbl_row(struct tbl *t)
 
 	if (t->err)
 		return;
+	/* Nothing to store without columns; and realloc(cell, 0) would free
+	 * cell and return NULL, leaving t->cell dangling. */
+	if (t->ncol == 0) {
+		t->nrow++;
+		return;
+	}
 	if (t->nrow == t->cap) {
 		size_t cap = t->cap ? 2 * t->cap : 16;
 
+		if (cap > SIZE_MAX / sizeof(*cell) / t->ncol) {
+			t->err = -ENOMEM;
+			return;
+		}
 		cell = realloc(t->cell, cap * t->ncol * sizeof(*cell));
 		if (!cell) {
 			t->err = -ENOMEM;
@@ -65,6 +83,63 @@ static void tbl_row(struct tbl *t)
 	}
 	memset(&t->cell[t->nrow * t->ncol], 0, t->ncol * sizeof(*t->cell));
 	t->nrow++;
+}
+
+/*
+ * Length of the terminal control character at s, or 0: C0 controls and
+ * DEL (one byte), and C1 controls (U+0080..U+009F, two bytes in UTF-8),
+ * which some terminals obey as CSI and the like.
+ */
+static size_t ctrl_len(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	if (p[0] < 0x20 || p[0] == 0x7f)
+		return 1;
+	if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+		return 2;
+	return 0;
+}
+
+/*
+ * Replaces, in place, each control character of s by one '?'. Text from the
+ * daemon goes to a terminal: an escape sequence in a key or a string must
+ * not move the cursor or retitle the window, and a newline must not break
+ * a table row in two.
+ */
+static void scrub_controls(char *s)
+{
+	char *w = s;
+
+	while (*s) {
+		size_t k = ctrl_len(s);
+
+		if (k) {
+			*w++ = '?';
+			s += k;
+		} else {
+			*w++ = *s++;
+		}
+	}
+	*w = '\0';
+}
+
+/* fputs() with the replacement of scrub_controls(). */
+static void put_text(FILE *out, const char *s)
+{
+	while (*s) {
+		size_t n = 0, k;
+
+		while (s[n] && !ctrl_len(s + n))
+			n++;
+		fwrite(s, 1, n, out);
+		s += n;
+		k = *s ? ctrl_len(s) : 0;
+		if (k) {
+			fputc('?', out);
+			s += k;
+		}
+	}
 }
 
 /* Sets a cell of the last row. */
@@ -82,23 +157,30 @@ static void tbl_set(struct tbl *t, size_t col, const char *fmt, ...)
 	if (vasprintf(cell, fmt, ap) < 0) {
 		*cell = NULL;
 		t->err = -ENOMEM;
+	} else {
+		scrub_controls(*cell);
 	}
 	va_end(ap);
 }
 
 /* Columns are separated by two spaces; a left-aligned last column is not
- * padded, so lines carry no trailing blanks. */
+ * padded, so lines carry no trailing blanks. A table without columns
+ * prints nothing: the caller says why. */
 static int tbl_print(FILE *out, const struct tbl *t, const char *indent)
 {
 	size_t width[TBL_MAXCOL] = { 0 };
 
 	if (t->err)
 		return t->err;
+	if (t->ncol == 0)
+		return 0;
 	for (size_t r = 0; r < t->nrow; r++)
 		for (size_t c = 0; c < t->ncol; c++) {
 			const char *s = t->cell[r * t->ncol + c];
 			size_t n = s ? strlen(s) : 0;
 
+			if (n > TBL_MAXWIDTH)
+				n = TBL_MAXWIDTH;
 			if (n > width[c])
 				width[c] = n;
 		}
@@ -130,26 +212,51 @@ static int tbl_print(FILE *out, const struct tbl *t, const char *indent)
 	return 0;
 }
 
-char *ctl_fmt_count(char *buf, size_t buflen, int64_t n)
+/*
+ * Sums of counters are kept in 128 bits: the daemon's counters are 64-bit,
+ * and a sum of a few of them (or of a hostile daemon's INT64_MAX) does not
+ * fit in 64. Both gcc and clang have the type on every 64-bit target.
+ */
+typedef __int128 ctl_i128;
+typedef unsigned __int128 ctl_u128;
+
+/* Writes the magnitude mag, with a '-' when neg, grouped by thousands. */
+static char *fmt_grouped(char *buf, size_t buflen, bool neg, ctl_u128 mag)
 {
-	char digits[32], tmp[48];
-	size_t nd, j = 0;
-	uint64_t u;
+	char digits[48], tmp[72];	/* 2^128 has 39 digits: 12 commas, a sign */
+	size_t nd = 0, j = 0;
 
 	if (!buflen)
 		return buf;
-	u = n < 0 ? (uint64_t)0 - (uint64_t)n : (uint64_t)n;
-	nd = (size_t)snprintf(digits, sizeof(digits), "%" PRIu64, u);
-	if (n < 0)
+	do {
+		digits[nd++] = (char)('0' + (int)(mag % 10));
+		mag /= 10;
+	} while (mag);
+	if (neg)
 		tmp[j++] = '-';
-	for (size_t i = 0; i < nd; i++) {
-		if (i && (nd - i) % 3 == 0)
-			tmp[j++] = ',';
+	/* digits[] holds them least significant first. */
+	for (size_t i = nd; i-- > 0;) {
 		tmp[j++] = digits[i];
+		if (i && i % 3 == 0)
+			tmp[j++] = ',';
 	}
 	tmp[j] = '\0';
 	snprintf(buf, buflen, "%s", tmp);
 	return buf;
+}
+
+char *ctl_fmt_count(char *buf, size_t buflen, int64_t n)
+{
+	/* Negated in unsigned arithmetic: -INT64_MIN does not exist. */
+	return fmt_grouped(buf, buflen, n < 0,
+			   n < 0 ? (ctl_u128)0 - (ctl_u128)n : (ctl_u128)n);
+}
+
+/* ctl_fmt_count() for a 128-bit sum. */
+static char *fmt_count128(char *buf, size_t buflen, ctl_i128 n)
+{
+	return fmt_grouped(buf, buflen, n < 0,
+			   n < 0 ? (ctl_u128)0 - (ctl_u128)n : (ctl_u128)n);
 }
 
 char *ctl_fmt_duration(char *buf, size_t buflen, int64_t ms)
@@ -254,8 +361,14 @@ static bool stats_key_in_header(const char *key)
 	return false;
 }
 
-/* The flows-by-mode table. Modes are the union of the keys of "active" and
- * "closed", in order of first appearance, so a new mode gets a column. */
+/*
+ * The flows-by-mode table. Modes are the union of the keys of "active" and
+ * "closed", in order of first appearance, so a new mode gets a column; past
+ * TBL_MAXCOL - 2 of them the rest are left out, and a note says so. The
+ * total of a row is the exact sum of all its integer members, shown ones
+ * or not (in 128 bits: 64-bit counters can add up past INT64_MAX), or "?"
+ * when a member is not an integer and cannot be added up.
+ */
 static int stats_flows_table(FILE *out, const json_t *flows)
 {
 	const json_t *active = json_object_get(flows, "active");
@@ -264,6 +377,7 @@ static int stats_flows_table(FILE *out, const json_t *flows)
 	const json_t *v;
 	const char *key;
 	size_t nmode = 0;
+	bool more = false;
 	struct tbl t;
 	char buf[64];
 	int rc;
@@ -275,8 +389,12 @@ static int stats_flows_table(FILE *out, const json_t *flows)
 			for (i = 0; i < nmode; i++)
 				if (strcmp(mode[i], key) == 0)
 					break;
-			if (i == nmode && nmode < TBL_MAXCOL - 2)
+			if (i < nmode)
+				continue;
+			if (nmode < TBL_MAXCOL - 2)
 				mode[nmode++] = key;
+			else
+				more = true;
 		}
 	}
 
@@ -290,19 +408,27 @@ static int stats_flows_table(FILE *out, const json_t *flows)
 	tbl_set(&t, nmode + 1, "total");
 	for (int pass = 0; pass < 2; pass++) {
 		const json_t *row = pass ? closed : active;
-		json_int_t sum = 0;
+		ctl_i128 sum = 0;
+		bool summable = true;
 
 		if (!json_is_object(row))
 			continue;
 		tbl_row(&t);
 		tbl_set(&t, 0, "%s", pass ? "closed" : "active");
 		for (size_t i = 0; i < nmode; i++) {
-			json_int_t n = int_member(row, mode[i]);
-
-			sum += n;
-			tbl_set(&t, i + 1, "%s", ctl_fmt_count(buf, sizeof(buf), n));
+			v = json_object_get(row, mode[i]);
+			tbl_set(&t, i + 1, "%s", fmt_value(buf, sizeof(buf), v));
 		}
-		tbl_set(&t, nmode + 1, "%s", ctl_fmt_count(buf, sizeof(buf), sum));
+		json_object_foreach((json_t *)row, key, v) {
+			if (json_is_integer(v))
+				sum += json_integer_value(v);
+			else
+				summable = false;
+		}
+		if (summable)
+			tbl_set(&t, nmode + 1, "%s", fmt_count128(buf, sizeof(buf), sum));
+		else
+			tbl_set(&t, nmode + 1, "?");
 	}
 	/* "accepted" and any other plain count of flows. */
 	json_object_foreach((json_t *)flows, key, v) {
@@ -316,6 +442,9 @@ static int stats_flows_table(FILE *out, const json_t *flows)
 	}
 	rc = tbl_print(out, &t, "");
 	tbl_free(&t);
+	if (rc == 0 && more)
+		fprintf(out, "(more than %d modes: the rest are counted in the totals; "
+			"--json shows them)\n", TBL_MAXCOL - 2);
 	return rc;
 }
 
@@ -328,8 +457,10 @@ static int render_stats_table(FILE *out, const json_t *st)
 	int rc;
 
 	/* Header: who answered and for how long it has run. */
-	fprintf(out, "smcproxyd %s", json_string_value(json_object_get(st, "version")) ?:
-		"(unknown version)");
+	v = json_object_get(st, "version");
+	fputs("smcproxyd ", out);
+	put_text(out, json_is_string(v) && json_string_length(v) ?
+		 json_string_value(v) : "(unknown version)");
 	if (json_is_integer(json_object_get(st, "pid")))
 		fprintf(out, ", pid %" JSON_INTEGER_FORMAT, int_member(st, "pid"));
 	if (json_is_integer(json_object_get(st, "uptime_ms")))
@@ -468,39 +599,59 @@ static int render_flows_table(FILE *out, const json_t *reply, const json_t *flow
 /*
  * links and peers: a table whose columns are the union of the members of
  * the entries, in order of first appearance. Their shape will settle with
- * link groups; until then this shows whatever the daemon sends.
+ * link groups; until then this shows whatever the daemon sends: an entry
+ * that is not an object goes whole into an ENTRY column, members past
+ * TBL_MAXCOL columns are left out with a note, and entries that have no
+ * members at all (there are then no columns) are counted in one line.
  */
 static int render_list_table(FILE *out, const char *what, const json_t *list)
 {
-	const char *colkey[TBL_MAXCOL];
-	size_t ncol = 0, i;
+	const char *colkey[TBL_MAXCOL];	/* NULL: the ENTRY column */
+	size_t ncol = 0, n = json_array_size(list), i;
+	bool more = false;
 	const json_t *e, *v;
 	const char *key;
 	struct tbl t;
 	char buf[256];
 	int rc;
 
-	if (json_array_size(list) == 0) {
+	if (n == 0) {
 		fprintf(out, "no %s\n", what);
 		return 0;
 	}
 	json_array_foreach(list, i, e) {
-		json_object_foreach((json_t *)e, key, v) {
-			size_t c;
+		size_t c;
 
+		if (!json_is_object(e)) {
+			for (c = 0; c < ncol && colkey[c]; c++)
+				;
+			if (c == ncol && ncol < TBL_MAXCOL)
+				colkey[ncol++] = NULL;
+			else if (c == ncol)
+				more = true;
+			continue;
+		}
+		json_object_foreach((json_t *)e, key, v) {
 			for (c = 0; c < ncol; c++)
-				if (strcmp(colkey[c], key) == 0)
+				if (colkey[c] && strcmp(colkey[c], key) == 0)
 					break;
 			if (c == ncol && ncol < TBL_MAXCOL)
 				colkey[ncol++] = key;
+			else if (c == ncol)
+				more = true;
 		}
+	}
+	if (ncol == 0) {
+		fprintf(out, "%s: %zu entr%s, none with any fields\n", what, n,
+			n == 1 ? "y" : "ies");
+		return 0;
 	}
 	tbl_init(&t, ncol);
 	tbl_row(&t);
 	for (size_t c = 0; c < ncol; c++) {
 		char *p;
 
-		snprintf(buf, sizeof(buf), "%s", colkey[c]);
+		snprintf(buf, sizeof(buf), "%s", colkey[c] ?: "entry");
 		for (p = buf; *p; p++)
 			*p = (char)(*p == '_' ? ' ' : (*p >= 'a' && *p <= 'z') ? *p - 32 : *p);
 		tbl_set(&t, c, "%s", buf);
@@ -508,7 +659,10 @@ static int render_list_table(FILE *out, const char *what, const json_t *list)
 	json_array_foreach(list, i, e) {
 		tbl_row(&t);
 		for (size_t c = 0; c < ncol; c++) {
-			v = json_object_get(e, colkey[c]);
+			if (colkey[c])
+				v = json_object_get(e, colkey[c]);
+			else
+				v = json_is_object(e) ? NULL : e;
 			if (json_is_number(v))
 				t.right[c] = true;
 			tbl_set(&t, c, "%s", fmt_value(buf, sizeof(buf), v));
@@ -516,27 +670,55 @@ static int render_list_table(FILE *out, const char *what, const json_t *list)
 	}
 	rc = tbl_print(out, &t, "");
 	tbl_free(&t);
+	if (rc == 0 && more)
+		fprintf(out, "(more than %d fields: the rest are left out; "
+			"--json shows them)\n", TBL_MAXCOL);
 	return rc;
+}
+
+/* A member of the reload reply as text: fmt_value() of it, or absent when
+ * it is missing, null or an empty string. Not only strings: a daemon that
+ * sends a list of settings should not read as "(no change)". */
+static const char *reload_field(char *buf, size_t buflen, const json_t *r,
+				const char *key, const char *absent)
+{
+	const json_t *v = json_object_get(r, key);
+
+	if (!v || json_is_null(v) ||
+	    (json_is_string(v) && json_string_length(v) == 0))
+		return absent;
+	return fmt_value(buf, buflen, v);
 }
 
 static int render_reload_table(FILE *out, const json_t *r)
 {
-	const char *applied = json_string_value(json_object_get(r, "applied"));
-	const char *restart = json_string_value(json_object_get(r, "restart_needed"));
-	const char *source = json_string_value(json_object_get(r, "source"));
+	char sbuf[256], abuf[256], rbuf[256], buf[256];
+	const char *source = reload_field(sbuf, sizeof(sbuf), r, "source",
+					  "the configuration");
+	const char *applied = reload_field(abuf, sizeof(abuf), r, "applied",
+					   "(no change)");
+	const char *restart = reload_field(rbuf, sizeof(rbuf), r, "restart_needed",
+					   NULL);
 	const json_t *v;
 	const char *key;
-	char buf[256];
 
-	fprintf(out, "reloaded %s\n", source ?: "the configuration");
-	fprintf(out, "applied:        %s\n", applied && *applied ? applied : "(no change)");
-	fprintf(out, "restart needed: %s\n", restart && *restart ? restart : "(none)");
+	fputs("reloaded ", out);
+	put_text(out, source);
+	fputs("\napplied:        ", out);
+	put_text(out, applied);
+	fputs("\nrestart needed: ", out);
+	put_text(out, restart ?: "(none)");
+	fputc('\n', out);
 	json_object_foreach((json_t *)r, key, v) {
 		if (strcmp(key, "applied") && strcmp(key, "restart_needed") &&
-		    strcmp(key, "source"))
-			fprintf(out, "%s: %s\n", key, fmt_value(buf, sizeof(buf), v));
+		    strcmp(key, "source")) {
+			put_text(out, key);
+			fputs(": ", out);
+			put_text(out, fmt_value(buf, sizeof(buf), v));
+			fputc('\n', out);
+		}
 	}
-	if (restart && *restart)
+	if (restart)
 		fputs("(restart smcproxyd to apply the settings listed as needing it)\n", out);
 	return 0;
 }
@@ -568,6 +750,20 @@ static void prom_name(FILE *out, const char *s)
 			  c == '_' || c == ':' || (p != s && c >= '0' && c <= '9');
 
 		fputc(ok ? c : '_', out);
+	}
+}
+
+/* HELP text escapes backslash and newline: a key with a newline must not
+ * start a line of its own (a forged sample). */
+static void prom_help_text(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\')
+			fputs("\\\\", out);
+		else if (*s == '\n')
+			fputs("\\n", out);
+		else
+			fputc(*s, out);
 	}
 }
 
@@ -705,7 +901,9 @@ static int render_stats_prometheus(FILE *out, const json_t *st)
 		if (json_is_number(v)) {
 			fputs("# HELP smcproxy_", out);
 			prom_name(out, key);
-			fprintf(out, " smcproxyd stats field %s.\n# TYPE smcproxy_", key);
+			fputs(" smcproxyd stats field ", out);
+			prom_help_text(out, key);
+			fputs(".\n# TYPE smcproxy_", out);
 			prom_name(out, key);
 			fputs(" untyped\nsmcproxy_", out);
 			prom_name(out, key);

@@ -8,6 +8,13 @@
  * Fields the renderers do not know (a counter added by a newer daemon) are
  * still shown: as extra table rows, and in Prometheus as untyped samples
  * named smcproxy_<field>.
+ *
+ * The daemon is not trusted to send sane values (it may be another version,
+ * or whoever bound the socket path): in tables, control characters of its
+ * strings and keys are shown as '?', a column is padded to at most 64
+ * characters, list entries with no fields or that are not objects are still
+ * accounted for, and sums of counters are exact (128-bit). In Prometheus
+ * text, label values and HELP texts are escaped.
  */
 #ifndef SMCPROXY_CTL_RENDER_H
 #define SMCPROXY_CTL_RENDER_H

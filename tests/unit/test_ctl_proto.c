@@ -288,6 +288,10 @@ static void test_fmt(void **state)
 	assert_string_equal(ctl_fmt_count(buf, sizeof(buf), INT64_MIN),
 			    "-9,223,372,036,854,775,808");
 	assert_string_equal(ctl_fmt_count(buf, 4, 1234567), "1,2");
+	assert_string_equal(ctl_fmt_count(buf, sizeof(buf), INT64_MAX),
+			    "9,223,372,036,854,775,807");
+	assert_string_equal(ctl_fmt_count(buf, sizeof(buf), -1), "-1");
+	assert_string_equal(ctl_fmt_count(buf, sizeof(buf), 100000), "100,000");
 
 	assert_string_equal(ctl_fmt_duration(buf, sizeof(buf), 0), "0ms");
 	assert_string_equal(ctl_fmt_duration(buf, sizeof(buf), 250), "250ms");
@@ -552,6 +556,171 @@ static void test_render_reload(void **state)
 	free(text);
 }
 
+/* Regression (libFuzzer): links/peers entries without fields made a table of
+ * zero columns; tbl_print() read past its cell array, and from 16 entries on
+ * realloc(cells, 0) freed them and the table freed them again. */
+static void test_render_list_no_fields(void **state)
+{
+	char line[512], *text;
+
+	(void)state;
+	assert_int_equal(render("{\"v\":1,\"ok\":true,\"links\":[{}]}",
+				CTL_FORMAT_TABLE, CTL_CMD_LINKS, &text), 0);
+	assert_string_equal(text, "links: 1 entry, none with any fields\n");
+	free(text);
+	/* 15, 16 and 17 entries: around the first growth of the cell array. */
+	for (int n = 15; n <= 40; n += n < 17 ? 1 : 23) {
+		char expect[64];
+		size_t len;
+
+		len = (size_t)snprintf(line, sizeof(line), "{\"v\":1,\"ok\":true,\"peers\":[");
+		for (int i = 0; i < n; i++)
+			len += (size_t)snprintf(line + len, sizeof(line) - len, "%s{}",
+						i ? "," : "");
+		snprintf(line + len, sizeof(line) - len, "]}");
+		assert_int_equal(render(line, CTL_FORMAT_TABLE, CTL_CMD_PEERS, &text), 0);
+		snprintf(expect, sizeof(expect), "peers: %d entries, none with any fields\n", n);
+		assert_string_equal(text, expect);
+		free(text);
+	}
+}
+
+/* Entries that are not objects are shown whole, not dropped. */
+static void test_render_list_not_objects(void **state)
+{
+	char *text;
+
+	(void)state;
+	assert_int_equal(render("{\"v\":1,\"ok\":true,\"links\":[1,\"two\",{\"id\":3}]}",
+				CTL_FORMAT_TABLE, CTL_CMD_LINKS, &text), 0);
+	assert_true(has_line(text, "ENTRY  ID"));
+	assert_true(has_line(text, "    1   -"));
+	assert_true(has_line(text, "  two   -"));
+	assert_true(has_line(text, "    -   3"));
+	free(text);
+}
+
+/* Regression (UBSan): the flows table summed its counters in int64_t, which
+ * overflows with huge values; the total is now exact. */
+static void test_render_flows_total_overflow(void **state)
+{
+	static const char reply[] =
+		"{\"v\":1,\"ok\":true,\"stats\":{\"flows\":{"
+		"\"active\":{\"tcp\":9223372036854775807,\"shm\":9223372036854775807},"
+		"\"closed\":{\"tcp\":-9223372036854775808,\"shm\":-1}}}}";
+	char *text;
+
+	(void)state;
+	assert_int_equal(render(reply, CTL_FORMAT_TABLE, CTL_CMD_STATS, &text), 0);
+	assert_non_null(strstr(text, "  18,446,744,073,709,551,614\n"));
+	assert_non_null(strstr(text, "  -9,223,372,036,854,775,809\n"));
+	free(text);
+}
+
+/* A mode whose count is not an integer is shown as sent; the row's total
+ * cannot be computed and says so, instead of counting it as 0. */
+static void test_render_flows_odd_modes(void **state)
+{
+	static const char reply[] =
+		"{\"v\":1,\"ok\":true,\"stats\":{\"flows\":{"
+		"\"active\":{\"tcp\":\"many\",\"shm\":2},\"closed\":{\"tcp\":1}}}}";
+	char *text;
+
+	(void)state;
+	assert_int_equal(render(reply, CTL_FORMAT_TABLE, CTL_CMD_STATS, &text), 0);
+	assert_true(has_line(text, "flows    tcp  shm  total"));
+	assert_true(has_line(text, "active  many    2      ?"));
+	assert_true(has_line(text, "closed     1    -      1"));
+	free(text);
+}
+
+/* Modes past the table's 14 columns still count in the total. */
+static void test_render_flows_many_modes(void **state)
+{
+	char line[1024], *text;
+	size_t len;
+
+	(void)state;
+	len = (size_t)snprintf(line, sizeof(line),
+			       "{\"v\":1,\"ok\":true,\"stats\":{\"flows\":{\"active\":{");
+	for (int i = 0; i < 20; i++)
+		len += (size_t)snprintf(line + len, sizeof(line) - len, "%s\"m%02d\":1",
+					i ? "," : "", i);
+	snprintf(line + len, sizeof(line) - len, "}}}}");
+	assert_int_equal(render(line, CTL_FORMAT_TABLE, CTL_CMD_STATS, &text), 0);
+	assert_non_null(strstr(text, "  20\n"));
+	assert_null(strstr(text, "m14"));
+	assert_non_null(strstr(text, "(more than 14 modes"));
+	free(text);
+}
+
+/* A huge cell does not widen its column for every other row. */
+static void test_render_wide_cell(void **state)
+{
+	char line[4096], *text;
+	size_t len, longest = 0;
+
+	(void)state;
+	len = (size_t)snprintf(line, sizeof(line),
+			       "{\"v\":1,\"ok\":true,\"peers\":[{\"a\":\"");
+	memset(line + len, 'y', 2000);
+	len += 2000;
+	snprintf(line + len, sizeof(line) - len, "\",\"b\":1},{\"a\":\"x\",\"b\":2}]}");
+	assert_int_equal(render(line, CTL_FORMAT_TABLE, CTL_CMD_PEERS, &text), 0);
+	for (const char *p = text; *p; p += strcspn(p, "\n") + 1) {
+		size_t n = strcspn(p, "\n");
+
+		if (n < 2000 && n > longest)
+			longest = n;
+	}
+	assert_true(longest <= 64 + 2 + 1);
+	assert_true(has_line(text, "x                                                                 2"));
+	free(text);
+}
+
+/* Text from the daemon reaches a terminal: control characters become '?',
+ * and a key cannot forge a line of Prometheus output. */
+static void test_render_controls(void **state)
+{
+	static const char links[] =
+		"{\"v\":1,\"ok\":true,\"links\":[{\"na\\nme\":\"\\u001b[2J\\u009bx\\u007f\"}]}";
+	static const char stats[] =
+		"{\"v\":1,\"ok\":true,\"stats\":{\"version\":\"1\\u001b]0;t\\u0007\","
+		"\"x\\nsmcproxy_forged\":7}}";
+	char *text;
+
+	(void)state;
+	assert_int_equal(render(links, CTL_FORMAT_TABLE, CTL_CMD_LINKS, &text), 0);
+	assert_string_equal(text, "NA?ME\n?[2J?x?\n");
+	free(text);
+	assert_int_equal(render(stats, CTL_FORMAT_TABLE, CTL_CMD_STATS, &text), 0);
+	assert_true(has_line(text, "smcproxyd 1?]0;t?"));
+	assert_null(strchr(text, '\033'));
+	free(text);
+	assert_int_equal(render(stats, CTL_FORMAT_PROMETHEUS, CTL_CMD_STATS, &text), 0);
+	check_exposition(text);
+	assert_true(has_line(text, "# HELP smcproxy_x_smcproxy_forged smcproxyd stats "
+			     "field x\\nsmcproxy_forged."));
+	assert_false(has_line(text, "smcproxy_forged."));
+	free(text);
+}
+
+/* reload fields of another type are shown, not read as "no change". */
+static void test_render_reload_odd_types(void **state)
+{
+	char *text;
+
+	(void)state;
+	assert_int_equal(render("{\"v\":1,\"ok\":true,\"reload\":{\"applied\":[\"a\"],"
+				"\"restart_needed\":[\"listen\"],\"source\":7}}",
+				CTL_FORMAT_TABLE, CTL_CMD_RELOAD, &text), 0);
+	assert_true(has_line(text, "reloaded 7"));
+	assert_true(has_line(text, "applied:        [\"a\"]"));
+	assert_true(has_line(text, "restart needed: [\"listen\"]"));
+	assert_non_null(strstr(text, "(restart smcproxyd"));
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -575,6 +744,14 @@ int main(void)
 		cmocka_unit_test(test_render_json_and_lists),
 		cmocka_unit_test(test_render_rejects),
 		cmocka_unit_test(test_render_reload),
+		cmocka_unit_test(test_render_list_no_fields),
+		cmocka_unit_test(test_render_list_not_objects),
+		cmocka_unit_test(test_render_flows_total_overflow),
+		cmocka_unit_test(test_render_flows_odd_modes),
+		cmocka_unit_test(test_render_flows_many_modes),
+		cmocka_unit_test(test_render_wide_cell),
+		cmocka_unit_test(test_render_controls),
+		cmocka_unit_test(test_render_reload_odd_types),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
