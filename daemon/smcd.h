@@ -5,30 +5,11 @@
 #define SMCPROXY_SMCD_H
 
 #include <jansson.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <uv.h>
 
 #include "cfg.h"
 #include "ctl_server.h"
 #include "proxy.h"
-
-struct smcd {
-	uv_loop_t loop;
-	struct cfg *cfg;
-	char *cfg_path;			/* NULL: the embedded default */
-	struct proxy proxy;
-	struct ctl_server ctl;
-	uv_signal_t sig_term, sig_int, sig_hup;
-	uv_timer_t housekeeping;	/* watchdog and STATUS */
-	uv_timer_t drain_timer;
-	uint64_t watchdog_usec;
-	uint64_t start_ms;
-	uint64_t reloads;
-	bool stopping;
-	unsigned open_handles;
-	int ready_fd;			/* daemonized: tells the parent we are up */
-};
+#include "smcd-t.h"
 
 /* Sets up everything; on failure logs why and returns -errno. */
 int smcd_init(struct smcd *d, struct cfg *cfg, const char *cfg_path, int ready_fd);

@@ -9,23 +9,7 @@
 #ifndef SMCPROXY_EPSET_H
 #define SMCPROXY_EPSET_H
 
-#include <stdint.h>
-#include <uv.h>
-
-struct epset_entry;
-typedef void (*epset_cb)(struct epset_entry *e, uint32_t events);
-
-/* Embedded in whatever owns the fd; must live until the fd is closed and
- * the current batch of events is over (owners free in a close callback). */
-struct epset_entry {
-	epset_cb cb;
-};
-
-struct epset {
-	int fd;
-	uv_poll_t poll;
-	void (*close_cb)(struct epset *s);
-};
+#include "epset-t.h"
 
 int epset_init(struct epset *s, uv_loop_t *loop);
 /* Registers fd with EPOLLET | events. Returns 0 or -errno. */

@@ -9,18 +9,8 @@
 #define SMCPROXY_PIPE_POOL_H
 
 #include <stdbool.h>
-#include <stddef.h>
 
-struct pipe_slot {
-	int rd, wr;
-	size_t cap;
-};
-
-struct pipe_pool {
-	struct pipe_slot *slots;
-	size_t n, max;
-	size_t size;		/* capacity asked of new pipes */
-};
+#include "pipe_pool-t.h"
 
 /* max: how many idle pipes to keep. Returns 0 or -ENOMEM. */
 int pipe_pool_init(struct pipe_pool *pp, size_t max, size_t size);

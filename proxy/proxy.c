@@ -15,7 +15,9 @@
 #include <unistd.h>
 
 #include "addr.h"
+#include "epset.h"
 #include "flow.h"
+#include "pipe_pool.h"
 #include "proxy.h"
 #include "relay.h"
 

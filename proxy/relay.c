@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #include "addr.h"
+#include "epset.h"
+#include "pipe_pool.h"
 #include "relay.h"
 
 #define SPLICE_FLAGS	(SPLICE_F_MOVE | SPLICE_F_NONBLOCK)

@@ -19,6 +19,8 @@
 #include <cmocka.h>
 #include <fcntl.h>
 
+#include "epset.h"
+#include "pipe_pool.h"
 #include "relay.h"
 
 static _Atomic unsigned long splice_calls;

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/* Types of the daemon (smcd.h). Types only. */
+#ifndef SMCPROXY_SMCD_T_H
+#define SMCPROXY_SMCD_T_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "cfg-t.h"
+#include "ctl_server-t.h"
+#include "proxy-t.h"
+
+struct smcd {
+	uv_loop_t loop;
+	struct cfg *cfg;
+	char *cfg_path;			/* NULL: the embedded default */
+	struct proxy proxy;
+	struct ctl_server ctl;
+	uv_signal_t sig_term, sig_int, sig_hup;
+	uv_timer_t housekeeping;	/* watchdog and STATUS */
+	uv_timer_t drain_timer;
+	uint64_t watchdog_usec;
+	uint64_t start_ms;
+	uint64_t reloads;
+	bool stopping;
+	unsigned open_handles;
+	int ready_fd;			/* daemonized: tells the parent we are up */
+};
+
+#endif
