@@ -139,7 +139,9 @@ if [ -x "$build/smcproxyd" ] && [ -x "$build/smcproxyctl" ]; then
   "stats": {"socket": "$tmp/smcproxyd.sock"}
 }
 EOF
-	inns "$build/smcproxyd" --foreground -c "$tmp/smcproxyd.json" >"$tmp/daemon.log" 2>&1 &
+	# Not through inns: $! must be the daemon, not a subshell, or the kill
+	# below misses it.
+	ip netns exec "$ns" "$build/smcproxyd" --foreground -c "$tmp/smcproxyd.json" >"$tmp/daemon.log" 2>&1 &
 	daemon_pid=$!
 	for _ in $(seq 50); do
 		[ -S "$tmp/smcproxyd.sock" ] && break
