@@ -280,6 +280,14 @@ int smcd_init(struct smcd *d, struct cfg *cfg, const char *cfg_path, int ready_f
 	if (n_inherited)
 		log_info("socket activation: using %zu of %zu passed sockets",
 			 d->proxy.n_adopted, n_inherited);
+	for (size_t i = 0; i < cfg->n_listen && i < 64; i++) {
+		char a[ADDR_STRLEN];
+
+		if (d->proxy.listen_skipped & (1ull << i))
+			log_warn("not listening on %s: IPv6 is not available on this host",
+				 addr_format((const struct sockaddr *)&cfg->listen[i].ss,
+					     a, sizeof(a)));
+	}
 	d->proxy.data = d;
 	err = ctl_server_init(&d->ctl, &d->loop, cfg->stats.socket, cfg->stats.mode,
 			      smcd_ctl_handle, errbuf, sizeof(errbuf));

@@ -64,6 +64,7 @@ struct proxy {
 	const int *adopt_fds;		/* from proxy_adopt_listeners() */
 	size_t n_adopt;
 	size_t n_adopted, n_adopt_unused;
+	uint64_t listen_skipped;	/* bit i: cfg->listen[i] has no IPv6 here */
 	bool accepting;
 	bool paused;			/* fd exhaustion back-off running */
 	uint64_t pause_ms;

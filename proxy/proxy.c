@@ -198,27 +198,44 @@ int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
 		goto out_free_pipes;
 	}
 	for (i = 0; i < cfg->n_listen; i++) {
-		fd = listener_find_adopted(p, &cfg->listen[i], used);
-		if (fd >= 0) {
-			socklen_t len = sizeof(p->listeners[i].addr);
+		struct listener *l = &p->listeners[p->n_listeners];
+		const struct cfg_addr *ca = &cfg->listen[i];
 
-			p->listeners[i].fd = fd;
+		fd = listener_find_adopted(p, ca, used);
+		if (fd >= 0) {
+			socklen_t len = sizeof(l->addr);
+
+			l->fd = fd;
 			relay_tune_socket(fd, cfg->relay.keepalive_ms);
-			getsockname(fd, (struct sockaddr *)&p->listeners[i].addr, &len);
-			p->listeners[i].proxy = p;
-			p->n_listeners++;
+			getsockname(fd, (struct sockaddr *)&l->addr, &len);
 			p->n_adopted++;
-			continue;
+		} else {
+			err = listener_open(l, ca, cfg->relay.keepalive_ms);
+			/*
+			 * A host without IPv6 (disabled in the kernel or on
+			 * lo) cannot have IPv6 connections to redirect
+			 * either: skip such an address (the default listens
+			 * on [::1] too) rather than refuse to start.
+			 */
+			if ((err == -EAFNOSUPPORT || err == -EADDRNOTAVAIL) &&
+			    ca->ss.ss_family == AF_INET6 && i < 64) {
+				p->listen_skipped |= 1ull << i;
+				continue;
+			}
+			if (err) {
+				snprintf(errbuf, errlen, "listen on %s: %s",
+					 addr_format((const struct sockaddr *)&ca->ss, a, sizeof(a)),
+					 strerror(-err));
+				goto out_close_listeners;
+			}
 		}
-		err = listener_open(&p->listeners[i], &cfg->listen[i], cfg->relay.keepalive_ms);
-		if (err) {
-			snprintf(errbuf, errlen, "listen on %s: %s",
-				 addr_format((const struct sockaddr *)&cfg->listen[i].ss, a, sizeof(a)),
-				 strerror(-err));
-			goto out_close_listeners;
-		}
-		p->listeners[i].proxy = p;
+		l->proxy = p;
 		p->n_listeners++;
+	}
+	if (!p->n_listeners) {
+		snprintf(errbuf, errlen, "no listen address can be used (IPv6 is not available)");
+		err = -EAFNOSUPPORT;
+		goto out_close_listeners;
 	}
 	err = epset_init(&p->epset, loop);
 	if (err) {
