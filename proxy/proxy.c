@@ -26,7 +26,7 @@
 #define PAUSE_MAX_MS		1000
 #define IDLE_SWEEP_MAX_MS	1000
 #define ADOPT_MAX		64	/* inherited listening sockets */
-#define PIPE_POOL_MAX		256	/* idle pipes kept for new flows */
+#define PIPE_POOL_MAX		64	/* empty pipes kept for reuse */
 
 static void proxy_on_acceptable(uv_poll_t *h, int status, int events);
 

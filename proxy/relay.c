@@ -173,6 +173,11 @@ static int relay_fill_none(struct relay_dir *d, int fd, ssize_t n)
  * Moves what it can from leg i to the other leg, until the input is empty
  * or the output is full. Returns 0, or -errno of a failed read (leg i) or
  * write (the other leg): either way the relay resets.
+ *
+ * A direction holds a pipe only while bytes are in it: an idle flow holds
+ * two sockets and nothing else, so neither the fd budget nor the kernel's
+ * per-user pipe allowance (fs.pipe-user-pages-soft, which shrinks new pipes
+ * once exceeded) is spent on flows that move nothing.
  */
 static int relay_pump(struct relay *r, int i)
 {
@@ -182,9 +187,15 @@ static int relay_pump(struct relay *r, int i)
 	ssize_t n;
 	int p;
 
+	if (d->pipe.rd < 0 && !d->eof) {
+		p = pipe_pool_get(r->env->pipes, &d->pipe);
+		if (p < 0)
+			return p;
+	}
 	do {
 		progress = false;
-		if (!d->eof && !d->out_blocked && d->queued < d->pipe.cap) {
+		if (!d->eof && !d->out_blocked && d->pipe.rd >= 0 &&
+		    d->queued < d->pipe.cap) {
 			n = splice(in, NULL, d->pipe.wr, NULL, d->pipe.cap - d->queued,
 				   SPLICE_FLAGS);
 			if (n > 0) {
@@ -218,6 +229,8 @@ static int relay_pump(struct relay *r, int i)
 			}
 		}
 	} while (progress && !d->out_blocked);
+	if (d->queued == 0)
+		pipe_pool_put(r->env->pipes, &d->pipe, true);
 	return 0;
 }
 
@@ -316,7 +329,7 @@ int relay_start(struct relay *r, const struct relay_env *env, int client_fd,
 		const struct sockaddr *dest, const struct relay_params *p,
 		const struct relay_ops *ops)
 {
-	int fd, err, i;
+	int fd, err;
 
 	*r = (struct relay){
 		.fd = { client_fd, -1 },
@@ -327,16 +340,9 @@ int relay_start(struct relay *r, const struct relay_env *env, int client_fd,
 		.env = env,
 		.last_active_ms = uv_now(env->loop),
 	};
-	for (i = 0; i < 2; i++) {
-		err = pipe_pool_get(env->pipes, &r->dir[i].pipe);
-		if (err)
-			goto out_put_pipes;
-	}
 	fd = socket(dest->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		err = -errno;
-		goto out_put_pipes;
-	}
+	if (fd < 0)
+		return -errno;
 	/* Without the mark our own connection would be redirected back to
 	 * us: never connect unmarked. */
 	if (p->mark && setsockopt(fd, SOL_SOCKET, SO_MARK, &p->mark, sizeof(p->mark)) < 0) {
@@ -367,8 +373,5 @@ int relay_start(struct relay *r, const struct relay_env *env, int client_fd,
 
 out_close_fd:
 	close(fd);
-out_put_pipes:
-	for (i = 0; i < 2; i++)
-		pipe_pool_put(env->pipes, &r->dir[i].pipe, true);
 	return err;
 }

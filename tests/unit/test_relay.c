@@ -457,6 +457,27 @@ static void test_urgent_inline(void **state)
 	assert_true(splice_calls < 1000);
 }
 
+/* Once the bytes have crossed, an idle flow holds its two sockets and no
+ * pipe: pipes go back to the pool as soon as they are empty. */
+static void test_idle_holds_no_pipe(void **state)
+{
+	struct fx *fx = *state;
+	char buf[64];
+	int never = 0;
+
+	fx_start(fx, &fx->srv_addr, 65536);
+	fx_accept_server(fx);
+	assert_int_equal(write(fx->app, "ping", 4), 4);
+	assert_int_equal(write(fx->srv, "pong!", 5), 5);
+	run_until(fx, &never, 100);
+	assert_int_equal(read(fx->srv, buf, sizeof(buf)), 4);
+	assert_int_equal(read(fx->app, buf, sizeof(buf)), 5);
+	assert_int_equal(fx->r.state, RELAY_ESTABLISHED);
+	assert_int_equal(fx->r.dir[RELAY_CLIENT].pipe.rd, -1);
+	assert_int_equal(fx->r.dir[RELAY_SERVER].pipe.rd, -1);
+	assert_true(fx->pipes.n >= 1);	/* kept for the next burst */
+}
+
 /* relay_abort() resets both legs. */
 static void test_abort(void **state)
 {
@@ -485,6 +506,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_connect_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_backpressure_no_spin, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_urgent_inline, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idle_holds_no_pipe, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_abort, setup, teardown),
 	};
 
