@@ -50,13 +50,18 @@ void pipe_pool_put(struct pipe_pool *pp, struct pipe_slot *s, bool empty)
 	s->rd = s->wr = -1;
 }
 
-void pipe_pool_close(struct pipe_pool *pp)
+void pipe_pool_trim(struct pipe_pool *pp)
 {
 	while (pp->n) {
 		pp->n--;
 		close(pp->slots[pp->n].rd);
 		close(pp->slots[pp->n].wr);
 	}
+}
+
+void pipe_pool_close(struct pipe_pool *pp)
+{
+	pipe_pool_trim(pp);
 	free(pp->slots);
 	pp->slots = NULL;
 	pp->max = 0;

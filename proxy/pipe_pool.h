@@ -18,6 +18,8 @@ int pipe_pool_init(struct pipe_pool *pp, size_t max, size_t size);
 int pipe_pool_get(struct pipe_pool *pp, struct pipe_slot *out);
 /* Gives a pipe back: kept when empty and there is room, else closed. */
 void pipe_pool_put(struct pipe_pool *pp, struct pipe_slot *s, bool empty);
+/* Closes the idle pipes: their fds are worth more elsewhere (EMFILE). */
+void pipe_pool_trim(struct pipe_pool *pp);
 void pipe_pool_close(struct pipe_pool *pp);
 
 #endif

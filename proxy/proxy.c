@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -128,6 +129,17 @@ static int listener_open(struct listener *l, const struct cfg_addr *a, uint64_t 
 	return 0;
 }
 
+/* Idle pipes hold two fds each: keep at most 1/16 of the fd limit. */
+static size_t proxy_pipe_pool_max(void)
+{
+	struct rlimit rl;
+	size_t max = PIPE_POOL_MAX;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur / 16 < max)
+		max = rl.rlim_cur / 16;
+	return max;
+}
+
 static void proxy_capture_params(struct proxy *p, const struct cfg *cfg)
 {
 	p->relay_params.mark = cfg->mark;
@@ -189,7 +201,7 @@ int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
 	p->relay_env = (struct relay_env){ .loop = loop, .epset = &p->epset,
 					   .pipes = &p->pipes, .stats = &p->stats };
 
-	err = pipe_pool_init(&p->pipes, PIPE_POOL_MAX, cfg->relay.buffer);
+	err = pipe_pool_init(&p->pipes, proxy_pipe_pool_max(), cfg->relay.buffer);
 	if (err)
 		goto out_close_unused;
 	p->listeners = calloc(cfg->n_listen, sizeof(*p->listeners));
@@ -310,6 +322,7 @@ static void proxy_pause_accepting(struct proxy *p, int err)
 	if (!p->pause_ms)
 		p->ops->event(p, PROXY_EV_ACCEPT_PAUSED, NULL, err);
 	p->stats.accept_pauses++;
+	pipe_pool_trim(&p->pipes);
 	p->paused = true;
 	p->pause_ms = p->pause_ms ? p->pause_ms * 2 : PAUSE_MIN_MS;
 	if (p->pause_ms > PAUSE_MAX_MS)
