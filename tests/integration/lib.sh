@@ -10,7 +10,10 @@
 #   it_server_start           # flowcheck serve on the server host
 #   it_config key=JSON ...    # daemon config (defaults below, keys replaced)
 #   it_daemon_start [launcher args...]
+#   it_setup_relay key=JSON ...  # all five above: the standard relay test bed
 #   it_run ...                # flowcheck run in the client host
+#   it_run_ok LABEL WHY ...   # it_run, output shown, it_fail WHY if it fails
+#   it_server_expect PAT WHY  # stop the server, it_fail unless summary ~ PAT
 #   it_stat flows.accepted    # one value of `smcproxyctl --json stats`
 #   it_pass / it_fail "why"   # exactly one PASS/FAIL line, then exit
 #
@@ -254,6 +257,18 @@ it_daemon_start() {
 	it_fail "smcproxyd did not answer on $SOCK within 10 s"
 }
 
+# The standard relay test bed in one call: both hosts, the REDIRECT rules,
+# flowcheck serve on the server host, the config (arguments as for
+# it_config) and the daemon, answering. Tests that need other rules, a
+# launcher or no daemon yet call the steps themselves.
+it_setup_relay() {
+	it_hosts
+	it_redirect
+	it_server_start
+	it_config "$@"
+	it_daemon_start
+}
+
 # Sends SIGTERM and waits up to $1 seconds (default 10); returns the exit
 # status of the daemon (124 if it did not exit).
 it_daemon_stop() {
@@ -299,6 +314,31 @@ it_run() {
 }
 
 it_probe() { it_c "$FLOWCHECK" probe "$@"; }
+
+# it_run_ok LABEL WHY [it_run args...]: runs it_run, shows the first 20
+# lines of its output prefixed with "  LABEL: ", and fails the test with
+# WHY if it failed. LABEL must not contain '/' or '&' (it goes into sed).
+it_run_ok() {
+	local label=$1 why=$2 out rc
+	shift 2
+	out=$(it_run "$@")
+	rc=$?
+	printf '%s\n' "$out" | sed "s/^/  $label: /" | head -20
+	[ $rc -eq 0 ] || it_fail "$why"
+}
+
+# it_server_expect PATTERN WHY: stops the server, prints its summary line,
+# and fails the test with "WHY: summary" unless the summary contains
+# PATTERN (e.g. " 40 ok, 0 failed, 0 aborted").
+it_server_expect() {
+	local summary
+	summary=$(it_server_stop)
+	echo "  $summary"
+	case $summary in
+	*"$1"*) ;;
+	*) it_fail "$2: $summary" ;;
+	esac
+}
 
 # CPU time (utime + stime, in clock ticks) of a process.
 it_cpu_ticks() {

@@ -5,13 +5,9 @@
 # and `--prometheus stats` exposes the counters in the text format.
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
-it_hosts
-it_redirect
-it_server_start
 # transport auto, and the server's subnet is a configured peer prefix:
 # with no link transport in this version the flow falls back as no_link.
-it_config transport='"auto"' peers="[{\"prefix\": \"$NET4\"}]"
-it_daemon_start
+it_setup_relay transport='"auto"' peers="[{\"prefix\": \"$NET4\"}]"
 
 ip netns exec "$NS_C" "$FLOWCHECK" hold --connect "$S4:$SPORT" --count 1 --seconds 20 >/dev/null 2>&1 &
 hold=$!

@@ -5,11 +5,7 @@
 # without a word (its host drops everything) and resets the client.
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
-it_hosts
-it_redirect
-it_server_start
-it_config relay='{"idle_timeout": "700ms", "keepalive": "1s"}'
-it_daemon_start
+it_setup_relay relay='{"idle_timeout": "700ms", "keepalive": "1s"}'
 
 # A flow that keeps moving (1 MiB at 256 KiB/s, 4 s) is never idle.
 it_run --flows 1 --size 1MiB --rate 262144 --seed 31 --timeout 20 >"$IT_DIR/busy.out" 2>&1 &

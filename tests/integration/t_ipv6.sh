@@ -2,11 +2,7 @@
 # Guards IPv6 interception: ip6tables REDIRECT to the [::1] listener, IP6T_SO_ORIGINAL_DST, and sha256 of every byte both ways over IPv6.
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
-it_hosts
-it_redirect
-it_server_start
-it_config
-it_daemon_start
+it_setup_relay
 
 seed=${IT_SEED:-$$}
 out=$(it_run --connect "[$S6]:$SPORT" --flows 50 --concurrency 50 --max-size 2MiB --seed "$seed" --timeout 60)

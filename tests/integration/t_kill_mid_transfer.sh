@@ -2,11 +2,7 @@
 # Guards against hung clients: when the daemon is killed (SIGKILL) mid-transfer, every client flow ends promptly with a reset or EOF error instead of hanging.
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
-it_hosts
-it_redirect
-it_server_start
-it_config
-it_daemon_start
+it_setup_relay
 
 # 20 flows of 16 MiB each way at 4 MiB/s: about 4 s each, so all are mid-way
 # when the daemon dies after about 1 s.

@@ -2,11 +2,7 @@
 # Guards loop refusal: a connection made straight to the daemon's listener (not redirected) is closed and counted in loops_refused, for IPv4 and IPv6.
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
-it_hosts
-it_redirect
-it_server_start
-it_config
-it_daemon_start
+it_setup_relay
 
 before=$(it_stat loops_refused) || it_fail "no loops_refused counter"
 it_probe --connect "127.0.0.1:$LPORT" --expect reset,eof --within 2000 ||

@@ -2,11 +2,7 @@
 # Guards outbound connect failures: a refused destination (closed port) and an unreachable one (no such host, fallback.connect_timeout 500ms) give the client a prompt RST and move connect_failures / connect_timeouts.
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
-it_hosts
-it_redirect
-it_server_start
-it_config fallback='{"connect_timeout": "500ms"}'
-it_daemon_start
+it_setup_relay fallback='{"connect_timeout": "500ms"}'
 
 read -r f0 t0 < <(it_stat connect_failures connect_timeouts | tr '\n' ' ')
 

@@ -2,11 +2,7 @@
 # Guards the relay data path: 200 concurrent flows with random sizes up to 8 MiB each way cross REDIRECT + smcproxyd with the sha256 of every byte matching both ways, and the flow and byte counters account for exactly what moved.
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
-it_hosts
-it_redirect
-it_server_start
-it_config
-it_daemon_start
+it_setup_relay
 
 seed=${IT_SEED:-$$}
 out=$(it_run --flows 200 --concurrency 200 --max-size 8MiB --seed "$seed" --timeout 100)
@@ -30,10 +26,5 @@ hwm=$(awk '/^VmHWM:/ { print $2 }' "/proc/$DAEMON_PID/status")
 echo "  daemon peak RSS: $((hwm / 1024)) MiB"
 [ "$hwm" -le $((128 * 1024)) ] || it_fail "daemon peak RSS $((hwm / 1024)) MiB for 200 flows: unbounded buffering?"
 
-summary=$(it_server_stop)
-echo "  $summary"
-case $summary in
-*" 200 ok, 0 failed"*) ;;
-*) it_fail "server side: $summary" ;;
-esac
+it_server_expect " 200 ok, 0 failed" "server side"
 it_pass "200 flows, $((up >> 20)) MiB up, $((down >> 20)) MiB down, sha256 equal both ways"

@@ -5,11 +5,7 @@
 # serving; SIGHUP reloads too.
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
-it_hosts
-it_redirect
-it_server_start
-it_config
-it_daemon_start
+it_setup_relay
 
 # A slow flow (2 MiB each way at 1 MiB/s) that must survive every reload.
 it_run --flows 1 --size 2MiB --rate 1048576 --seed 11 >"$IT_DIR/slow.out" 2>&1 &

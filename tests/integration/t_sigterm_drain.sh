@@ -2,11 +2,7 @@
 # Guards graceful shutdown: on SIGTERM the daemon stops accepting (new connections are refused) while an active flow finishes with every byte intact, then exits 0.
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
-it_hosts
-it_redirect
-it_server_start
-it_config shutdown='{"drain_timeout": "20s"}'
-it_daemon_start
+it_setup_relay shutdown='{"drain_timeout": "20s"}'
 
 # One flow, 6 MiB each way at 2 MiB/s: about 3 s.
 it_run --flows 1 --size 6MiB --rate 2MiB --seed 31 --timeout 30 >"$IT_DIR/client.log" 2>&1 &
