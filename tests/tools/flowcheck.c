@@ -296,10 +296,36 @@ static void sha256_final(struct sha256 *s, uint8_t out[DIGEST_LEN])
 	}
 }
 
+/* The digest of what s has hashed so far; s itself goes on hashing. */
+static void sha256_digest(const struct sha256 *s, uint8_t out[DIGEST_LEN])
+{
+	struct sha256 h = *s;
+
+	sha256_final(&h, out);
+}
+
 static void hex8(const uint8_t *d, char out[17])
 {
 	for (int i = 0; i < 8; i++)
 		snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+/*
+ * Compares the digest of what s has hashed so far with want. If they
+ * differ, writes the first 8 bytes of each in hex to got_hex and want_hex
+ * (for the failure message) and returns true.
+ */
+static bool digest_differs(const struct sha256 *s, const uint8_t *want,
+			   char got_hex[17], char want_hex[17])
+{
+	uint8_t d[DIGEST_LEN];
+
+	sha256_digest(s, d);
+	if (!memcmp(d, want, DIGEST_LEN))
+		return false;
+	hex8(d, got_hex);
+	hex8(want, want_hex);
+	return true;
 }
 
 /* ------------------------------------------------------------------ */
@@ -478,6 +504,31 @@ static int parse_mode(const char *str)
 	die("unknown mode '%s'", str);
 }
 
+/* SO_ERROR: what a non-blocking connect or a dead connection left on the
+ * socket, 0 if nothing. */
+static int sock_error(int fd)
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+	return err;
+}
+
+/* Appends what fits of p[0..n) to buf, which holds *got of cap bytes;
+ * returns how many bytes it took. */
+static size_t take_into(uint8_t *buf, size_t *got, size_t cap,
+			const uint8_t *p, size_t n)
+{
+	size_t take = cap - *got;
+
+	if (take > n)
+		take = n;
+	memcpy(buf + *got, p, take);
+	*got += take;
+	return take;
+}
+
 static void raise_nofile(void)
 {
 	struct rlimit rl;
@@ -597,6 +648,15 @@ static void update_interest(struct conn *c)
 	c->events = want;
 }
 
+/* Adds c to the epoll set, with c->events as its interest. */
+static void conn_watch(struct conn *c)
+{
+	struct epoll_event ev = { .events = c->events, .data.ptr = c };
+
+	if (epoll_ctl(epfd, EPOLL_CTL_ADD, c->fd, &ev) < 0)
+		die("epoll_ctl: %s", strerror(errno));
+}
+
 /* Plain close, or with SO_LINGER 0 so the kernel sends an RST. */
 static void conn_close(struct conn *c, bool rst)
 {
@@ -632,6 +692,15 @@ static void reap(void)
 	}
 }
 
+/* Parks c until t: wake_paused() makes progress on it then. */
+static void conn_pause_until(struct conn *c, double t)
+{
+	c->wake_at = t;
+	if (!c->paused)
+		npaused++;
+	c->paused = true;
+}
+
 /*
  * Queues the next payload chunk, respecting the rate limit. Returns false
  * (and arms the wake-up) when the rate says wait.
@@ -646,11 +715,8 @@ static bool tx_gen_payload(struct conn *c, uint64_t limit)
 		double allowed = c->rate * (t - c->t_start) + 16384.0 -
 				 (double)c->tx_payload;
 		if (allowed < 1.0) {
-			c->wake_at = c->t_start +
-				     (c->tx_payload + 4096.0 - 16384.0) / c->rate;
-			if (!c->paused)
-				npaused++;
-			c->paused = true;
+			conn_pause_until(c, c->t_start + (c->tx_payload + 4096.0 -
+							  16384.0) / c->rate);
 			return false;
 		}
 		if ((double)n > allowed)
@@ -674,13 +740,23 @@ static bool outq_empty(struct conn *c)
 	int queued = 0;
 
 	if (ioctl(c->fd, SIOCOUTQ, &queued) == 0 && queued > 0) {
-		c->wake_at = now_s() + 0.005;
-		if (!c->paused)
-			npaused++;
-		c->paused = true;
+		conn_pause_until(c, now_s() + 0.005);
 		return false;
 	}
 	return true;
+}
+
+/*
+ * Reset modes: asks for the RST (want_reset) once some of the peer's
+ * stream has arrived (RESET_RX_MIN bytes, or all of a shorter one) and
+ * the peer has acknowledged all we sent.
+ */
+static void arm_reset(struct conn *c, uint64_t peer_len)
+{
+	uint64_t need = peer_len < RESET_RX_MIN ? peer_len : RESET_RX_MIN;
+
+	if (c->rx_payload >= need && outq_empty(c))
+		c->want_reset = true;
 }
 
 static void tx_shutdown(struct conn *c)
@@ -702,9 +778,7 @@ static bool client_tx_next(struct conn *c)
 		if (c->mode == M_CLIENT_RESET) {
 			if (c->tx_payload < c->reset_after)
 				return tx_gen_payload(c, c->reset_after);
-			uint64_t need = c->len_down < RESET_RX_MIN ? c->len_down : RESET_RX_MIN;
-			if (c->rx_payload >= need && outq_empty(c))
-				c->want_reset = true;
+			arm_reset(c, c->len_down);
 			return false;
 		}
 		if (c->tx_payload < c->len_up)
@@ -735,14 +809,11 @@ static bool server_tx_next(struct conn *c)
 		if (c->tx_payload < limit)
 			return tx_gen_payload(c, limit);
 		if (c->mode == M_RESET) {
-			uint64_t need = c->len_up < RESET_RX_MIN ? c->len_up : RESET_RX_MIN;
-			if (c->rx_payload >= need && outq_empty(c))
-				c->want_reset = true;
+			arm_reset(c, c->len_up);
 			return false;
 		}
 		if (c->mode == M_HALF_SERVER) {
-			struct sha256 h = c->txhash;
-			sha256_final(&h, c->txbuf);
+			sha256_digest(&c->txhash, c->txbuf);
 			c->txoff = 0;
 			c->txlen = DIGEST_LEN;
 			c->phase = TX_TRAILER;
@@ -750,11 +821,8 @@ static bool server_tx_next(struct conn *c)
 		}
 		if (!c->rx_eof)
 			return false;
-		{
-			struct sha256 up = c->rxhash, down = c->txhash;
-			sha256_final(&up, c->txbuf);
-			sha256_final(&down, c->txbuf + DIGEST_LEN);
-		}
+		sha256_digest(&c->rxhash, c->txbuf);
+		sha256_digest(&c->txhash, c->txbuf + DIGEST_LEN);
 		c->txoff = 0;
 		c->txlen = TRAILER_LEN;
 		c->phase = TX_TRAILER;
@@ -805,6 +873,71 @@ static int tx_pump(struct conn *c)
 	}
 	c->tx_blocked = false;
 	return 0;
+}
+
+/*
+ * What differs between the two ends on receive and on progress; the loops
+ * that call them are shared. rx consumes payload and returns false if it
+ * ended the flow; on_eof and error may end it too; check_done ends it when
+ * it is complete.
+ */
+typedef bool conn_rx_fn(struct conn *c, const uint8_t *p, size_t n);
+typedef void conn_fn(struct conn *c);
+typedef void conn_error_fn(struct conn *c, int err, const char *where);
+
+/*
+ * Reads at most 4 buffers per call (a fast peer must not starve the other
+ * connections; level-triggered epoll reports the rest) and hands them to
+ * rx, an EOF to on_eof and a failure to on_error. Returns false if the
+ * connection was closed on the way.
+ */
+static bool conn_recv(struct conn *c, conn_rx_fn *rx, conn_fn *on_eof,
+		      conn_error_fn *on_error)
+{
+	for (int i = 0; i < 4; i++) {
+		ssize_t r = recv(c->fd, rxbuf, sizeof(rxbuf), 0);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				break;
+			on_error(c, errno, "recv");
+			return false;
+		}
+		if (r == 0) {
+			on_eof(c);
+			return !c->closed;
+		}
+		c->wire_rx += (uint64_t)r;
+		if (!rx(c, rxbuf, (size_t)r))
+			return false;
+	}
+	return true;
+}
+
+/* Sends what can go now, then ends the flow if it is complete. */
+static void conn_progress(struct conn *c, conn_error_fn *on_error,
+			  conn_fn *check_done)
+{
+	int err;
+
+	if (c->closed)
+		return;
+	err = tx_pump(c);
+	if (err) {
+		on_error(c, err, "send");
+		return;
+	}
+	check_done(c);
+	update_interest(c);
+}
+
+/* Both directions are gone (EPOLLHUP after our EOF) but we still had data
+ * to send: the peer or the relay gave up on the flow. */
+static bool conn_hung_up(const struct conn *c, uint32_t ev)
+{
+	return !c->closed && (ev & EPOLLHUP) && c->rx_eof &&
+	       c->phase != TX_DONE && !c->paused && !c->tx_blocked;
 }
 
 /* ------------------------------------------------------------------ */
@@ -885,26 +1018,23 @@ static void client_error(struct conn *c, int err, const char *where)
 
 static void client_check_done(struct conn *c)
 {
-	uint8_t d[DIGEST_LEN];
 	char a[17], b[17];
 
-	if (c->closed || !c->rx_eof || c->phase != TX_DONE)
+	if (c->closed)
+		return;
+	if (c->want_reset) {		/* client-reset: the RST is the end */
+		flow_done(c, true);
+		return;
+	}
+	if (!c->rx_eof || c->phase != TX_DONE)
 		return;
 	if (c->mode == M_NORMAL || c->mode == M_HALF_CLIENT) {
-		struct sha256 h = c->txhash;
-		sha256_final(&h, d);
-		if (memcmp(d, c->trailer, DIGEST_LEN)) {
-			hex8(d, a);
-			hex8(c->trailer, b);
+		if (digest_differs(&c->txhash, c->trailer, a, b)) {
 			flow_fail(c, K_MISMATCH, "up stream sha256 differs: "
 				  "sent %s..., server received %s...", a, b);
 			return;
 		}
-		h = c->rxhash;
-		sha256_final(&h, d);
-		if (memcmp(d, c->trailer + DIGEST_LEN, DIGEST_LEN)) {
-			hex8(d, a);
-			hex8(c->trailer + DIGEST_LEN, b);
+		if (digest_differs(&c->rxhash, c->trailer + DIGEST_LEN, a, b)) {
 			flow_fail(c, K_MISMATCH, "down stream sha256 differs: "
 				  "received %s..., server sent %s...", a, b);
 			return;
@@ -941,11 +1071,7 @@ static bool client_rx(struct conn *c, const uint8_t *p, size_t n)
 		n -= take;
 	}
 	if (n && c->trail_got < c->trail_len) {
-		size_t take = c->trail_len - c->trail_got;
-		if (take > n)
-			take = n;
-		memcpy(c->trailer + c->trail_got, p, take);
-		c->trail_got += take;
+		size_t take = take_into(c->trailer, &c->trail_got, c->trail_len, p, n);
 		p += take;
 		n -= take;
 	}
@@ -971,17 +1097,10 @@ static void client_on_eof(struct conn *c)
 	}
 	c->rx_eof = true;
 	if (c->mode == M_HALF_SERVER) {
-		uint8_t d[DIGEST_LEN];
 		char a[17], b[17];
-		struct sha256 h = c->rxhash;
-		sha256_final(&h, d);
-		if (memcmp(d, c->trailer, DIGEST_LEN)) {
-			hex8(d, a);
-			hex8(c->trailer, b);
+		if (digest_differs(&c->rxhash, c->trailer, a, b))
 			flow_fail(c, K_MISMATCH, "down stream sha256 differs: "
 				  "received %s..., server sent %s...", a, b);
-			return;
-		}
 	}
 }
 
@@ -1060,9 +1179,7 @@ static void client_start(unsigned idx)
 	}
 	c->connecting = true;
 	c->events = EPOLLOUT;
-	struct epoll_event ev = { .events = c->events, .data.ptr = c };
-	if (epoll_ctl(epfd, EPOLL_CTL_ADD, c->fd, &ev) < 0)
-		die("epoll_ctl: %s", strerror(errno));
+	conn_watch(c);
 	if (connect(c->fd, (struct sockaddr *)&cl.addr, cl.addrlen) < 0 &&
 	    errno != EINPROGRESS)
 		client_error(c, errno, "connect");
@@ -1070,29 +1187,15 @@ static void client_start(unsigned idx)
 
 static void client_progress(struct conn *c)
 {
-	int err;
-
-	if (c->closed)
-		return;
-	err = tx_pump(c);
-	if (err) {
-		client_error(c, err, "send");
-		return;
-	}
-	if (c->want_reset) {
-		flow_done(c, true);
-		return;
-	}
-	client_check_done(c);
-	update_interest(c);
+	conn_progress(c, client_error, client_check_done);
 }
 
 static void client_event(struct conn *c, uint32_t ev)
 {
+	int err;
+
 	if (c->connecting) {
-		int err = 0;
-		socklen_t len = sizeof(err);
-		getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+		err = sock_error(c->fd);
 		if (err) {
 			client_error(c, err, "connect");
 			return;
@@ -1103,41 +1206,18 @@ static void client_event(struct conn *c, uint32_t ev)
 		c->t_start = c->t_last_rx = now_s();
 	}
 	if ((ev & (EPOLLIN | EPOLLERR | EPOLLHUP)) && !c->rx_eof) {
-		for (int i = 0; i < 4; i++) {
-			ssize_t r = recv(c->fd, rxbuf, sizeof(rxbuf), 0);
-			if (r < 0) {
-				if (errno == EINTR)
-					continue;
-				if (errno == EAGAIN)
-					break;
-				client_error(c, errno, "recv");
-				return;
-			}
-			if (r == 0) {
-				client_on_eof(c);
-				if (c->closed)
-					return;
-				break;
-			}
-			c->wire_rx += (uint64_t)r;
-			if (!client_rx(c, rxbuf, (size_t)r))
-				return;
-		}
+		if (!conn_recv(c, client_rx, client_on_eof, client_error))
+			return;
 	} else if ((ev & EPOLLERR) && c->rx_eof) {
-		int err = 0;
-		socklen_t len = sizeof(err);
-		getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+		err = sock_error(c->fd);
 		if (err) {
 			client_error(c, err, "socket");
 			return;
 		}
 	}
 	client_progress(c);
-	if (!c->closed && (ev & EPOLLHUP) && c->rx_eof && c->phase != TX_DONE &&
-	    !c->paused && !c->tx_blocked) {
-		/* Both directions are gone but we still had data to send. */
+	if (conn_hung_up(c, ev))
 		flow_fail(c, K_ERROR, "connection hung up");
-	}
 }
 
 static void wake_paused(void (*progress)(struct conn *))
@@ -1373,27 +1453,13 @@ static void server_error(struct conn *c, int err, const char *where)
 
 static void server_progress(struct conn *c)
 {
-	int err;
-
-	if (c->closed)
-		return;
-	err = tx_pump(c);
-	if (err) {
-		server_error(c, err, "send");
-		return;
-	}
-	server_check_done(c);
-	update_interest(c);
+	conn_progress(c, server_error, server_check_done);
 }
 
 static bool server_rx(struct conn *c, const uint8_t *p, size_t n)
 {
 	if (c->hdr_got < HDR_LEN) {
-		size_t take = HDR_LEN - c->hdr_got;
-		if (take > n)
-			take = n;
-		memcpy(c->hdr + c->hdr_got, p, take);
-		c->hdr_got += take;
+		size_t take = take_into(c->hdr, &c->hdr_got, HDR_LEN, p, n);
 		p += take;
 		n -= take;
 		if (c->hdr_got == HDR_LEN && !server_parse_header(c))
@@ -1440,55 +1506,29 @@ static void server_on_eof(struct conn *c)
 	}
 	c->rx_eof = true;
 	if (c->mode == M_HALF_SERVER) {
-		uint8_t a[DIGEST_LEN], b[DIGEST_LEN];
-		char ha[17], hb[17];
-		struct sha256 h1 = c->rxhash, h2 = c->rxexp;
-		sha256_final(&h1, a);
-		sha256_final(&h2, b);
-		if (memcmp(a, b, DIGEST_LEN)) {
-			hex8(a, ha);
-			hex8(b, hb);
+		uint8_t want[DIGEST_LEN];
+		char a[17], b[17];
+		sha256_digest(&c->rxexp, want);
+		if (digest_differs(&c->rxhash, want, a, b))
 			srv_end(c, 1, "up stream sha256 differs: received %s..., "
-				"expected %s...", ha, hb);
-		}
+				"expected %s...", a, b);
 	}
 }
 
 static void server_event(struct conn *c, uint32_t ev)
 {
 	if ((ev & (EPOLLIN | EPOLLERR | EPOLLHUP)) && !c->rx_eof) {
-		for (int i = 0; i < 4; i++) {
-			ssize_t r = recv(c->fd, rxbuf, sizeof(rxbuf), 0);
-			if (r < 0) {
-				if (errno == EINTR)
-					continue;
-				if (errno == EAGAIN)
-					break;
-				server_error(c, errno, "recv");
-				return;
-			}
-			if (r == 0) {
-				server_on_eof(c);
-				if (c->closed)
-					return;
-				break;
-			}
-			c->wire_rx += (uint64_t)r;
-			if (!server_rx(c, rxbuf, (size_t)r))
-				return;
-		}
+		if (!conn_recv(c, server_rx, server_on_eof, server_error))
+			return;
 	} else if (ev & (EPOLLERR | EPOLLHUP)) {
-		int err = 0;
-		socklen_t len = sizeof(err);
-		getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+		int err = sock_error(c->fd);
 		if (err) {
 			server_error(c, err, "socket");
 			return;
 		}
 	}
 	server_progress(c);
-	if (!c->closed && (ev & EPOLLHUP) && c->rx_eof && c->phase != TX_DONE &&
-	    !c->paused && !c->tx_blocked)
+	if (conn_hung_up(c, ev))
 		srv_end(c, 2, "connection hung up");
 }
 
@@ -1517,9 +1557,7 @@ static void server_accept(struct evsrc *l)
 		c->events = EPOLLIN;
 		conn_link(c);
 		srv.conns++;
-		struct epoll_event ev = { .events = c->events, .data.ptr = c };
-		if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
-			die("epoll_ctl: %s", strerror(errno));
+		conn_watch(c);
 	}
 }
 
@@ -1654,10 +1692,8 @@ static int cmd_probe(int argc, char **argv)
 			int ms = (int)((deadline - now_s()) * 1000);
 			if (poll(&pfd, 1, ms < 0 ? 0 : ms) == 0)
 				outcome = "timeout";
-			else {
-				socklen_t el = sizeof(err);
-				getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
-			}
+			else
+				err = sock_error(fd);
 		}
 	}
 	if (!outcome && err)
@@ -1781,10 +1817,7 @@ static int cmd_hold(int argc, char **argv)
 		for (unsigned i = 0; i < count; i++) {
 			if (!pfd[i].events || !pfd[i].revents)
 				continue;
-			int err = 0;
-			socklen_t el = sizeof(err);
-			getsockopt(pfd[i].fd, SOL_SOCKET, SO_ERROR, &err, &el);
-			if (err)
+			if (sock_error(pfd[i].fd))
 				failed++;
 			else
 				connected++;
