@@ -197,18 +197,41 @@ static int scan_string(struct scan *s, struct cfg__buf *out)
 
 static int scan_value(struct scan *s, unsigned depth, unsigned kline, unsigned kcol);
 
+/* At an object's or array's opening bracket: consumes it, and returns
+ * true (having consumed the closing one too) if the container is empty. */
+static bool scan_open_empty(struct scan *s, int close)
+{
+	adv(s);
+	skip_ws(s);
+	if (peek(s) != close)
+		return false;
+	adv(s);
+	return true;
+}
+
+/* After a member or an element: 1 if a ',' announces another (consumed),
+ * 0 at the closing bracket (consumed), -EINVAL on anything else. */
+static int scan_next(struct scan *s, int close)
+{
+	skip_ws(s);
+	if (peek(s) == ',') {
+		adv(s);
+		return 1;
+	}
+	if (peek(s) != close)
+		return -EINVAL;
+	adv(s);
+	return 0;
+}
+
 static int scan_object(struct scan *s, unsigned depth)
 {
 	unsigned kline, kcol;
 	size_t mark;
 	int r;
 
-	adv(s);
-	skip_ws(s);
-	if (peek(s) == '}') {
-		adv(s);
+	if (scan_open_empty(s, '}'))
 		return 0;
-	}
 	for (;;) {
 		skip_ws(s);
 		if (peek(s) != '"')
@@ -231,15 +254,9 @@ static int scan_object(struct scan *s, unsigned depth)
 		if (r < 0)
 			return r;
 		cfg__buf_truncate(&s->path, mark);
-		skip_ws(s);
-		if (peek(s) == ',') {
-			adv(s);
-			continue;
-		}
-		if (peek(s) != '}')
-			return -EINVAL;
-		adv(s);
-		return 0;
+		r = scan_next(s, '}');
+		if (r <= 0)
+			return r;
 	}
 }
 
@@ -248,12 +265,8 @@ static int scan_array(struct scan *s, unsigned depth)
 	size_t mark, i;
 	int r;
 
-	adv(s);
-	skip_ws(s);
-	if (peek(s) == ']') {
-		adv(s);
+	if (scan_open_empty(s, ']'))
 		return 0;
-	}
 	for (i = 0;; i++) {
 		mark = s->path.len;
 		if (depth < CFG__POS_MAX_DEPTH && cfg__path_push_index(&s->path, i) < 0)
@@ -262,15 +275,9 @@ static int scan_array(struct scan *s, unsigned depth)
 		if (r < 0)
 			return r;
 		cfg__buf_truncate(&s->path, mark);
-		skip_ws(s);
-		if (peek(s) == ',') {
-			adv(s);
-			continue;
-		}
-		if (peek(s) != ']')
-			return -EINVAL;
-		adv(s);
-		return 0;
+		r = scan_next(s, ']');
+		if (r <= 0)
+			return r;
 	}
 }
 
