@@ -149,23 +149,11 @@ static void assert_addr(const struct cfg_addr *a, int family, const char *ip, ui
 	assert_int_equal(port_of(a), port);
 }
 
-/* Every field, compared directly (not through cfg_diff, which is tested
- * against this). */
-static void assert_cfg_equal(const struct cfg *a, const struct cfg *b)
+/* Every field from transport on (all but source, the addresses and the
+ * peers), compared directly; the tests below spell out what they expect
+ * there as a struct cfg. */
+static void assert_settings_equal(const struct cfg *a, const struct cfg *b)
 {
-	size_t i;
-
-	assert_int_equal(a->n_listen, b->n_listen);
-	for (i = 0; i < a->n_listen; i++)
-		assert_true(cfg__addr_equal(&a->listen[i], &b->listen[i]));
-	assert_int_equal(a->has_control, b->has_control);
-	if (a->has_control)
-		assert_true(cfg__addr_equal(&a->control, &b->control));
-	assert_int_equal(a->n_peers, b->n_peers);
-	for (i = 0; i < a->n_peers; i++) {
-		assert_true(cfg__prefix_equal(&a->peers[i].prefix, &b->peers[i].prefix));
-		assert_int_equal(a->peers[i].control_port, b->peers[i].control_port);
-	}
 	assert_int_equal(a->transport, b->transport);
 	assert_int_equal(a->mark, b->mark);
 	assert_int_equal(a->workers, b->workers);
@@ -190,10 +178,46 @@ static void assert_cfg_equal(const struct cfg *a, const struct cfg *b)
 	assert_int_equal(a->shutdown.drain_timeout_ms, b->shutdown.drain_timeout_ms);
 }
 
+/* Every field, compared directly (not through cfg_diff, which is tested
+ * against this). */
+static void assert_cfg_equal(const struct cfg *a, const struct cfg *b)
+{
+	size_t i;
+
+	assert_int_equal(a->n_listen, b->n_listen);
+	for (i = 0; i < a->n_listen; i++)
+		assert_true(cfg__addr_equal(&a->listen[i], &b->listen[i]));
+	assert_int_equal(a->has_control, b->has_control);
+	if (a->has_control)
+		assert_true(cfg__addr_equal(&a->control, &b->control));
+	assert_int_equal(a->n_peers, b->n_peers);
+	for (i = 0; i < a->n_peers; i++) {
+		assert_true(cfg__prefix_equal(&a->peers[i].prefix, &b->peers[i].prefix));
+		assert_int_equal(a->peers[i].control_port, b->peers[i].control_port);
+	}
+	assert_settings_equal(a, b);
+}
+
 /* ---- defaults ---- */
 
 static void test_defaults_values(void **state)
 {
+	static const struct cfg want = {
+		.transport = CFG_TRANSPORT_AUTO,
+		.mark = 5459267,
+		.workers = 0,
+		.links = { .per_peer = 2, .max_flows_per_link = 255 },
+		.buffers = { .ring = 256 * KiB, .pool = 64 * MiB },
+		.autocork = { .enabled = true, .max_bytes = 64 * KiB },
+		.cq = { .pool = 0, .poll_budget = 16 },
+		.shm = { .dir = "/run/smcproxy" },
+		.stats = { .socket = "/run/smcproxy/smcproxyd.sock", .mode = 0660 },
+		.fallback = { .connect_timeout_ms = 2000, .negative_ttl_ms = 30000 },
+		.auth = { .psk_file = "" },
+		.log = { .level = LOG_INFO },
+		.relay = { .buffer = MiB, .keepalive_ms = 60000, .idle_timeout_ms = 0 },
+		.shutdown = { .drain_timeout_ms = 10000 },
+	};
 	struct cfg *c = load_ok("{}");
 
 	assert_string_equal(c->source, "t.json");
@@ -204,28 +228,7 @@ static void test_defaults_values(void **state)
 	assert_addr(&c->control, AF_INET, "0.0.0.0", 7002);
 	assert_int_equal(c->n_peers, 0);
 	assert_null(c->peers);
-	assert_int_equal(c->transport, CFG_TRANSPORT_AUTO);
-	assert_int_equal(c->mark, 5459267);
-	assert_int_equal(c->workers, 0);
-	assert_int_equal(c->links.per_peer, 2);
-	assert_int_equal(c->links.max_flows_per_link, 255);
-	assert_int_equal(c->buffers.ring, 256 * KiB);
-	assert_int_equal(c->buffers.pool, 64 * MiB);
-	assert_true(c->autocork.enabled);
-	assert_int_equal(c->autocork.max_bytes, 64 * KiB);
-	assert_int_equal(c->cq.pool, 0);
-	assert_int_equal(c->cq.poll_budget, 16);
-	assert_string_equal(c->shm.dir, "/run/smcproxy");
-	assert_string_equal(c->stats.socket, "/run/smcproxy/smcproxyd.sock");
-	assert_int_equal(c->stats.mode, 0660);
-	assert_int_equal(c->fallback.connect_timeout_ms, 2000);
-	assert_int_equal(c->fallback.negative_ttl_ms, 30000);
-	assert_string_equal(c->auth.psk_file, "");
-	assert_int_equal(c->log.level, LOG_INFO);
-	assert_int_equal(c->relay.buffer, MiB);
-	assert_int_equal(c->relay.keepalive_ms, 60000);
-	assert_int_equal(c->relay.idle_timeout_ms, 0);
-	assert_int_equal(c->shutdown.drain_timeout_ms, 10000);
+	assert_settings_equal(c, &want);
 	cfg_free(c);
 }
 
@@ -318,6 +321,22 @@ static const char full_json[] =
 
 static void test_full_config(void **state)
 {
+	static const struct cfg want = {
+		.transport = CFG_TRANSPORT_RDMA,
+		.mark = 0xffffffffu,
+		.workers = 256,
+		.links = { .per_peer = 16, .max_flows_per_link = 1 },
+		.buffers = { .ring = 64 * KiB, .pool = 1024 * MiB },
+		.autocork = { .enabled = false, .max_bytes = 16 * MiB },
+		.cq = { .pool = 64, .poll_budget = 1024 },
+		.shm = { .dir = "/dev/shm/smc" },
+		.stats = { .socket = "/tmp/s.sock", .mode = 0600 },
+		.fallback = { .connect_timeout_ms = 1500, .negative_ttl_ms = 90000 },
+		.auth = { .psk_file = "/etc/smcproxy/psk" },
+		.log = { .level = LOG_DEBUG },
+		.relay = { .buffer = 4 * KiB, .keepalive_ms = 0, .idle_timeout_ms = 5400000 },
+		.shutdown = { .drain_timeout_ms = 0 },
+	};
 	struct cfg *c = load_ok(full_json);
 	uint8_t v6[16];
 
@@ -337,28 +356,7 @@ static void test_full_config(void **state)
 	assert_memory_equal(c->peers[1].prefix.addr, v6, 16);
 	assert_int_equal(c->peers[1].prefix.len, 64);
 	assert_int_equal(c->peers[1].control_port, 7002);	/* default */
-	assert_int_equal(c->transport, CFG_TRANSPORT_RDMA);
-	assert_int_equal(c->mark, 0xffffffffu);
-	assert_int_equal(c->workers, 256);
-	assert_int_equal(c->links.per_peer, 16);
-	assert_int_equal(c->links.max_flows_per_link, 1);
-	assert_int_equal(c->buffers.ring, 64 * KiB);
-	assert_int_equal(c->buffers.pool, 1024 * MiB);
-	assert_false(c->autocork.enabled);
-	assert_int_equal(c->autocork.max_bytes, 16 * MiB);
-	assert_int_equal(c->cq.pool, 64);
-	assert_int_equal(c->cq.poll_budget, 1024);
-	assert_string_equal(c->shm.dir, "/dev/shm/smc");
-	assert_string_equal(c->stats.socket, "/tmp/s.sock");
-	assert_int_equal(c->stats.mode, 0600);
-	assert_int_equal(c->fallback.connect_timeout_ms, 1500);
-	assert_int_equal(c->fallback.negative_ttl_ms, 90000);
-	assert_string_equal(c->auth.psk_file, "/etc/smcproxy/psk");
-	assert_int_equal(c->log.level, LOG_DEBUG);
-	assert_int_equal(c->relay.buffer, 4 * KiB);
-	assert_int_equal(c->relay.keepalive_ms, 0);
-	assert_int_equal(c->relay.idle_timeout_ms, 5400000);
-	assert_int_equal(c->shutdown.drain_timeout_ms, 0);
+	assert_settings_equal(c, &want);
 	cfg_free(c);
 }
 
@@ -750,11 +748,28 @@ static char *write_temp(const char *data, size_t len)
 	return path;
 }
 
+/* Loads data (len bytes, NULs included) from a temporary file, which must
+ * fail with exactly the error text "<the file's path>" after_path. */
+static void expect_file_errors(const char *data, size_t len, const char *after_path)
+{
+	struct cfg_errors e;
+	struct cfg *c;
+	char *path = write_temp(data, len), want[128];
+
+	assert_int_equal(cfg_load_file(path, &c, &e), -EINVAL);
+	assert_null(c);
+	snprintf(want, sizeof(want), "%s%s", path, after_path);
+	assert_string_equal(e.text, want);
+	cfg_errors_free(&e);
+	unlink(path);
+	free(path);
+}
+
 static void test_load_file(void **state)
 {
 	struct cfg_errors e;
 	struct cfg *c;
-	char *path, want[128];
+	char *path;
 
 	path = write_temp(full_json, strlen(full_json));
 	assert_int_equal(cfg_load_file(path, &c, &e), 0);
@@ -765,45 +780,21 @@ static void test_load_file(void **state)
 	unlink(path);
 	free(path);
 
-	path = write_temp("{\n\"mark\": \"5\"\n}\n", 16);
-	assert_int_equal(cfg_load_file(path, &c, &e), -EINVAL);
-	assert_null(c);
-	snprintf(want, sizeof(want), "%s:2:9: mark: expected an integer, got a string "
-		 "(remove the quotes)\n", path);
-	assert_string_equal(e.text, want);
-	cfg_errors_free(&e);
-	unlink(path);
-	free(path);
-
+	expect_file_errors("{\n\"mark\": \"5\"\n}\n", 16,
+			   ":2:9: mark: expected an integer, got a string (remove the quotes)\n");
 	/* a NUL byte is not the end of the file */
-	path = write_temp("{}\0{", 4);
-	assert_int_equal(cfg_load_file(path, &c, &e), -EINVAL);
-	snprintf(want, sizeof(want), "%s:1:3: (parse): NUL byte in the text (is this a text "
-		 "file?)\n", path);
-	assert_string_equal(e.text, want);
-	cfg_errors_free(&e);
-	unlink(path);
-	free(path);
+	expect_file_errors("{}\0{", 4,
+			   ":1:3: (parse): NUL byte in the text (is this a text file?)\n");
 }
 
 static void test_text_checks(void **state)
 {
-	struct cfg_errors e;
-	struct cfg *c;
-	char want[128], *path;
-
 	expect_errors("\xef\xbb\xbf{}", "t.json:1:1: (parse): the file starts with a UTF-8 byte "
 		      "order mark; save it without one\n");
 	/* cfg_load_string stops at a NUL, so only files can carry one; the
 	 * column counts the code points before it */
-	path = write_temp("{\n \"\xc3\xa9\": \0}", 11);
-	assert_int_equal(cfg_load_file(path, &c, &e), -EINVAL);
-	snprintf(want, sizeof(want), "%s:2:7: (parse): NUL byte in the text (is this a text "
-		 "file?)\n", path);
-	assert_string_equal(e.text, want);
-	cfg_errors_free(&e);
-	unlink(path);
-	free(path);
+	expect_file_errors("{\n \"\xc3\xa9\": \0}", 11,
+			   ":2:7: (parse): NUL byte in the text (is this a text file?)\n");
 }
 
 static void test_missing_file(void **state)
