@@ -19,12 +19,16 @@ check_refused() { # $1 = label
 		it_fail "$1: smcproxyctl as nobody did not say 'permission denied': $out"
 	case $out in *'"flows"'*|*accepted*) it_fail "$1: stats leaked to nobody: $out" ;; esac
 }
+start_with_mode() { # $1 = the stats socket's mode, e.g. 0660
+	local mode
+	it_config stats="{\"socket\": \"$SOCK\", \"mode\": \"$1\"}"
+	it_daemon_start
+	mode=$(stat -c %a "$SOCK")
+	[ "$mode" = "${1#0}" ] || it_fail "socket mode is $mode, configured $1"
+}
 
 # 1. the default mode, 0660
-it_config stats="{\"socket\": \"$SOCK\", \"mode\": \"0660\"}"
-it_daemon_start
-mode=$(stat -c %a "$SOCK")
-[ "$mode" = 660 ] || it_fail "socket mode is $mode, configured 0660"
+start_with_mode 0660
 check_refused "mode 0660"
 it_ctl stats >/dev/null || it_fail "root cannot read stats"
 # A process whose group is the socket's group is let in.
@@ -37,10 +41,7 @@ it_daemon_stop || it_fail "daemon did not stop cleanly"
 # 2. a world-writable socket file: the kernel lets nobody connect, so only
 #    the daemon's SO_PEERCRED check stands in the way.
 rm -f "$SOCK"
-it_config stats="{\"socket\": \"$SOCK\", \"mode\": \"0666\"}"
-it_daemon_start
-mode=$(stat -c %a "$SOCK")
-[ "$mode" = 666 ] || it_fail "socket mode is $mode, configured 0666"
+start_with_mode 0666
 check_refused "mode 0666, SO_PEERCRED"
 it_ctl stats >/dev/null || it_fail "root cannot read stats"
 it_pass "modes 0660/0666 as configured, nobody refused by SO_PEERCRED"
