@@ -254,7 +254,6 @@ int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
 		snprintf(errbuf, errlen, "epoll: %s", strerror(-err));
 		goto out_close_listeners;
 	}
-	p->epset.poll.data = &p->epset;
 	for (i = 0; i < p->n_listeners; i++) {
 		uv_poll_init_socket(loop, &p->listeners[i].poll, p->listeners[i].fd);
 		p->listeners[i].poll.data = &p->listeners[i];

@@ -170,6 +170,53 @@ static int relay_fill_none(struct relay_dir *d, int fd, ssize_t n)
 }
 
 /*
+ * The way through when no pipe can be had (fd exhaustion): peek, send what
+ * the output takes, then drop exactly that much from the input without
+ * copying it (MSG_TRUNC). Bytes not sent stay in the input socket, so
+ * nothing is lost and nothing waits on a timer; it costs a copy into and
+ * out of a stack buffer, which only this emergency pays. Same contract as
+ * relay_pump().
+ */
+static int relay_pump_copy(struct relay *r, int i)
+{
+	struct relay_dir *d = &r->dir[i];
+	int in = r->fd[i], out = r->fd[!i];
+	char buf[16384];
+	ssize_t n, w;
+
+	while (!d->eof) {
+		n = recv(in, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+		if (n == 0) {
+			d->eof = true;
+			break;
+		}
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+		w = send(out, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w < 0) {
+			if (errno != EAGAIN && errno != EINTR)
+				return -errno;
+			/* No pipe holds anything: EPOLLOUT on the output
+			 * brings us back here. */
+			d->out_blocked = true;
+			return 0;
+		}
+		if (recv(in, buf, w, MSG_DONTWAIT | MSG_TRUNC) != w)
+			return -EIO;	/* cannot happen: we peeked them */
+		d->bytes += w;
+		if (i == RELAY_CLIENT)
+			r->env->stats->bytes_in += w;
+		else
+			r->env->stats->bytes_out += w;
+		if (w < n) {
+			d->out_blocked = true;
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/*
  * Moves what it can from leg i to the other leg, until the input is empty
  * or the output is full. Returns 0, or -errno of a failed read (leg i) or
  * write (the other leg): either way the relay resets.
@@ -189,6 +236,8 @@ static int relay_pump(struct relay *r, int i)
 
 	if (d->pipe.rd < 0 && !d->eof) {
 		p = pipe_pool_get(r->env->pipes, &d->pipe);
+		if (p == -EMFILE || p == -ENFILE || p == -ENOMEM)
+			return relay_pump_copy(r, i);
 		if (p < 0)
 			return p;
 	}
@@ -341,6 +390,11 @@ int relay_start(struct relay *r, const struct relay_env *env, int client_fd,
 		.last_active_ms = uv_now(env->loop),
 	};
 	fd = socket(dest->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 && errno == EMFILE && env->pipes->n) {
+		/* Idle pipes are worth less than a flow: free them, retry. */
+		pipe_pool_trim(env->pipes);
+		fd = socket(dest->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	}
 	if (fd < 0)
 		return -errno;
 	/* Without the mark our own connection would be redirected back to

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -478,6 +479,42 @@ static void test_idle_holds_no_pipe(void **state)
 	assert_true(fx->pipes.n >= 1);	/* kept for the next burst */
 }
 
+/* Out of fds when an idle flow needs a pipe again: the bytes go through
+ * the copying fallback at once, no reset, no stall; splice resumes after. */
+static void test_no_pipe_fallback(void **state)
+{
+	struct fx *fx = *state;
+	struct rlimit old, low;
+	char buf[16] = { 0 };
+	int never = 0, maxfd;
+
+	fx_start(fx, &fx->srv_addr, 65536);
+	fx_accept_server(fx);
+	pipe_pool_trim(&fx->pipes);
+	maxfd = dup(0);
+	close(maxfd);
+	getrlimit(RLIMIT_NOFILE, &old);
+	low = old;
+	low.rlim_cur = maxfd;	/* no fd left for a pipe */
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+
+	assert_int_equal(write(fx->app, "hello", 5), 5);
+	run_until(fx, &never, 100);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	assert_int_equal(fx->ended, 0);
+	assert_int_equal(fx->r.dir[RELAY_CLIENT].pipe.rd, -1);
+	assert_int_equal(read(fx->srv, buf, sizeof(buf)), 5);
+	assert_string_equal(buf, "hello");
+	assert_int_equal(fx->st.bytes_in, 5);
+
+	/* A FIN crosses the same way, with the fds back: splice again. */
+	assert_int_equal(write(fx->app, "bye", 3), 3);
+	shutdown(fx->app, SHUT_WR);
+	run_until(fx, &never, 100);
+	assert_int_equal(read(fx->srv, buf, sizeof(buf)), 3);
+	assert_int_equal(read(fx->srv, buf, sizeof(buf)), 0);
+}
+
 /* relay_abort() resets both legs. */
 static void test_abort(void **state)
 {
@@ -507,6 +544,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_backpressure_no_spin, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_urgent_inline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_holds_no_pipe, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_pipe_fallback, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_abort, setup, teardown),
 	};
 
