@@ -177,6 +177,14 @@ it_server_start() {
 it_server_stop() {
 	local i
 	[ -n "$SERVER_PID" ] || return 0
+	# The daemon is done with a flow once it passed the FIN on; the last
+	# bytes may still be on their way to the server. Stop the server only
+	# once it has no connection left (or after 5 s), so that its summary
+	# judges what arrived, not what was still in flight.
+	for ((i = 0; i < 100; i++)); do
+		[ -z "$(it_s ss -Htn state established "( sport = :$SPORT )" 2>/dev/null)" ] && break
+		sleep 0.05
+	done
 	kill -TERM "$SERVER_PID" 2>/dev/null
 	for ((i = 0; i < 100; i++)); do
 		kill -0 "$SERVER_PID" 2>/dev/null || break
