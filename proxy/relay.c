@@ -143,9 +143,9 @@ static int relay_fill_urgent(struct relay_dir *d, int fd)
 		return n < 0 && errno != EAGAIN ? -errno : 0;
 	if (write(d->pipe.wr, &c, 1) != 1)
 		return errno == EAGAIN ? -EAGAIN : -errno;
+	d->queued++;	/* counted at once: a pipe holding it is never "empty" */
 	if (recv(fd, &c, 1, MSG_DONTWAIT) != 1)
 		return -EIO;	/* cannot happen: we peeked it */
-	d->queued++;
 	return 1;
 }
 
@@ -153,15 +153,29 @@ static int relay_fill_urgent(struct relay_dir *d, int fd)
  * (1/0) or -errno. */
 static int relay_fill_none(struct relay_dir *d, int fd, ssize_t n)
 {
-	int u = d->urgent ? relay_fill_urgent(d, fd) : 0;
+	/*
+	 * A 0 is checked even without EPOLLPRI seen: the urgent byte and a
+	 * FIN can arrive while we pump, so splice may stop at the mark before
+	 * its event is harvested. An EAGAIN there is safe: that event is
+	 * queued and brings us back.
+	 */
+	int u = d->urgent || n == 0 ? relay_fill_urgent(d, fd) : 0;
 
-	if (u == 1)
+	if (u == 1) {
+		/* Past the mark. A later urgent byte raises EPOLLPRI again. */
+		d->urgent = false;
 		return 1;
+	}
 	if (u == -EAGAIN)
 		return 0;	/* the drain makes room, then we come back */
 	if (u < 0)
 		return u;
-	d->urgent = false;
+	/*
+	 * Not at the mark. Under back-pressure the EAGAIN may come from a
+	 * full pipe with the mark still ahead: keep d->urgent until we have
+	 * read past it, or the stream would wedge (or, with a FIN behind the
+	 * mark, end early) there. Away from the mark, 0 is a real EOF.
+	 */
 	if (n == 0) {
 		d->eof = true;
 		return 1;
