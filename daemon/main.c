@@ -102,6 +102,21 @@ static int daemonize(int *ready_fd)
 	return 0;
 }
 
+/*
+ * Started with fd 0, 1 or 2 closed, our own descriptors (the readiness
+ * pipe, libuv's epoll fd) would take those numbers and detach_stdio()
+ * would overwrite them. Keep them taken by /dev/null from the start.
+ */
+static void reserve_stdio(void)
+{
+	int fd;
+
+	while ((fd = open("/dev/null", O_RDWR | O_CLOEXEC)) >= 0 && fd <= STDERR_FILENO)
+		fcntl(fd, F_SETFD, 0);	/* stays for good, like a real stdio */
+	if (fd > STDERR_FILENO)
+		close(fd);
+}
+
 static void detach_stdio(void)
 {
 	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -132,7 +147,9 @@ int main(int argc, char **argv)
 	struct cfg *cfg;
 	struct smcd d;
 	int ready_fd = -1, opt, err;
+	char *abs_path = NULL;
 
+	reserve_stdio();
 	while ((opt = getopt_long(argc, argv, "c:tpfVh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
@@ -177,6 +194,16 @@ int main(int argc, char **argv)
 		cfg_free(cfg);
 		return 0;
 	}
+	/* Reload reads the file again, after daemonize() went to "/". */
+	if (path) {
+		abs_path = realpath(path, NULL);
+		if (!abs_path) {
+			fprintf(stderr, "smcproxyd: %s: %s\n", path, strerror(errno));
+			cfg_free(cfg);
+			return EXIT_CONFIG;
+		}
+		path = abs_path;
+	}
 
 	log_open(cfg->log.level);
 	/* A peer that vanished must cost us an EPIPE, not our life: splice()
@@ -200,6 +227,7 @@ int main(int argc, char **argv)
 		}
 	}
 	err = smcd_init(&d, cfg, path, ready_fd);
+	free(abs_path);
 	if (err) {
 		if (ready_fd >= 0)
 			(void)!write(ready_fd, (char[]){ EXIT_STARTUP }, 1);

@@ -23,7 +23,21 @@ it_c "$SMCPROXYD" -c "$IT_CFG" 2>"$IT_DIR/second.err" || rc=$?
 grep -q "Address already in use\|another smcproxyd" "$IT_DIR/second.err" ||
 	it_fail "no reason on stderr: $(cat "$IT_DIR/second.err")"
 
-kill -TERM "$pid"
-for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-kill -0 "$pid" 2>/dev/null && it_fail "the detached daemon ignored SIGTERM"
-it_pass "detached start returns 0 when ready and 1 when it cannot listen"
+stop_detached() {
+	kill -TERM "$1"
+	for _ in $(seq 50); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+	it_fail "the detached daemon ignored SIGTERM"
+}
+stop_detached "$pid"
+
+# Regression: a relative -c must still be found by a reload after the
+# daemon went to "/", and closed stdio must not end up under libuv's fds.
+(cd "$IT_DIR" && it_c "$SMCPROXYD" -c "$(basename "$IT_CFG")" <&- >&- 2>&-) ||
+	it_fail "detaching start with closed stdio and a relative -c returned $?"
+pid=$(it_stat pid) || it_fail "the daemon started with closed stdio does not answer"
+IT_PIDS+=("$pid")
+out=$(it_ctl reload 2>&1) || it_fail "reload after a relative -c failed: $out"
+[ "$(it_stat reloads)" = 1 ] || it_fail "the reload did not count"
+stop_detached "$pid"
+it_pass "detached start: 0 when ready, 1 when it cannot listen; relative -c reloads; closed stdio"
+
