@@ -9,8 +9,6 @@
  * while CTL_WQ_HIGH bytes of replies wait for it: memory stays bounded.
  */
 #include <errno.h>
-#include <grp.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +33,8 @@ struct ctl_client {
 	char *buf;
 	size_t len, cap;
 	bool closing;
+	bool ending;			/* closes once the replies are written */
+	bool eof;			/* the client half-closed: answer, then end */
 	bool read_paused;		/* replies piled up: not reading */
 	unsigned open_handles;
 };
@@ -87,8 +87,12 @@ static void ctl_on_shutdown(uv_shutdown_t *req, int status)
 /* Closes after what is queued has been written. */
 static void ctl_client_end(struct ctl_client *c)
 {
-	uv_shutdown_t *req = malloc(sizeof(*req));
+	uv_shutdown_t *req;
 
+	if (c->ending || c->closing)
+		return;
+	c->ending = true;
+	req = malloc(sizeof(*req));
 	if (!req || uv_shutdown(req, (uv_stream_t *)&c->pipe, ctl_on_shutdown) < 0) {
 		free(req);
 		ctl_client_close(c);
@@ -108,7 +112,7 @@ static void ctl_on_written(uv_write_t *req, int status)
 		ctl_client_close(c);
 		return;
 	}
-	if (c->read_paused && !c->closing &&
+	if ((c->read_paused || c->eof) && !c->closing && !c->ending &&
 	    uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe) < CTL_WQ_LOW)
 		ctl_client_process(c);
 }
@@ -229,10 +233,17 @@ static void ctl_client_process(struct ctl_client *c)
 		ctl_client_handle_line(c, c->buf + done, used);
 		done += used;
 	}
-	if (c->closing)
+	if (c->closing || c->ending)
 		return;
 	memmove(c->buf, c->buf + done, c->len - done);
 	c->len -= done;
+	if (c->eof) {
+		/* Half-closed: every complete line gets its reply, then the
+		 * connection ends; a last line without newline is dropped. */
+		if (!memchr(c->buf, '\n', c->len))
+			ctl_client_end(c);
+		return;
+	}
 	if (c->len >= CTL_REQUEST_MAX && !memchr(c->buf, '\n', c->len)) {
 		uv_read_stop(st);
 		ctl_client_error(c, CTL_ERR_TOO_LONG, true);
@@ -252,6 +263,12 @@ static void ctl_on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 {
 	struct ctl_client *c = st->data;
 
+	if (n == UV_EOF) {
+		/* libuv stopped reading; replies already owed still go out. */
+		c->eof = true;
+		ctl_client_process(c);
+		return;
+	}
 	if (n < 0) {
 		ctl_client_close(c);
 		return;
@@ -266,15 +283,19 @@ static void ctl_on_idle(uv_timer_t *t)
 	ctl_client_close(t->data);
 }
 
-/* Root, our own uid, or a member of the socket file's group. */
+/*
+ * Root, our own uid, or a member of the socket file's group. Membership
+ * comes from the peer process itself (SO_PEERGROUPS), not from the group
+ * database: no NSS lookup (LDAP...) can stall the event loop, and what
+ * counts is the groups the process really has.
+ */
 static bool ctl_peer_allowed(const struct ctl_server *s, int fd)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	struct stat st;
-	struct passwd *pw;
-	gid_t groups[256];
-	int n = 256, i;
+	gid_t groups[1024];
+	size_t i;
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
 		return false;
@@ -284,10 +305,10 @@ static bool ctl_peer_allowed(const struct ctl_server *s, int fd)
 		return false;
 	if (cred.gid == st.st_gid)
 		return true;
-	pw = getpwuid(cred.uid);
-	if (!pw || getgrouplist(pw->pw_name, cred.gid, groups, &n) < 0)
-		return false;
-	for (i = 0; i < n; i++)
+	len = sizeof(groups);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
+		return false;	/* ERANGE: more than 1024 groups, refuse */
+	for (i = 0; i < len / sizeof(gid_t); i++)
 		if (groups[i] == st.st_gid)
 			return true;
 	return false;

@@ -44,4 +44,9 @@ rm -f "$SOCK"
 start_with_mode 0666
 check_refused "mode 0666, SO_PEERCRED"
 it_ctl stats >/dev/null || it_fail "root cannot read stats"
+# A supplementary member of the socket's group is let in (SO_PEERGROUPS).
+grp=$(stat -c %g "$SOCK")
+out=$(setpriv --reuid=nobody --regid=nogroup --groups="$grp" \
+	"$IT_DIR/smcproxyctl" --socket "$SOCK" stats 2>&1) ||
+	it_fail "a supplementary member of the socket's group (gid $grp) was refused: $out"
 it_pass "modes 0660/0666 as configured, nobody refused by SO_PEERCRED"
