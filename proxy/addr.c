@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "addr.h"
 #include "cfg-t.h"
@@ -55,6 +56,26 @@ bool addr_is_any(const struct sockaddr *sa)
 		return IN6_IS_ADDR_UNSPECIFIED(
 			&((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr);
 	return false;
+}
+
+bool addr_is_local(const struct sockaddr *sa)
+{
+	struct sockaddr_storage ss;
+	int fd, r;
+
+	memcpy(&ss, sa, addr_len(sa));
+	if (ss.ss_family == AF_INET)
+		((struct sockaddr_in *)&ss)->sin_port = 0;
+	else if (ss.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&ss)->sin6_port = 0;
+	else
+		return false;
+	fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	r = bind(fd, (struct sockaddr *)&ss, addr_len(sa));
+	close(fd);
+	return r == 0;
 }
 
 unsigned addr_port(const struct sockaddr *sa)

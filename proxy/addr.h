@@ -15,6 +15,9 @@ char *addr_format(const struct sockaddr *sa, char *buf, size_t len);
 /* Same family, address and port. */
 bool addr_equal(const struct sockaddr *a, const struct sockaddr *b);
 bool addr_is_any(const struct sockaddr *sa);
+/* Whether sa's address is one of this host's (in our network namespace):
+ * bind() to it succeeds. Costs a socket; not for every packet. */
+bool addr_is_local(const struct sockaddr *sa);
 unsigned addr_port(const struct sockaddr *sa);
 socklen_t addr_len(const struct sockaddr *sa);
 

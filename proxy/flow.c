@@ -120,8 +120,7 @@ int flow_open(struct proxy *p, int fd, const struct sockaddr_storage *client)
 	if (!err && addr_equal((struct sockaddr *)&local, (struct sockaddr *)&f->dest))
 		err = -ENOENT;	/* connected to our listener directly */
 	if (!err)
-		err = proxy_check_loop(p, (struct sockaddr *)&local,
-				       (struct sockaddr *)&f->dest);
+		err = proxy_check_loop(p, (struct sockaddr *)&f->dest);
 	/*
 	 * One of our own outbound connections, redirected back to us because
 	 * the rule does not exempt our mark: refusing it resets that flow

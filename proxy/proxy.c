@@ -413,8 +413,7 @@ struct flow *proxy__out_find(const struct proxy *p, const struct sockaddr *peer,
 	return NULL;
 }
 
-int proxy_check_loop(const struct proxy *p, const struct sockaddr *local,
-		     const struct sockaddr *dest)
+int proxy_check_loop(const struct proxy *p, const struct sockaddr *dest)
 {
 	size_t i;
 
@@ -423,12 +422,13 @@ int proxy_check_loop(const struct proxy *p, const struct sockaddr *local,
 
 		if (l->sa_family != dest->sa_family || addr_port(l) != addr_port(dest))
 			continue;
-		/* A wildcard listener answers on every local address, and
-		 * local is one of ours, so either match is a loop. */
-		if (addr_equal(l, dest) || addr_is_any(l))
+		if (addr_equal(l, dest))
+			return -ELOOP;
+		/* A wildcard listener answers on this host's addresses only:
+		 * a remote host on the same port is no loop. */
+		if (addr_is_any(l) && addr_is_local(dest))
 			return -ELOOP;
 	}
-	(void)local;
 	return 0;
 }
 

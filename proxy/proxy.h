@@ -33,8 +33,7 @@ void proxy_close(struct proxy *p, void (*close_cb)(struct proxy *p));
 
 /* Decides whether an accepted connection's original destination is one we
  * must refuse: 0 to proceed, -ELOOP when it is one of our listeners. */
-int proxy_check_loop(const struct proxy *p, const struct sockaddr *local,
-		     const struct sockaddr *dest);
+int proxy_check_loop(const struct proxy *p, const struct sockaddr *dest);
 
 /* Private to proxy/: flow.c tells the proxy a flow's memory is gone, and
  * keeps the index of outbound sockets. */

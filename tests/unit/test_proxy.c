@@ -139,23 +139,28 @@ static struct sockaddr_storage sa(const char *ip, unsigned port)
 
 static void test_loop_check(void **state)
 {
-	struct listener l[2];
-	struct proxy p = { .listeners = l, .n_listeners = 2 };
-	struct sockaddr_storage local = sa("127.0.0.1", 7001), d;
+	struct listener l[3];
+	struct proxy p = { .listeners = l, .n_listeners = 3 };
+	struct sockaddr_storage d;
 
 	l[0].addr = sa("127.0.0.1", 7001);
 	l[1].addr = sa("::", 7001);
+	l[2].addr = sa("0.0.0.0", 7002);
 
 	d = sa("127.0.0.1", 7001);
-	assert_int_equal(proxy_check_loop(&p, (void *)&local, (void *)&d), -ELOOP);
+	assert_int_equal(proxy_check_loop(&p, (void *)&d), -ELOOP);
 	d = sa("10.0.0.2", 7001);	/* another address, specific listener */
-	assert_int_equal(proxy_check_loop(&p, (void *)&local, (void *)&d), 0);
+	assert_int_equal(proxy_check_loop(&p, (void *)&d), 0);
 	d = sa("127.0.0.1", 6379);
-	assert_int_equal(proxy_check_loop(&p, (void *)&local, (void *)&d), 0);
-	d = sa("fd00::2", 7001);	/* the IPv6 wildcard listener answers */
-	assert_int_equal(proxy_check_loop(&p, (void *)&local, (void *)&d), -ELOOP);
-	d = sa("fd00::2", 7002);
-	assert_int_equal(proxy_check_loop(&p, (void *)&local, (void *)&d), 0);
+	assert_int_equal(proxy_check_loop(&p, (void *)&d), 0);
+	d = sa("::1", 7001);		/* the IPv6 wildcard answers on ::1 */
+	assert_int_equal(proxy_check_loop(&p, (void *)&d), -ELOOP);
+	d = sa("2001:db8::2", 7001);	/* but not for a remote host */
+	assert_int_equal(proxy_check_loop(&p, (void *)&d), 0);
+	d = sa("127.0.0.3", 7002);	/* all of 127/8 is ours */
+	assert_int_equal(proxy_check_loop(&p, (void *)&d), -ELOOP);
+	d = sa("192.0.2.7", 7002);	/* regression: remote, same port */
+	assert_int_equal(proxy_check_loop(&p, (void *)&d), 0);
 }
 
 static void test_addr_in_prefix(void **state)
