@@ -50,6 +50,26 @@ int log_get_level(void)
 	return log_level;
 }
 
+#define RATELIMIT_INTERVAL_MS	5000
+#define RATELIMIT_BURST		10
+
+bool log_ratelimit_ok(struct log_ratelimit *rl, uint64_t now_ms)
+{
+	if (now_ms - rl->window_start_ms >= RATELIMIT_INTERVAL_MS) {
+		if (rl->suppressed)
+			log_msg(LOG_NOTICE, "%u similar messages suppressed in the last %u s",
+				rl->suppressed, RATELIMIT_INTERVAL_MS / 1000);
+		rl->window_start_ms = now_ms;
+		rl->count = rl->suppressed = 0;
+	}
+	if (rl->count < RATELIMIT_BURST) {
+		rl->count++;
+		return true;
+	}
+	rl->suppressed++;
+	return false;
+}
+
 void log_msg(int prio, const char *fmt, ...)
 {
 	static const char *const names[] = {

@@ -3,6 +3,8 @@
 #ifndef SMCPROXY_LOG_H
 #define SMCPROXY_LOG_H
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <syslog.h>
 
 /* Chooses journald when stderr is the journal stream systemd gave us
@@ -13,6 +15,20 @@ void log_use_syslog(void);
 void log_set_level(int level);
 int log_get_level(void);
 void log_msg(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * For messages that outside events can trigger at will (a local user
+ * connecting to the listener in a loop): at most burst per interval, then
+ * one line saying how many were dropped.
+ */
+struct log_ratelimit {
+	uint64_t window_start_ms;
+	unsigned count;
+	unsigned suppressed;
+};
+
+/* Whether to log now; now_ms from the event loop. */
+bool log_ratelimit_ok(struct log_ratelimit *rl, uint64_t now_ms);
 
 #define log_err(...)	log_msg(LOG_ERR, __VA_ARGS__)
 #define log_warn(...)	log_msg(LOG_WARNING, __VA_ARGS__)

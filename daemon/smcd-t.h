@@ -8,6 +8,7 @@
 #include <uv.h>
 
 #include "cfg-t.h"
+#include "log.h"
 #include "ctl_server-t.h"
 #include "proxy-t.h"
 
@@ -23,6 +24,8 @@ struct smcd {
 	uint64_t watchdog_usec;
 	uint64_t start_ms;
 	uint64_t reloads;
+	/* Per-connection messages that clients can provoke at will. */
+	struct log_ratelimit rl_refused, rl_setup, rl_accept;
 	bool stopping;
 	unsigned open_handles;
 	int ready_fd;			/* daemonized: tells the parent we are up */

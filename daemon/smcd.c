@@ -51,6 +51,8 @@ static void smcd_on_housekeeping(uv_timer_t *t)
 static void smcd_on_proxy_event(struct proxy *p, enum proxy_event ev,
 				const struct flow *f, int err)
 {
+	struct smcd *d = p->data;
+	uint64_t now = uv_now(p->loop);
 	char a[ADDR_STRLEN], b[ADDR_STRLEN];
 
 	switch (ev) {
@@ -63,9 +65,12 @@ static void smcd_on_proxy_event(struct proxy *p, enum proxy_event ev,
 			 (unsigned long long)p->stats.accept_pauses);
 		break;
 	case PROXY_EV_ACCEPT_ERROR:
-		log_warn("accept: %s; going on", strerror(-err));
+		if (log_ratelimit_ok(&d->rl_accept, now))
+			log_warn("accept: %s; going on", strerror(-err));
 		break;
 	case PROXY_EV_LOOP_REFUSED:
+		if (!log_ratelimit_ok(&d->rl_refused, now))
+			break;
 		log_notice("refused connection from %s: %s",
 			   addr_format((const struct sockaddr *)&f->client, a, sizeof(a)),
 			   err == -ELOOP ? "its destination is our own listener" :
@@ -75,6 +80,8 @@ static void smcd_on_proxy_event(struct proxy *p, enum proxy_event ev,
 			   strerror(-err));
 		break;
 	case PROXY_EV_FLOW_SETUP_FAILED:
+		if (!log_ratelimit_ok(&d->rl_setup, now))
+			break;
 		log_warn("flow %s -> %s: %s; reset the client",
 			 addr_format((const struct sockaddr *)&f->client, a, sizeof(a)),
 			 addr_format((const struct sockaddr *)&f->dest, b, sizeof(b)),
