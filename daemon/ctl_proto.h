@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Codec of the stats/control socket protocol, version 1
- * (doc-notes/ctl-protocol.md, smcproxyctl(8)). Shared by the server side in
+ * (smcproxyctl(8), PROTOCOL). Shared by the server side in
  * smcproxyd and by smcproxyctl. This module does not log and does no I/O:
  * it turns lines into commands and JSON values, and back, and explains what
  * it rejects in a caller-supplied error buffer.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Renderers of smcproxyctl (see ctl_render.h). The shapes they read are
- * those of doc-notes/ctl-protocol.md; anything they do not recognise is
+ * those of smcproxyctl(8); anything they do not recognise is
  * shown generically rather than dropped, so that a newer daemon's counters
  * stay visible through an older smcproxyctl.
  */
