@@ -115,12 +115,6 @@ static const struct proxy_ops smcd_proxy_ops = {
 	.idle = smcd_on_proxy_idle,
 };
 
-static void join_keys(const char *a, const char *b, char **out)
-{
-	if (asprintf(out, "%s%s%s", a, *a && *b ? "," : "", b) < 0)
-		*out = NULL;
-}
-
 int smcd_reload(struct smcd *d, char **applied, char **restart, char **err)
 {
 	struct cfg_errors errs = { 0 };
@@ -154,29 +148,19 @@ int smcd_reload(struct smcd *d, char **applied, char **restart, char **err)
 		 *diff.live ? "; applied: " : "; no live changes", diff.live,
 		 *diff.restart ? "; needs a restart to take effect: " : "", diff.restart);
 	if (applied)
-		join_keys(diff.live, "", applied);
+		*applied = strdup(diff.live);
 	if (restart)
-		join_keys(diff.restart, "", restart);
+		*restart = strdup(diff.restart);
 	sd_notify(0, "READY=1");
 	return 0;
-}
-
-static void smcd_on_ctl_closed(struct ctl_server *s)
-{
-	(void)s;
-}
-
-static void smcd_on_proxy_closed(struct proxy *p)
-{
-	(void)p;
 }
 
 /* Everything stops; the loop ends when the last handle has closed. */
 static void smcd_finish(struct smcd *d)
 {
 	uv_timer_stop(&d->drain_timer);
-	proxy_close(&d->proxy, smcd_on_proxy_closed);
-	ctl_server_close(&d->ctl, smcd_on_ctl_closed);
+	proxy_close(&d->proxy, NULL);
+	ctl_server_close(&d->ctl, NULL);
 	uv_close((uv_handle_t *)&d->sig_term, smcd_on_handle_closed);
 	uv_close((uv_handle_t *)&d->sig_int, smcd_on_handle_closed);
 	uv_close((uv_handle_t *)&d->sig_hup, smcd_on_handle_closed);

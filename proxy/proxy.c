@@ -436,8 +436,6 @@ void proxy_stop_accepting(struct proxy *p)
 {
 	size_t i;
 
-	if (!p->accepting && !p->listeners)
-		return;
 	p->accepting = false;
 	uv_timer_stop(&p->pause_timer);
 	for (i = 0; i < p->n_listeners; i++) {
