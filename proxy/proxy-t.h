@@ -50,6 +50,9 @@ struct proxy {
 	const struct cfg *cfg;		/* current config: live keys only */
 	const struct proxy_ops *ops;
 	void *data;			/* the owner's */
+	/* Set by the owner before proxy_init(), which keeps them. */
+	unsigned worker;		/* index of the worker running this proxy */
+	bool reuseport;			/* other workers bind the same addresses */
 
 	/* Captured at init: these need a restart to change, so a reload
 	 * must not change them under running flows. */

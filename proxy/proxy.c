@@ -104,7 +104,8 @@ static int listener_find_adopted(const struct proxy *p, const struct cfg_addr *a
 	return -1;
 }
 
-static int listener_open(struct listener *l, const struct cfg_addr *a, uint64_t keepalive_ms)
+static int listener_open(struct listener *l, const struct cfg_addr *a, uint64_t keepalive_ms,
+			 bool reuseport)
 {
 	int one = 1, fd, err;
 	socklen_t len = sizeof(l->addr);
@@ -113,6 +114,11 @@ static int listener_open(struct listener *l, const struct cfg_addr *a, uint64_t 
 	if (fd < 0)
 		return -errno;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* Each worker binds its own socket and the kernel spreads
+	 * connections over them. Only then: it would also let a second
+	 * daemon share our port unnoticed. */
+	if (reuseport)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
 	/* "[::]:7001" next to "0.0.0.0:7001" must not collide. */
 	if (a->ss.ss_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
@@ -187,12 +193,15 @@ int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
 {
 	const int *adopt_fds = p->adopt_fds;
 	size_t n_adopt = p->n_adopt;
+	unsigned worker = p->worker;
+	bool reuseport = p->reuseport;
 	bool used[ADOPT_MAX] = { false };
 	char a[ADDR_STRLEN];
 	size_t i;
 	int err, fd;
 
 	*p = (struct proxy){ .loop = loop, .cfg = cfg, .ops = ops,
+			     .worker = worker, .reuseport = reuseport,
 			     .adopt_fds = adopt_fds,
 			     .n_adopt = n_adopt < ADOPT_MAX ? n_adopt : ADOPT_MAX };
 	p->epset.fd = -1;
@@ -222,7 +231,7 @@ int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
 			getsockname(fd, (struct sockaddr *)&l->addr, &len);
 			p->n_adopted++;
 		} else {
-			err = listener_open(l, ca, cfg->relay.keepalive_ms);
+			err = listener_open(l, ca, cfg->relay.keepalive_ms, p->reuseport);
 			/*
 			 * A host without IPv6 (disabled in the kernel or on
 			 * lo) cannot have IPv6 connections to redirect

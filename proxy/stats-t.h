@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#include "clc-t.h"
+
 /* How a flow is carried past this daemon. */
 enum flow_mode {
 	FLOW_MODE_TCP,		/* fallback: plain TCP relay to the destination */
@@ -22,6 +24,16 @@ enum fallback_reason {
 	FB_NO_PEER,		/* destination matches no configured peer prefix */
 	FB_TRANSPORT_TCP,	/* "transport": "tcp" in the config */
 	FB_NO_LINK,		/* no link transport is available to the peer */
+	FB_PEER_UNREACHABLE,	/* the peer's control port refused or is unreachable */
+	/* The handshake failed: the peer declined, or we did (its answer was
+	 * wrong). Same order as enum clc_decline. */
+	FB_DECL_NO_DEVICE,
+	FB_DECL_VERSION,
+	FB_DECL_MAX_FLOWS,
+	FB_DECL_NO_MEMORY,
+	FB_DECL_POLICY,
+	FB_DECL_TIMEOUT,
+	FB_DECL_INTERNAL,
 	FB__MAX
 };
 
@@ -43,6 +55,25 @@ struct proxy_stats {
 	uint64_t accept_pauses;		/* accept paused on EMFILE/ENFILE/ENOBUFS */
 	uint64_t loops_refused;		/* not redirected, or aimed at ourselves */
 	uint64_t idle_timeouts;		/* flows closed by relay.idle_timeout */
+
+	/* Link groups and the SMC data plane. */
+	uint64_t lgr_handshakes;	/* link groups we proposed and got */
+	uint64_t lgr_accepted;		/* link groups peers proposed and we took */
+	uint64_t lgr_failures;		/* link groups lost (peer gone, bad message) */
+	uint64_t negative_cache_hits;	/* flows sent to tcp by the negative cache */
+	uint64_t declines_sent[CLC_DECL__MAX];	/* handshake and flow declines */
+	uint64_t declines_received[CLC_DECL__MAX];
+	uint64_t auth_failures;		/* a peer's proof of auth.psk_file was wrong */
+	uint64_t proposals_refused;	/* from outside the peer prefixes */
+	uint64_t dest_refused;		/* flow opens aimed at loopback or another host */
+	uint64_t bad_messages;		/* malformed handshake or link messages */
+	uint64_t cdc_sent;
+	uint64_t cdc_received;
+	uint64_t window_updates;	/* CDC sent only to return ring space */
+	uint64_t cork_events;		/* sends held back by autocork */
+	uint64_t ring_full_local;	/* our receive ring filled: the peer waited */
+	uint64_t ring_full_remote;	/* the peer's ring filled: we stopped reading */
+	uint64_t flows_reset_link;	/* flows reset because their link group failed */
 };
 
 #endif

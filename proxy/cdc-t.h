@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Types of connection data control (CDC) messages: the small messages
+ * that carry a flow's cursors and flags over its link, as SMC's struct
+ * smc_cdc_msg. Types only; wire layout in smcproxy-protocol(7).
+ */
+#ifndef SMCPROXY_CDC_T_H
+#define SMCPROXY_CDC_T_H
+
+#include <stdint.h>
+
+/* Every message on a link (CDC or LLC) fills one slot of this size. */
+#define LINK_MSG_LEN		64
+
+#define CDC_MSG_TYPE		0xfe	/* SMC's CDC type byte */
+
+struct smc_cursor {
+	uint32_t wrap;
+	uint32_t count;
+};
+
+/* Producer flags. */
+#define CDC_PF_WRITE_BLOCKED	(1u << 0)	/* sender has data but our ring is full */
+/* Connection state flags. */
+#define CDC_CF_DONE_WRITING	(1u << 0)	/* FIN: no data after prod */
+#define CDC_CF_CLOSED		(1u << 1)	/* sender released the flow */
+#define CDC_CF_ABORT		(1u << 2)	/* RST */
+
+struct cdc_msg {
+	uint16_t seq;			/* per link, wrapping; for tracing */
+	uint32_t token;			/* the receiver's flow token */
+	struct smc_cursor prod;		/* bytes the sender wrote into the receiver's ring */
+	struct smc_cursor cons;		/* bytes the sender consumed from its own ring */
+	uint8_t prod_flags;		/* CDC_PF_* */
+	uint8_t conn_flags;		/* CDC_CF_* */
+};
+
+#endif

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Types of the peer handshake on the control port (the analogue of SMC's
+ * CLC messages). Types only. The wire layout is in smcproxy-protocol(7);
+ * these structs are the decoded, host-order form.
+ */
+#ifndef SMCPROXY_CLC_T_H
+#define SMCPROXY_CLC_T_H
+
+#include <stdint.h>
+
+#define CLC_MAGIC		0x534d4350u	/* "SMCP" */
+#define CLC_VERSION		1
+#define CLC_HDR_LEN		8
+#define CLC_MSG_MAX		512		/* longest message we accept */
+#define CLC_HOST_ID_LEN		16
+#define CLC_NONCE_LEN		16
+#define CLC_LGR_ID_LEN		16
+#define CLC_MAC_LEN		32		/* HMAC-SHA256 */
+#define CLC_SHM_NAME_MAX	100		/* basename in shm.dir */
+#define CLC_RDMA_ADDR_MAX	64		/* opaque until the rdma transport */
+
+enum clc_type {
+	CLC_PROPOSAL = 1,
+	CLC_ACCEPT = 2,
+	CLC_CONFIRM = 3,
+	CLC_DECLINE = 4,
+};
+
+/* Feature bits of proposal and accept. */
+#define CLC_FEAT_PSK		(1u << 0)	/* the sender proves auth.psk_file */
+
+/* Transport bits: a proposal offers a set, an accept names one. */
+#define CLC_TR_SHM		(1u << 0)
+#define CLC_TR_RDMA		(1u << 1)
+
+/* Decline reasons, after SMC's SMC_CLC_DECL_* families. 0 is not sent. */
+enum clc_decline {
+	CLC_DECL_NONE = 0,
+	CLC_DECL_NO_DEVICE = 1,		/* no transport in common */
+	CLC_DECL_VERSION = 2,		/* unknown version */
+	CLC_DECL_MAX_FLOWS = 3,		/* link group full */
+	CLC_DECL_NO_MEMORY = 4,		/* buffer pool exhausted */
+	CLC_DECL_POLICY = 5,		/* address not allowed, or auth failed */
+	CLC_DECL_TIMEOUT = 6,		/* no answer in time */
+	CLC_DECL_INTERNAL = 7,		/* anything else on the decliner's side */
+	CLC_DECL__MAX
+};
+
+/* Optional type-length-value fields at the end of proposal and accept. */
+enum clc_tlv {
+	CLC_TLV_SHM_NAME = 1,		/* rendezvous socket basename */
+	CLC_TLV_RDMA_ADDR = 2,		/* opaque, for the rdma transport */
+};
+
+struct clc_hdr {
+	uint8_t version;
+	uint8_t type;
+	uint16_t length;		/* whole message, header included */
+};
+
+struct clc_proposal {
+	uint32_t features;
+	uint8_t transports;		/* CLC_TR_* offered */
+	uint8_t host_id[CLC_HOST_ID_LEN];
+	uint8_t nonce[CLC_NONCE_LEN];
+	uint32_t ring_size;		/* per-flow receive ring the proposer uses */
+	uint16_t links;			/* links per link group wanted */
+	uint16_t max_flows_per_link;
+	/* Transport addresses; length 0 when absent. */
+	uint8_t shm_name_len;
+	char shm_name[CLC_SHM_NAME_MAX + 1];	/* NUL-terminated */
+	uint8_t rdma_addr_len;
+	uint8_t rdma_addr[CLC_RDMA_ADDR_MAX];
+};
+
+struct clc_accept {
+	uint32_t features;
+	uint8_t transport;		/* exactly one CLC_TR_* bit */
+	uint8_t host_id[CLC_HOST_ID_LEN];
+	uint8_t nonce[CLC_NONCE_LEN];
+	uint32_t ring_size;
+	uint16_t links;			/* agreed: at most what was proposed */
+	uint16_t max_flows_per_link;
+	uint8_t lgr_id[CLC_LGR_ID_LEN];	/* names the link group at rendezvous */
+	uint8_t mac[CLC_MAC_LEN];	/* zero without CLC_FEAT_PSK */
+	uint8_t shm_name_len;
+	char shm_name[CLC_SHM_NAME_MAX + 1];
+	uint8_t rdma_addr_len;
+	uint8_t rdma_addr[CLC_RDMA_ADDR_MAX];
+};
+
+struct clc_confirm {
+	uint8_t mac[CLC_MAC_LEN];	/* zero without CLC_FEAT_PSK */
+};
+
+struct clc_decline_msg {
+	uint8_t reason;			/* enum clc_decline */
+};
+
+/* One decoded message of any type. */
+struct clc_msg {
+	struct clc_hdr hdr;
+	union {
+		struct clc_proposal proposal;
+		struct clc_accept accept;
+		struct clc_confirm confirm;
+		struct clc_decline_msg decline;
+	};
+};
+
+#endif

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/* The peer handshake codec (smcproxy-protocol(7), "Handshake"). */
+#ifndef SMCPROXY_CLC_H
+#define SMCPROXY_CLC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "clc-t.h"
+
+/*
+ * Encodes m (m->hdr.type selects the member; version and length are filled
+ * in) into buf. Returns the length, -EINVAL for a field out of range (a name
+ * too long or with characters outside [A-Za-z0-9._-], an accept naming
+ * other than one transport), -ENOSPC when len is too small.
+ */
+int clc_encode(const struct clc_msg *m, uint8_t *buf, size_t len);
+/*
+ * Reads the header at buf: 0 with hdr filled, -EAGAIN when fewer than
+ * CLC_HDR_LEN bytes are there, -EBADMSG for a wrong magic or a length
+ * outside CLC_HDR_LEN..CLC_MSG_MAX. The version is not judged here: the
+ * caller declines versions it does not speak.
+ */
+int clc_decode_hdr(const uint8_t *buf, size_t len, struct clc_hdr *hdr);
+/*
+ * Decodes one whole message of len bytes (the header's length). Checks
+ * every length and field: -EPROTONOSUPPORT for a version other than
+ * CLC_VERSION, -EBADMSG for anything malformed (unknown type, wrong size
+ * for the type, reserved bits set, bad TLV, bad name, decline reason out
+ * of range). Unknown TLV types are skipped; a repeated one is malformed.
+ */
+int clc_decode(const uint8_t *buf, size_t len, struct clc_msg *m);
+
+/*
+ * HMAC-SHA256 proofs of the shared secret (auth.psk_file). The accept's
+ * binds both nonces, the link group id and the transport; the confirm's
+ * binds both nonces in the other order, so neither can be replayed as the
+ * other. Return 0 or -errno.
+ */
+int clc_mac_accept(const uint8_t *psk, size_t psk_len,
+		   const struct clc_proposal *p, const struct clc_accept *a,
+		   uint8_t mac[CLC_MAC_LEN]);
+int clc_mac_confirm(const uint8_t *psk, size_t psk_len,
+		    const struct clc_proposal *p, const struct clc_accept *a,
+		    uint8_t mac[CLC_MAC_LEN]);
+/* Constant-time comparison. */
+bool clc_mac_equal(const uint8_t a[CLC_MAC_LEN], const uint8_t b[CLC_MAC_LEN]);
+
+/*
+ * Reads a shared secret from path: the file's bytes with one trailing
+ * newline removed, 16..CLC_PSK_MAX bytes. -errno from open/read, -EINVAL
+ * when shorter than 16 bytes or longer than CLC_PSK_MAX.
+ */
+#define CLC_PSK_MAX 1024
+int clc_psk_load(const char *path, uint8_t *psk, size_t *len);
+
+/* "no_device", "version_mismatch", "max_flows", "out_of_memory", "policy",
+ * "timeout", "internal"; "unknown" out of range. */
+const char *clc_decline_name(unsigned reason);
+
+#endif

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Types of link-level control (LLC) messages: opening flows on an existing
+ * link group. SMC has no such message (each SMC connection does its own CLC
+ * handshake over its own TCP connection); this is how a new flow here costs
+ * one message exchange on a link instead. Types only.
+ */
+#ifndef SMCPROXY_LLC_T_H
+#define SMCPROXY_LLC_T_H
+
+#include <stdint.h>
+
+#include "cdc-t.h"
+
+enum llc_type {
+	LLC_FLOW_OPEN = 0x20,		/* opener -> acceptor */
+	LLC_FLOW_ACCEPT = 0x21,		/* acceptor -> opener */
+	LLC_FLOW_DECLINE = 0x22,	/* acceptor -> opener */
+	LLC_TEST_LINK = 0x30,		/* keepalive request */
+	LLC_TEST_LINK_RSP = 0x31,
+};
+
+/* Where a flow's receive ring is in its owner's link group memory. */
+struct llc_rmb {
+	uint32_t offset;		/* from the start of the owner's region */
+	uint32_t size;
+};
+
+struct llc_flow_open {
+	uint32_t token;			/* the opener's token for the flow */
+	struct llc_rmb rmb;		/* the opener's receive ring */
+	uint8_t family;			/* 4 or 6 */
+	uint16_t port;			/* the flow's original destination */
+	uint8_t addr[16];		/* 4 bytes used for family 4 */
+};
+
+struct llc_flow_accept {
+	uint32_t token;			/* the opener's token */
+	uint32_t peer_token;		/* the acceptor's token */
+	struct llc_rmb rmb;		/* the acceptor's receive ring */
+};
+
+struct llc_flow_decline {
+	uint32_t token;			/* the opener's token */
+	uint8_t reason;			/* enum clc_decline */
+};
+
+struct llc_test_link {
+	uint32_t cookie;		/* echoed in the response */
+};
+
+struct llc_msg {
+	uint8_t type;			/* enum llc_type */
+	union {
+		struct llc_flow_open open;
+		struct llc_flow_accept accept;
+		struct llc_flow_decline decline;
+		struct llc_test_link test;
+	};
+};
+
+#endif
