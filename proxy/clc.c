@@ -1,0 +1,529 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The peer handshake codec: PROPOSAL, ACCEPT, CONFIRM and DECLINE on the
+ * control port, their HMAC-SHA256 proofs and the shared secret file. The
+ * layout is in smcproxy-protocol(7). Everything a decoder reads comes from
+ * the network and is judged field by field; the encoders refuse whatever
+ * the decoders would refuse, so we never send a message our own code would
+ * reject.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "clc.h"
+
+/* Fixed parts: header included, TLVs excluded. */
+#define CLC_PROPOSAL_LEN	56
+#define CLC_ACCEPT_LEN		104
+#define CLC_CONFIRM_LEN		40
+#define CLC_DECLINE_LEN		12
+
+/* Per-flow ring sizes either side may ask for (as buffers.ring allows). */
+#define CLC_RING_MIN		(16u << 10)
+#define CLC_RING_MAX		(64u << 20)
+#define CLC_LINKS_MAX		16
+
+#define CLC_PSK_MIN		16
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = v >> 8;
+	p[1] = v;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = v >> 24;
+	p[1] = v >> 16;
+	p[2] = v >> 8;
+	p[3] = v;
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	while (n--)
+		if (*p++)
+			return false;
+	return true;
+}
+
+static bool ring_size_ok(uint32_t size)
+{
+	return size >= CLC_RING_MIN && size <= CLC_RING_MAX && !(size & (size - 1));
+}
+
+/*
+ * The peer joins the name to its shm.dir, so it must stay a plain basename
+ * there: no slash, no "." or "..", and a character set that needs no
+ * quoting in logs or shells.
+ */
+static bool shm_name_ok(const char *name, size_t len)
+{
+	if (len < 1 || len > CLC_SHM_NAME_MAX)
+		return false;
+	if ((len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.'))
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+/* The parameters proposal and accept share, judged the same way. */
+static bool params_ok(uint32_t ring_size, uint16_t links, uint16_t max_flows_per_link)
+{
+	return ring_size_ok(ring_size) && links >= 1 && links <= CLC_LINKS_MAX &&
+	       max_flows_per_link >= 1;
+}
+
+/* The transport addresses a proposal or an accept may carry. */
+struct clc_addrs {
+	uint8_t *shm_name_len;
+	char *shm_name;
+	uint8_t *rdma_addr_len;
+	uint8_t *rdma_addr;
+};
+
+static int tlvs_check(uint8_t shm_name_len, const char *shm_name, uint8_t rdma_addr_len)
+{
+	if (shm_name_len && !shm_name_ok(shm_name, shm_name_len))
+		return -EINVAL;
+	if (rdma_addr_len > CLC_RDMA_ADDR_MAX)
+		return -EINVAL;
+	return 0;
+}
+
+static size_t tlvs_len(uint8_t shm_name_len, uint8_t rdma_addr_len)
+{
+	return (shm_name_len ? 2u + shm_name_len : 0) + (rdma_addr_len ? 2u + rdma_addr_len : 0);
+}
+
+/* Writes the TLVs of the addresses that are present (length not 0). */
+static uint8_t *tlvs_put(uint8_t *p, uint8_t shm_name_len, const char *shm_name,
+			 uint8_t rdma_addr_len, const uint8_t *rdma_addr)
+{
+	if (shm_name_len) {
+		p[0] = CLC_TLV_SHM_NAME;
+		p[1] = shm_name_len;
+		memcpy(p + 2, shm_name, shm_name_len);
+		p += 2 + shm_name_len;
+	}
+	if (rdma_addr_len) {
+		p[0] = CLC_TLV_RDMA_ADDR;
+		p[1] = rdma_addr_len;
+		memcpy(p + 2, rdma_addr, rdma_addr_len);
+		p += 2 + rdma_addr_len;
+	}
+	return p;
+}
+
+/*
+ * Reads the TLVs in p[0..len): they must tile it exactly, a known type may
+ * appear once, an unknown one is skipped so that a newer peer can add
+ * fields without a new version. out starts zeroed (lengths 0: absent).
+ */
+static int tlvs_get(const uint8_t *p, size_t len, const struct clc_addrs *out)
+{
+	bool seen_shm = false, seen_rdma = false;
+	size_t off = 0;
+
+	while (off < len) {
+		uint8_t type, vlen;
+
+		if (len - off < 2)
+			return -EBADMSG;
+		type = p[off];
+		vlen = p[off + 1];
+		off += 2;
+		if (vlen > len - off)
+			return -EBADMSG;
+		switch (type) {
+		case CLC_TLV_SHM_NAME:
+			if (seen_shm || !shm_name_ok((const char *)p + off, vlen))
+				return -EBADMSG;
+			seen_shm = true;
+			memcpy(out->shm_name, p + off, vlen);
+			out->shm_name[vlen] = '\0';
+			*out->shm_name_len = vlen;
+			break;
+		case CLC_TLV_RDMA_ADDR:
+			if (seen_rdma || vlen < 1 || vlen > CLC_RDMA_ADDR_MAX)
+				return -EBADMSG;
+			seen_rdma = true;
+			memcpy(out->rdma_addr, p + off, vlen);
+			*out->rdma_addr_len = vlen;
+			break;
+		default:
+			break;
+		}
+		off += vlen;
+	}
+	return 0;
+}
+
+/* Bytes 8..55, common to proposal and accept but for the transport byte. */
+static void params_put(uint8_t *p, uint32_t features, uint8_t transport,
+		       const uint8_t *host_id, const uint8_t *nonce, uint32_t ring_size,
+		       uint16_t links, uint16_t max_flows_per_link)
+{
+	put32(p + 8, features);
+	p[12] = transport;
+	memset(p + 13, 0, 3);
+	memcpy(p + 16, host_id, CLC_HOST_ID_LEN);
+	memcpy(p + 32, nonce, CLC_NONCE_LEN);
+	put32(p + 48, ring_size);
+	put16(p + 52, links);
+	put16(p + 54, max_flows_per_link);
+}
+
+static int encode_proposal(const struct clc_proposal *pr, uint8_t *buf, size_t len)
+{
+	size_t n;
+
+	if (!pr->transports || !params_ok(pr->ring_size, pr->links, pr->max_flows_per_link) ||
+	    tlvs_check(pr->shm_name_len, pr->shm_name, pr->rdma_addr_len) < 0)
+		return -EINVAL;
+	n = CLC_PROPOSAL_LEN + tlvs_len(pr->shm_name_len, pr->rdma_addr_len);
+	if (n > len)
+		return -ENOSPC;
+	params_put(buf, pr->features, pr->transports, pr->host_id, pr->nonce, pr->ring_size,
+		   pr->links, pr->max_flows_per_link);
+	tlvs_put(buf + CLC_PROPOSAL_LEN, pr->shm_name_len, pr->shm_name, pr->rdma_addr_len,
+		 pr->rdma_addr);
+	return (int)n;
+}
+
+static int encode_accept(const struct clc_accept *a, uint8_t *buf, size_t len)
+{
+	size_t n;
+
+	if ((a->transport != CLC_TR_SHM && a->transport != CLC_TR_RDMA) ||
+	    !params_ok(a->ring_size, a->links, a->max_flows_per_link) ||
+	    tlvs_check(a->shm_name_len, a->shm_name, a->rdma_addr_len) < 0)
+		return -EINVAL;
+	n = CLC_ACCEPT_LEN + tlvs_len(a->shm_name_len, a->rdma_addr_len);
+	if (n > len)
+		return -ENOSPC;
+	params_put(buf, a->features, a->transport, a->host_id, a->nonce, a->ring_size,
+		   a->links, a->max_flows_per_link);
+	memcpy(buf + 56, a->lgr_id, CLC_LGR_ID_LEN);
+	memcpy(buf + 72, a->mac, CLC_MAC_LEN);
+	tlvs_put(buf + CLC_ACCEPT_LEN, a->shm_name_len, a->shm_name, a->rdma_addr_len,
+		 a->rdma_addr);
+	return (int)n;
+}
+
+int clc_encode(const struct clc_msg *m, uint8_t *buf, size_t len)
+{
+	int n;
+
+	switch (m->hdr.type) {
+	case CLC_PROPOSAL:
+		n = encode_proposal(&m->proposal, buf, len);
+		break;
+	case CLC_ACCEPT:
+		n = encode_accept(&m->accept, buf, len);
+		break;
+	case CLC_CONFIRM:
+		n = CLC_CONFIRM_LEN;
+		if ((size_t)n > len)
+			return -ENOSPC;
+		memcpy(buf + 8, m->confirm.mac, CLC_MAC_LEN);
+		break;
+	case CLC_DECLINE:
+		if (m->decline.reason == CLC_DECL_NONE || m->decline.reason >= CLC_DECL__MAX)
+			return -EINVAL;
+		n = CLC_DECLINE_LEN;
+		if ((size_t)n > len)
+			return -ENOSPC;
+		buf[8] = m->decline.reason;
+		memset(buf + 9, 0, 3);
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (n < 0)
+		return n;
+	/* The header last: the length is known only now. */
+	put32(buf, CLC_MAGIC);
+	buf[4] = CLC_VERSION;
+	buf[5] = m->hdr.type;
+	put16(buf + 6, (uint16_t)n);
+	return n;
+}
+
+int clc_decode_hdr(const uint8_t *buf, size_t len, struct clc_hdr *hdr)
+{
+	uint16_t length;
+
+	if (len < CLC_HDR_LEN)
+		return -EAGAIN;
+	if (get32(buf) != CLC_MAGIC)
+		return -EBADMSG;
+	length = get16(buf + 6);
+	if (length < CLC_HDR_LEN || length > CLC_MSG_MAX)
+		return -EBADMSG;
+	hdr->version = buf[4];
+	hdr->type = buf[5];
+	hdr->length = length;
+	return 0;
+}
+
+/* Bytes 8..55 of proposal and accept; the caller judges the transport byte. */
+static int params_get(const uint8_t *p, uint32_t *features, uint8_t *transport,
+		      uint8_t *host_id, uint8_t *nonce, uint32_t *ring_size,
+		      uint16_t *links, uint16_t *max_flows_per_link)
+{
+	if (!all_zero(p + 13, 3))
+		return -EBADMSG;
+	*features = get32(p + 8);
+	*transport = p[12];
+	memcpy(host_id, p + 16, CLC_HOST_ID_LEN);
+	memcpy(nonce, p + 32, CLC_NONCE_LEN);
+	*ring_size = get32(p + 48);
+	*links = get16(p + 52);
+	*max_flows_per_link = get16(p + 54);
+	if (!params_ok(*ring_size, *links, *max_flows_per_link))
+		return -EBADMSG;
+	return 0;
+}
+
+/*
+ * Unknown feature and transport bits are kept as received: they are not
+ * errors (a newer peer may offer more), and the caller intersects them
+ * with what it speaks. A proposal must still offer something.
+ */
+static int decode_proposal(const uint8_t *buf, size_t len, struct clc_proposal *pr)
+{
+	struct clc_addrs addrs = {
+		&pr->shm_name_len, pr->shm_name, &pr->rdma_addr_len, pr->rdma_addr,
+	};
+	int r;
+
+	if (len < CLC_PROPOSAL_LEN)
+		return -EBADMSG;
+	r = params_get(buf, &pr->features, &pr->transports, pr->host_id, pr->nonce,
+		       &pr->ring_size, &pr->links, &pr->max_flows_per_link);
+	if (r < 0)
+		return r;
+	if (!pr->transports)
+		return -EBADMSG;
+	return tlvs_get(buf + CLC_PROPOSAL_LEN, len - CLC_PROPOSAL_LEN, &addrs);
+}
+
+/* An accept names the one transport chosen, which must be one we know:
+ * the proposer offered only those. */
+static int decode_accept(const uint8_t *buf, size_t len, struct clc_accept *a)
+{
+	struct clc_addrs addrs = {
+		&a->shm_name_len, a->shm_name, &a->rdma_addr_len, a->rdma_addr,
+	};
+	int r;
+
+	if (len < CLC_ACCEPT_LEN)
+		return -EBADMSG;
+	r = params_get(buf, &a->features, &a->transport, a->host_id, a->nonce,
+		       &a->ring_size, &a->links, &a->max_flows_per_link);
+	if (r < 0)
+		return r;
+	if (a->transport != CLC_TR_SHM && a->transport != CLC_TR_RDMA)
+		return -EBADMSG;
+	memcpy(a->lgr_id, buf + 56, CLC_LGR_ID_LEN);
+	memcpy(a->mac, buf + 72, CLC_MAC_LEN);
+	return tlvs_get(buf + CLC_ACCEPT_LEN, len - CLC_ACCEPT_LEN, &addrs);
+}
+
+int clc_decode(const uint8_t *buf, size_t len, struct clc_msg *m)
+{
+	int r;
+
+	/* Zeroed first: absent TLVs read as length 0, and two decodes of
+	 * the same message compare equal byte for byte. */
+	memset(m, 0, sizeof(*m));
+	r = clc_decode_hdr(buf, len, &m->hdr);
+	if (r == -EAGAIN)
+		return -EBADMSG;
+	if (r < 0)
+		return r;
+	/* The caller reads exactly the header's length; anything else is
+	 * a framing bug or a lie. */
+	if (m->hdr.length != len)
+		return -EBADMSG;
+	if (m->hdr.version != CLC_VERSION)
+		return -EPROTONOSUPPORT;
+
+	switch (m->hdr.type) {
+	case CLC_PROPOSAL:
+		r = decode_proposal(buf, len, &m->proposal);
+		break;
+	case CLC_ACCEPT:
+		r = decode_accept(buf, len, &m->accept);
+		break;
+	case CLC_CONFIRM:
+		if (len != CLC_CONFIRM_LEN)
+			return -EBADMSG;
+		memcpy(m->confirm.mac, buf + 8, CLC_MAC_LEN);
+		r = 0;
+		break;
+	case CLC_DECLINE:
+		if (len != CLC_DECLINE_LEN || !all_zero(buf + 9, 3) ||
+		    buf[8] == CLC_DECL_NONE || buf[8] >= CLC_DECL__MAX)
+			return -EBADMSG;
+		m->decline.reason = buf[8];
+		r = 0;
+		break;
+	default:
+		return -EBADMSG;
+	}
+	return r;
+}
+
+/*
+ * HMAC-SHA256 over the concatenation of the label and the parts. Each
+ * label names what is proven and carries the version, so a MAC computed
+ * for one purpose or version never verifies as another.
+ */
+static int hmac(const uint8_t *psk, size_t psk_len, const uint8_t *msg, size_t msg_len,
+		uint8_t mac[CLC_MAC_LEN])
+{
+	unsigned int mac_len = CLC_MAC_LEN;
+
+	/* HMAC() takes an int key length, and an empty key is a caller bug
+	 * that would make every proof forgeable. */
+	if (!psk_len || psk_len > CLC_PSK_MAX)
+		return -EINVAL;
+	if (!HMAC(EVP_sha256(), psk, (int)psk_len, msg, msg_len, mac, &mac_len) ||
+	    mac_len != CLC_MAC_LEN)
+		return -EIO;
+	return 0;
+}
+
+static uint8_t *put_bytes(uint8_t *p, const void *src, size_t n)
+{
+	memcpy(p, src, n);
+	return p + n;
+}
+
+int clc_mac_accept(const uint8_t *psk, size_t psk_len,
+		   const struct clc_proposal *p, const struct clc_accept *a,
+		   uint8_t mac[CLC_MAC_LEN])
+{
+	static const char label[] = "smcproxy accept v1";
+	uint8_t msg[sizeof(label) - 1 + 2 * CLC_NONCE_LEN + CLC_LGR_ID_LEN + 1 +
+		    2 * CLC_HOST_ID_LEN];
+	uint8_t *q = msg;
+
+	q = put_bytes(q, label, sizeof(label) - 1);
+	q = put_bytes(q, p->nonce, CLC_NONCE_LEN);
+	q = put_bytes(q, a->nonce, CLC_NONCE_LEN);
+	q = put_bytes(q, a->lgr_id, CLC_LGR_ID_LEN);
+	*q++ = a->transport;
+	q = put_bytes(q, p->host_id, CLC_HOST_ID_LEN);
+	q = put_bytes(q, a->host_id, CLC_HOST_ID_LEN);
+	return hmac(psk, psk_len, msg, (size_t)(q - msg), mac);
+}
+
+int clc_mac_confirm(const uint8_t *psk, size_t psk_len,
+		    const struct clc_proposal *p, const struct clc_accept *a,
+		    uint8_t mac[CLC_MAC_LEN])
+{
+	static const char label[] = "smcproxy confirm v1";
+	uint8_t msg[sizeof(label) - 1 + 2 * CLC_NONCE_LEN + CLC_LGR_ID_LEN];
+	uint8_t *q = msg;
+
+	q = put_bytes(q, label, sizeof(label) - 1);
+	q = put_bytes(q, a->nonce, CLC_NONCE_LEN);
+	q = put_bytes(q, p->nonce, CLC_NONCE_LEN);
+	q = put_bytes(q, a->lgr_id, CLC_LGR_ID_LEN);
+	return hmac(psk, psk_len, msg, (size_t)(q - msg), mac);
+}
+
+bool clc_mac_equal(const uint8_t a[CLC_MAC_LEN], const uint8_t b[CLC_MAC_LEN])
+{
+	/* memcmp() returns at the first difference, which would tell an
+	 * attacker how many leading bytes of a forged MAC were right. */
+	return CRYPTO_memcmp(a, b, CLC_MAC_LEN) == 0;
+}
+
+/*
+ * psk must have room for CLC_PSK_MAX bytes; *len receives the secret's
+ * length. Exactly one trailing "\n" is removed (what an editor or echo
+ * adds); anything else, "\r" and blanks included, is part of the secret.
+ * Nothing is written to psk or *len on failure. The file is read into a
+ * buffer one byte longer than the longest acceptable file (CLC_PSK_MAX
+ * and the newline): a file that fills it is too long whatever its last
+ * byte, and the rest of it is never read.
+ */
+int clc_psk_load(const char *path, uint8_t *psk, size_t *len)
+{
+	uint8_t buf[CLC_PSK_MAX + 2];
+	size_t n = 0;
+	ssize_t r;
+	int fd, err = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	while (n < sizeof(buf)) {
+		r = read(fd, buf + n, sizeof(buf) - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			err = -errno;
+			goto out_close;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	if (n && buf[n - 1] == '\n')
+		n--;
+	if (n < CLC_PSK_MIN || n > CLC_PSK_MAX) {
+		err = -EINVAL;
+		goto out_close;
+	}
+	memcpy(psk, buf, n);
+	*len = n;
+out_close:
+	close(fd);
+	/* The stack copy of the secret must not outlive the call. */
+	OPENSSL_cleanse(buf, sizeof(buf));
+	return err;
+}
+
+const char *clc_decline_name(unsigned reason)
+{
+	static const char *const names[CLC_DECL__MAX] = {
+		[CLC_DECL_NO_DEVICE] = "no_device",
+		[CLC_DECL_VERSION] = "version_mismatch",
+		[CLC_DECL_MAX_FLOWS] = "max_flows",
+		[CLC_DECL_NO_MEMORY] = "out_of_memory",
+		[CLC_DECL_POLICY] = "policy",
+		[CLC_DECL_TIMEOUT] = "timeout",
+		[CLC_DECL_INTERNAL] = "internal",
+	};
+
+	if (reason >= CLC_DECL__MAX || !names[reason])
+		return "unknown";
+	return names[reason];
+}
