@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The CDC message codec: one link slot carrying a flow's cursors and
+ * flags (smcproxy-protocol(7), "CDC messages"). A slot is read from memory
+ * the peer writes, so the decoder takes nothing on trust: every bit that
+ * has no meaning must be zero, which also keeps those bits free for a
+ * later version to give a meaning to.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "cdc.h"
+
+#define CDC_PF_KNOWN	CDC_PF_WRITE_BLOCKED
+#define CDC_CF_KNOWN	(CDC_CF_DONE_WRITING | CDC_CF_CLOSED | CDC_CF_ABORT)
+#define CDC_RESERVED	26	/* first reserved byte; reserved up to the end */
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = v >> 8;
+	p[1] = v;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = v >> 24;
+	p[1] = v >> 16;
+	p[2] = v >> 8;
+	p[3] = v;
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/*
+ * Writes the flags as given: the encoder trusts its caller, and a flag bit
+ * we do not define would be refused by the peer's decoder, which is where
+ * such a bug shows.
+ */
+void cdc_encode(const struct cdc_msg *m, uint8_t buf[LINK_MSG_LEN])
+{
+	memset(buf, 0, LINK_MSG_LEN);
+	buf[0] = CDC_MSG_TYPE;
+	buf[1] = LINK_MSG_LEN;
+	put16(buf + 2, m->seq);
+	put32(buf + 4, m->token);
+	put32(buf + 8, m->prod.wrap);
+	put32(buf + 12, m->prod.count);
+	put32(buf + 16, m->cons.wrap);
+	put32(buf + 20, m->cons.count);
+	buf[24] = m->prod_flags;
+	buf[25] = m->conn_flags;
+}
+
+int cdc_decode(const uint8_t *buf, size_t len, struct cdc_msg *m)
+{
+	if (len != LINK_MSG_LEN || buf[0] != CDC_MSG_TYPE || buf[1] != LINK_MSG_LEN)
+		return -EBADMSG;
+	if ((buf[24] & ~CDC_PF_KNOWN) || (buf[25] & ~CDC_CF_KNOWN))
+		return -EBADMSG;
+	for (size_t i = CDC_RESERVED; i < LINK_MSG_LEN; i++)
+		if (buf[i])
+			return -EBADMSG;
+	m->seq = get16(buf + 2);
+	m->token = get32(buf + 4);
+	m->prod.wrap = get32(buf + 8);
+	m->prod.count = get32(buf + 12);
+	m->cons.wrap = get32(buf + 16);
+	m->cons.count = get32(buf + 20);
+	m->prod_flags = buf[24];
+	m->conn_flags = buf[25];
+	return 0;
+}

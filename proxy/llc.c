@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The LLC message codec: opening flows on a link group and keeping links
+ * alive (smcproxy-protocol(7), "Link messages"). As for CDC, a slot comes
+ * from memory the peer writes: every byte without a meaning must be zero,
+ * and every field the codec can judge without the link group's state is
+ * judged here. Whether an rmb lies inside the peer's region, and whether a
+ * token names a live flow, is the caller's to check.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "clc-t.h"
+#include "llc.h"
+
+/* Ring sizes, as the handshake's ring_size. */
+#define LLC_RING_MIN	(16u << 10)
+#define LLC_RING_MAX	(64u << 20)
+
+/* Where each message's fields end: the rest of the slot is reserved. */
+#define LLC_OPEN_END	36
+#define LLC_ACCEPT_END	20
+#define LLC_DECLINE_END	9
+#define LLC_TEST_END	8
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = v >> 8;
+	p[1] = v;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = v >> 24;
+	p[1] = v >> 16;
+	p[2] = v >> 8;
+	p[3] = v;
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	while (n--)
+		if (*p++)
+			return false;
+	return true;
+}
+
+static bool rmb_ok(const struct llc_rmb *rmb)
+{
+	return rmb->size >= LLC_RING_MIN && rmb->size <= LLC_RING_MAX &&
+	       !(rmb->size & (rmb->size - 1));
+}
+
+/*
+ * Writes the fields of m->type as given; an unknown type leaves a slot
+ * with only its type and length, which the peer's decoder refuses. For
+ * family 4 only the first 4 address bytes are written, so a caller need
+ * not clear the rest.
+ */
+void llc_encode(const struct llc_msg *m, uint8_t buf[LINK_MSG_LEN])
+{
+	memset(buf, 0, LINK_MSG_LEN);
+	buf[0] = m->type;
+	buf[1] = LINK_MSG_LEN;
+	switch (m->type) {
+	case LLC_FLOW_OPEN:
+		put32(buf + 4, m->open.token);
+		put32(buf + 8, m->open.rmb.offset);
+		put32(buf + 12, m->open.rmb.size);
+		buf[16] = m->open.family;
+		put16(buf + 18, m->open.port);
+		memcpy(buf + 20, m->open.addr, m->open.family == 4 ? 4 : 16);
+		break;
+	case LLC_FLOW_ACCEPT:
+		put32(buf + 4, m->accept.token);
+		put32(buf + 8, m->accept.peer_token);
+		put32(buf + 12, m->accept.rmb.offset);
+		put32(buf + 16, m->accept.rmb.size);
+		break;
+	case LLC_FLOW_DECLINE:
+		put32(buf + 4, m->decline.token);
+		buf[8] = m->decline.reason;
+		break;
+	case LLC_TEST_LINK:
+	case LLC_TEST_LINK_RSP:
+		put32(buf + 4, m->test.cookie);
+		break;
+	}
+}
+
+static int decode_open(const uint8_t *buf, struct llc_flow_open *o)
+{
+	if (buf[17] || !all_zero(buf + LLC_OPEN_END, LINK_MSG_LEN - LLC_OPEN_END))
+		return -EBADMSG;
+	o->token = get32(buf + 4);
+	o->rmb.offset = get32(buf + 8);
+	o->rmb.size = get32(buf + 12);
+	o->family = buf[16];
+	o->port = get16(buf + 18);
+	memcpy(o->addr, buf + 20, sizeof(o->addr));
+	if (!rmb_ok(&o->rmb) || o->port == 0)
+		return -EBADMSG;
+	/* One encoding per address: a family-4 address is not also 12 bytes
+	 * of something else. */
+	if (o->family == 4)
+		return all_zero(o->addr + 4, sizeof(o->addr) - 4) ? 0 : -EBADMSG;
+	return o->family == 6 ? 0 : -EBADMSG;
+}
+
+int llc_decode(const uint8_t *buf, size_t len, struct llc_msg *m)
+{
+	size_t end;
+
+	/* Zeroed first, so two decodes of one slot compare equal. */
+	memset(m, 0, sizeof(*m));
+	if (len != LINK_MSG_LEN || buf[1] != LINK_MSG_LEN || buf[2] || buf[3])
+		return -EBADMSG;
+	m->type = buf[0];
+	switch (m->type) {
+	case LLC_FLOW_OPEN:
+		return decode_open(buf, &m->open);
+	case LLC_FLOW_ACCEPT:
+		m->accept.token = get32(buf + 4);
+		m->accept.peer_token = get32(buf + 8);
+		m->accept.rmb.offset = get32(buf + 12);
+		m->accept.rmb.size = get32(buf + 16);
+		if (!rmb_ok(&m->accept.rmb))
+			return -EBADMSG;
+		end = LLC_ACCEPT_END;
+		break;
+	case LLC_FLOW_DECLINE:
+		m->decline.token = get32(buf + 4);
+		m->decline.reason = buf[8];
+		if (m->decline.reason == CLC_DECL_NONE || m->decline.reason >= CLC_DECL__MAX)
+			return -EBADMSG;
+		end = LLC_DECLINE_END;
+		break;
+	case LLC_TEST_LINK:
+	case LLC_TEST_LINK_RSP:
+		m->test.cookie = get32(buf + 4);
+		end = LLC_TEST_END;
+		break;
+	default:
+		return -EBADMSG;
+	}
+	return all_zero(buf + end, LINK_MSG_LEN - end) ? 0 : -EBADMSG;
+}
