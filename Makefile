@@ -123,6 +123,7 @@ install: all
 	install -D -m 0644 man/smcproxyd.8 $(DESTDIR)$(MANDIR)/man8/smcproxyd.8
 	install -D -m 0644 man/smcproxyctl.8 $(DESTDIR)$(MANDIR)/man8/smcproxyctl.8
 	install -D -m 0644 man/smcproxyd.json.5 $(DESTDIR)$(MANDIR)/man5/smcproxyd.json.5
+	install -D -m 0644 man/smcproxy-protocol.7 $(DESTDIR)$(MANDIR)/man7/smcproxy-protocol.7
 	install -d $(DESTDIR)$(SYSCONFDIR)/smcproxy
 	[ -e $(DESTDIR)$(SYSCONFDIR)/smcproxy/smcproxyd.json ] || \
 	  install -m 0644 contrib/smcproxyd.json $(DESTDIR)$(SYSCONFDIR)/smcproxy/smcproxyd.json
@@ -132,7 +133,8 @@ uninstall:
 	  $(DESTDIR)$(SBINDIR)/smcproxy-iptables $(DESTDIR)$(UNITDIR)/smcproxyd.service \
 	  $(DESTDIR)$(UNITDIR)/smcproxyd.socket \
 	  $(DESTDIR)$(MANDIR)/man8/smcproxyd.8 $(DESTDIR)$(MANDIR)/man8/smcproxyctl.8 \
-	  $(DESTDIR)$(MANDIR)/man5/smcproxyd.json.5
+	  $(DESTDIR)$(MANDIR)/man5/smcproxyd.json.5 \
+	  $(DESTDIR)$(MANDIR)/man7/smcproxy-protocol.7
 
 lint-man:
 	mandoc -Tlint -Wwarning man/*.[0-9]
