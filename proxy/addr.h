@@ -15,6 +15,8 @@ char *addr_format(const struct sockaddr *sa, char *buf, size_t len);
 /* Same family, address and port. */
 bool addr_equal(const struct sockaddr *a, const struct sockaddr *b);
 bool addr_is_any(const struct sockaddr *sa);
+/* 127.0.0.0/8, ::1, or ::ffff:127.0.0.0/104. */
+bool addr_is_loopback(const struct sockaddr *sa);
 /* Whether sa's address is one of this host's (in our network namespace):
  * bind() to it succeeds. Costs a socket; not for every packet. */
 bool addr_is_local(const struct sockaddr *sa);

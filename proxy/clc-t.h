@@ -19,6 +19,7 @@
 #define CLC_MAC_LEN		32		/* HMAC-SHA256 */
 #define CLC_SHM_NAME_MAX	100		/* basename in shm.dir */
 #define CLC_RDMA_ADDR_MAX	64		/* opaque until the rdma transport */
+#define CLC_PSK_MAX		1024		/* longest auth.psk_file secret */
 
 enum clc_type {
 	CLC_PROPOSAL = 1,

@@ -51,7 +51,6 @@ bool clc_mac_equal(const uint8_t a[CLC_MAC_LEN], const uint8_t b[CLC_MAC_LEN]);
  * newline removed, 16..CLC_PSK_MAX bytes. -errno from open/read, -EINVAL
  * when shorter than 16 bytes or longer than CLC_PSK_MAX.
  */
-#define CLC_PSK_MAX 1024
 int clc_psk_load(const char *path, uint8_t *psk, size_t *len);
 
 /* "no_device", "version_mismatch", "max_flows", "out_of_memory", "policy",

@@ -18,6 +18,9 @@ struct epset_entry {
 struct epset {
 	int fd;
 	uv_poll_t poll;
+	/* After each batch of events: work the handlers left for the end of
+	 * the batch (doorbells, deferred frees). May be NULL. */
+	void (*batch_end)(struct epset *s);
 	void (*close_cb)(struct epset *s);
 };
 

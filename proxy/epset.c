@@ -21,6 +21,8 @@ static void epset_on_ready(uv_poll_t *h, int status, int events)
 
 		e->cb(e, ev[i].events);
 	}
+	if (s->batch_end)
+		s->batch_end(s);
 }
 
 int epset_init(struct epset *s, uv_loop_t *loop)
@@ -28,6 +30,7 @@ int epset_init(struct epset *s, uv_loop_t *loop)
 	int err;
 
 	s->close_cb = NULL;
+	s->batch_end = NULL;
 	s->fd = epoll_create1(EPOLL_CLOEXEC);
 	if (s->fd < 0)
 		return -errno;

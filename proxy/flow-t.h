@@ -6,11 +6,13 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "conn-t.h"
 #include "list.h"
 #include "relay-t.h"
 #include "stats-t.h"
 
 struct proxy;
+struct lgr;
 
 /* The kernel's struct smc_connection is the nearest SMC term; a flow also
  * owns the application socket, which SMC's socket layer does. */
@@ -28,6 +30,17 @@ struct flow {
 	struct sockaddr_storage out_local;
 	struct flow *out_next;
 	uint64_t created_ms;
+	/* Parked while the link group to its peer does its handshake. */
+	struct lgr *lgr;
+	struct list_head wait_node;	/* lgr->waiting */
+	int fd;				/* the application socket, while parked */
+	bool peer_opened;		/* a peer daemon opened it: we are the acceptor */
+	/* The parts that carry it, each freed in its own time: the flow
+	 * goes when neither is live. A flow the peer declined starts on a
+	 * conn and ends on the relay. */
+	bool conn_live, relay_live;
+	bool conn_carries;		/* the conn (not the relay) carries the flow */
+	struct conn conn;		/* modes shm, rdma */
 	struct relay relay;		/* mode tcp */
 };
 

@@ -1,11 +1,20 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * Flows: one per redirected application connection, carried over a link
+ * group to the destination host's daemon when there is one, else relayed
+ * over plain TCP with the reason counted. The application cannot tell:
+ * a flow only ever reads its socket once its path is settled, so a decline
+ * or a failed handshake falls back without losing a byte.
+ */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "addr.h"
+#include "conn.h"
 #include "flow.h"
+#include "lgr.h"
 #include "origdst.h"
 #include "proxy.h"
 #include "relay.h"
@@ -36,27 +45,91 @@ const char *fallback_reason_name(enum fallback_reason r)
 
 const char *flow_state_name(const struct flow *f)
 {
+	if (f->lgr)
+		return "handshake";
+	if (f->conn_carries)
+		return conn_state_name(&f->conn);
 	return relay_state_name(f->relay.state);
 }
 
+void flow_bytes(const struct flow *f, uint64_t *in, uint64_t *out)
+{
+	if (f->conn_carries) {
+		/* The opener reads the client; the acceptor writes the server. */
+		*in = f->peer_opened ? f->conn.bytes_rx : f->conn.bytes_tx;
+		*out = f->peer_opened ? f->conn.bytes_tx : f->conn.bytes_rx;
+	} else {
+		*in = f->relay.dir[RELAY_CLIENT].bytes;
+		*out = f->relay.dir[RELAY_SERVER].bytes;
+	}
+}
+
+uint64_t flow_last_active(const struct flow *f)
+{
+	if (f->lgr)
+		return uv_now(f->proxy->loop);	/* the handshake has its own deadline */
+	return f->conn_carries ? f->conn.last_active_ms : f->relay.last_active_ms;
+}
+
+bool flow_is_ending(const struct flow *f)
+{
+	if (f->lgr)
+		return false;
+	return f->conn_carries ? f->conn.state == CONN_CLOSED : f->relay.state == RELAY_CLOSING;
+}
+
 /*
- * The SMC decision, made locally for now: a destination outside every peer
- * prefix has no daemon to talk to; inside one, a link transport would be
- * tried, and until link groups exist the flow falls back with no_link.
+ * Which peer prefix dest is in (*pfx), or why the flow has no peer to go
+ * to: "transport": "tcp", or no prefix.
  */
-static enum fallback_reason flow_choose_reason(const struct proxy *p,
-					       const struct sockaddr *dest)
+static enum fallback_reason flow_route(const struct proxy *p, const struct sockaddr *dest,
+				       size_t *pfx)
 {
 	const struct cfg *cfg = p->cfg;
 	size_t i;
 
 	if (p->transport == CFG_TRANSPORT_TCP)
 		return FB_TRANSPORT_TCP;
-	for (i = 0; i < cfg->n_peers; i++)
-		if (addr_in_prefix(dest, &cfg->peers[i].prefix))
-			return FB_NO_LINK;
+	for (i = 0; i < cfg->n_peers; i++) {
+		if (addr_in_prefix(dest, &cfg->peers[i].prefix)) {
+			*pfx = i;
+			return FB_NONE;
+		}
+	}
 	return FB_NO_PEER;
 }
+
+static void flow_reject(int fd)
+{
+	relay_set_rst_on_close(fd);
+	close(fd);
+}
+
+/* Unlinks and frees a flow once nothing refers to it. */
+static void flow_maybe_free(struct flow *f)
+{
+	struct proxy *p = f->proxy;
+
+	if (f->conn_live || f->relay_live || f->lgr)
+		return;
+	list_del(&f->node);
+	proxy__out_del(p, f);
+	p->n_flows--;
+	free(f);
+	proxy__flow_freed(p);
+}
+
+static void flow_ended(struct flow *f, int err)
+{
+	struct proxy_stats *st = &f->proxy->stats;
+
+	st->flows_active[f->mode]--;
+	st->flows_closed[f->mode]++;
+	f->proxy->ops->event(f->proxy, PROXY_EV_FLOW_ENDED, f, err);
+}
+
+/* ------------------------------------------------------------------ */
+/* Over TCP. */
 
 static void flow_relay_ended(struct relay *r, enum relay_end how, int err)
 {
@@ -77,21 +150,15 @@ static void flow_relay_ended(struct relay *r, enum relay_end how, int err)
 	case RELAY_END_ABORTED:
 		break;
 	}
-	st->flows_active[f->mode]--;
-	st->flows_closed[f->mode]++;
-	f->proxy->ops->event(f->proxy, PROXY_EV_FLOW_ENDED, f, err);
+	flow_ended(f, err);
 }
 
 static void flow_relay_closed(struct relay *r)
 {
 	struct flow *f = (struct flow *)((char *)r - offsetof(struct flow, relay));
-	struct proxy *p = f->proxy;
 
-	list_del(&f->node);
-	proxy__out_del(p, f);
-	p->n_flows--;
-	free(f);
-	proxy__flow_freed(p);
+	f->relay_live = false;
+	flow_maybe_free(f);
 }
 
 static const struct relay_ops flow_relay_ops = {
@@ -99,28 +166,167 @@ static const struct relay_ops flow_relay_ops = {
 	.closed = flow_relay_closed,
 };
 
-static void flow_reject(int fd)
+/* Relays fd to the destination over TCP. On failure fd is closed with an
+ * RST, and the flow is not counted as active. */
+static int flow_start_relay(struct flow *f, int fd, enum fallback_reason reason)
 {
-	relay_set_rst_on_close(fd);
-	close(fd);
+	struct proxy *p = f->proxy;
+	socklen_t len;
+	int err;
+
+	f->mode = FLOW_MODE_TCP;
+	f->reason = reason;
+	f->conn_carries = false;
+	err = relay_start(&f->relay, &p->relay_env, fd, (struct sockaddr *)&f->dest,
+			  &p->relay_params, &flow_relay_ops);
+	if (err) {
+		/* An immediate connect error is the destination's answer;
+		 * anything else is ours (fd exhaustion, memory, SO_MARK). */
+		if (err == -ECONNREFUSED || err == -ENETUNREACH ||
+		    err == -EHOSTUNREACH || err == -EADDRNOTAVAIL)
+			p->stats.connect_failures++;
+		p->ops->event(p, PROXY_EV_FLOW_SETUP_FAILED, f, err);
+		flow_reject(fd);
+		return err;
+	}
+	f->relay_live = true;
+	len = sizeof(f->out_local);
+	if (getsockname(f->relay.fd[RELAY_SERVER], (struct sockaddr *)&f->out_local, &len) == 0)
+		proxy__out_add(p, f);
+	p->stats.flows_active[f->mode]++;
+	p->stats.fallback[f->reason]++;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Over a link group. */
+
+static enum fallback_reason fb_of_decline(unsigned reason)
+{
+	if (reason >= CLC_DECL_NO_DEVICE && reason <= CLC_DECL_INTERNAL)
+		return FB_DECL_NO_DEVICE + (reason - CLC_DECL_NO_DEVICE);
+	return FB_NO_LINK;	/* the link group failed under an opening flow */
+}
+
+static void flow_conn_ended(struct conn *c, enum conn_end how, int err, unsigned decline)
+{
+	struct flow *f = (struct flow *)((char *)c - offsetof(struct flow, conn));
+	struct proxy_stats *st = &f->proxy->stats;
+
+	switch (how) {
+	case CONN_END_DECLINED:
+		/* Nothing crossed the link: go on over TCP. */
+		st->flows_active[f->mode]--;
+		/* A failure here was reported as FLOW_SETUP_FAILED; the flow
+		 * goes once its conn closed. */
+		flow_start_relay(f, conn_take_fd(c), fb_of_decline(decline));
+		return;
+	case CONN_END_CONNECT_FAILED:
+		break;		/* counted where the connect failed */
+	case CONN_END_CONNECT_TIMEOUT:
+		st->connect_timeouts++;
+		break;
+	case CONN_END_RESET:
+	case CONN_END_PROTOCOL:
+	case CONN_END_LINK_DOWN:
+		st->resets++;
+		break;
+	case CONN_END_CLEAN:
+	case CONN_END_ABORTED:
+		break;
+	}
+	flow_ended(f, err);
+}
+
+static void flow_conn_closed(struct conn *c)
+{
+	struct flow *f = (struct flow *)((char *)c - offsetof(struct flow, conn));
+
+	f->conn_live = false;
+	flow_maybe_free(f);
+}
+
+static const struct conn_ops flow_conn_ops = {
+	.ended = flow_conn_ended,
+	.closed = flow_conn_closed,
+};
+
+static enum fallback_reason fb_of_err(int err)
+{
+	return err == -ENOSPC ? FB_DECL_MAX_FLOWS :
+	       err == -ENOMEM ? FB_DECL_NO_MEMORY : FB_DECL_INTERNAL;
+}
+
+static void flow_start_conn(struct flow *f, struct lgr *lgr)
+{
+	struct proxy *p = f->proxy;
+	int fd = f->fd;
+	int err;
+
+	f->fd = -1;
+	err = conn_open(&f->conn, lgr, fd, (struct sockaddr *)&f->dest, &flow_conn_ops);
+	if (err) {
+		if (flow_start_relay(f, fd, fb_of_err(err)))
+			flow_maybe_free(f);
+		return;
+	}
+	f->conn_live = true;
+	f->conn_carries = true;
+	f->mode = lgr->ops->mode;
+	f->reason = FB_NONE;
+	p->stats.flows_active[f->mode]++;
+}
+
+void flow_lgr_ready(struct flow *f, struct lgr *lgr, enum fallback_reason reason)
+{
+	int fd = f->fd;
+
+	f->lgr = NULL;
+	if (lgr) {
+		flow_start_conn(f, lgr);
+		return;
+	}
+	f->fd = -1;
+	if (flow_start_relay(f, fd, reason))
+		flow_maybe_free(f);
+}
+
+static struct flow *flow_new(struct proxy *p, const struct sockaddr_storage *client)
+{
+	struct flow *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	f->proxy = p;
+	f->client = *client;
+	f->fd = -1;
+	list_init(&f->node);
+	list_init(&f->wait_node);
+	return f;
+}
+
+static void flow_register(struct proxy *p, struct flow *f)
+{
+	f->id = ++p->next_flow_id;
+	f->created_ms = uv_now(p->loop);
+	list_add_tail(&f->node, &p->flows);
+	p->n_flows++;
 }
 
 int flow_open(struct proxy *p, int fd, const struct sockaddr_storage *client)
 {
 	struct sockaddr_storage local;
-	socklen_t len;
+	enum fallback_reason reason;
+	struct lgr *lgr;
 	struct flow *f;
+	size_t pfx = 0;
 	int err;
 
-	f = calloc(1, sizeof(*f));
+	f = flow_new(p, client);
 	if (!f) {
 		flow_reject(fd);
 		return -ENOMEM;
 	}
-	f->proxy = p;
-	f->client = *client;
-	list_init(&f->node);
-
 	err = origdst_get(fd, &local, &f->dest);
 	if (!err && addr_equal((struct sockaddr *)&local, (struct sockaddr *)&f->dest))
 		err = -ENOENT;	/* connected to our listener directly */
@@ -137,42 +343,71 @@ int flow_open(struct proxy *p, int fd, const struct sockaddr_storage *client)
 	if (err) {
 		p->stats.loops_refused++;
 		p->ops->event(p, PROXY_EV_LOOP_REFUSED, f, err);
-		goto out_reject;
+		flow_reject(fd);
+		free(f);
+		return err;
 	}
 
-	f->mode = FLOW_MODE_TCP;
-	f->reason = flow_choose_reason(p, (struct sockaddr *)&f->dest);
-	err = relay_start(&f->relay, &p->relay_env, fd, (struct sockaddr *)&f->dest,
-			  &p->relay_params, &flow_relay_ops);
-	if (err) {
-		/* An immediate connect error is the destination's answer;
-		 * anything else is ours (fd exhaustion, memory, SO_MARK). */
-		if (err == -ECONNREFUSED || err == -ENETUNREACH ||
-		    err == -EHOSTUNREACH || err == -EADDRNOTAVAIL)
-			p->stats.connect_failures++;
-		p->ops->event(p, PROXY_EV_FLOW_SETUP_FAILED, f, err);
-		goto out_reject;
+	reason = flow_route(p, (struct sockaddr *)&f->dest, &pfx);
+	lgr = reason ? NULL : lgr_for_dest(p, (struct sockaddr *)&f->dest, pfx, &reason);
+	flow_register(p, f);
+	if (lgr) {
+		f->fd = fd;
+		if (lgr->state == LGR_ACTIVE) {
+			flow_start_conn(f, lgr);
+		} else {
+			/* Not read until the group is up or failed. */
+			f->lgr = lgr;
+			list_add_tail(&f->wait_node, &lgr->waiting);
+		}
+		return 0;
 	}
-
-	len = sizeof(f->out_local);
-	if (getsockname(f->relay.fd[RELAY_SERVER], (struct sockaddr *)&f->out_local, &len) == 0)
-		proxy__out_add(p, f);
-
-	f->id = ++p->next_flow_id;
-	f->created_ms = uv_now(p->loop);
-	list_add_tail(&f->node, &p->flows);
-	p->n_flows++;
-	p->stats.flows_active[f->mode]++;
-	p->stats.fallback[f->reason]++;
-	return 0;
-
-out_reject:
-	flow_reject(fd);
-	free(f);
+	err = flow_start_relay(f, fd, reason);
+	if (err)
+		flow_maybe_free(f);
 	return err;
+}
+
+int flow_accept_peer(struct proxy *p, struct link *lnk, const struct llc_flow_open *m,
+		     const struct sockaddr *dest)
+{
+	struct lgr *lgr = lnk->lgr;
+	struct flow *f;
+	int err;
+
+	if (!p->accepting)
+		return -ESHUTDOWN;	/* draining: the peer goes over TCP */
+	f = flow_new(p, &lgr->peer);
+	if (!f)
+		return -ENOMEM;
+	memcpy(&f->dest, dest, addr_len(dest));
+	f->peer_opened = true;
+	err = conn_accept(&f->conn, lnk, m, dest, &p->relay_params, &flow_conn_ops);
+	if (err) {
+		free(f);
+		return err;
+	}
+	flow_register(p, f);
+	f->conn_live = true;
+	f->conn_carries = true;
+	f->mode = lgr->ops->mode;
+	p->stats.flows_active[f->mode]++;
+	return 0;
 }
 
 void flow_abort(struct flow *f)
 {
-	relay_abort(&f->relay);
+	if (f->lgr) {
+		/* Parked: nothing started yet. */
+		list_del(&f->wait_node);
+		f->lgr = NULL;
+		flow_reject(f->fd);
+		f->fd = -1;
+		flow_maybe_free(f);
+		return;
+	}
+	if (f->conn_carries)
+		conn_abort(&f->conn);
+	else if (f->relay_live)
+		relay_abort(&f->relay);
 }

@@ -15,4 +15,23 @@ int flow_open(struct proxy *p, int fd, const struct sockaddr_storage *client);
 /* Resets the flow: RST to the application and to the far side. */
 void flow_abort(struct flow *f);
 
+struct lgr;
+struct link;
+struct llc_flow_open;
+/* The link group f was parked on is up (lgr), or failed (NULL: the flow
+ * goes over TCP with reason). */
+void flow_lgr_ready(struct flow *f, struct lgr *lgr, enum fallback_reason reason);
+/*
+ * A peer daemon opens a flow on lnk to dest (already checked to be an
+ * address of this host): connects to it and accepts. -ENOSPC, -ENOMEM,
+ * -ESHUTDOWN (draining) or another -errno: the caller declines.
+ */
+int flow_accept_peer(struct proxy *p, struct link *lnk, const struct llc_flow_open *m,
+		     const struct sockaddr *dest);
+/* Bytes from the client toward the destination, and back. */
+void flow_bytes(const struct flow *f, uint64_t *in, uint64_t *out);
+uint64_t flow_last_active(const struct flow *f);
+/* Whether the flow has ended and only waits for its parts to close. */
+bool flow_is_ending(const struct flow *f);
+
 #endif

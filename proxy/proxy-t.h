@@ -8,12 +8,17 @@
 #include <uv.h>
 
 #include "cfg-t.h"
+#include "clc-t.h"
+#include "cork.h"
+#include "defer-t.h"
 #include "list.h"
+#include "rmb-t.h"
 #include "relay-t.h"
 #include "stats-t.h"
 
 struct proxy;
 struct flow;
+struct link;
 
 #define PROXY_OUT_HASH_SIZE 4096	/* a power of two */
 
@@ -79,10 +84,38 @@ struct proxy {
 	struct flow *out_hash[PROXY_OUT_HASH_SIZE];
 	uint64_t n_flows;
 	uint64_t next_flow_id;
+
+	/* Link groups (lgr.h), the control port and the shm rendezvous. */
+	struct list_head lgrs;
+	unsigned n_lgrs;
+	uint8_t lgr_transports;		/* CLC_TR_* this worker can offer */
+	uint8_t host_id[CLC_HOST_ID_LEN];
+	uint8_t psk[CLC_PSK_MAX];
+	size_t psk_len;			/* 0: peers trusted by prefix */
+	struct cork_params cork;
+	struct rmb_budget rmb_budget;
+	int control_fd;
+	uv_poll_t control_poll;
+	int shm_fd;
+	struct epset_entry shm_ev;
+	char shm_name[64];
+	struct list_head shm_rvs;
+	unsigned n_shm_rvs;
+	struct list_head kick_links;	/* links with posts to flush */
+	struct list_head grave;		/* struct proxy_defer */
+	uv_prepare_t tick;		/* flushes links, frees the grave */
+	uv_timer_t lgr_timer;		/* lgr_sweep() */
+	struct {
+		struct sockaddr_storage addr;
+		uint64_t checked_ms;
+		bool local;
+	} local_cache[8];		/* destinations peers asked for */
+	unsigned local_next;
 	struct proxy_stats stats;
 	unsigned open_handles;
 	bool closing;
 	bool epset_closing;
+	bool tick_closing;
 	void (*close_cb)(struct proxy *p);
 };
 

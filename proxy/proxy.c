@@ -7,6 +7,7 @@
  * only to be dropped (libuv's uv_tcp does that).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +17,12 @@
 #include <unistd.h>
 
 #include "addr.h"
+#include "clc.h"
 #include "epset.h"
 #include "flow.h"
+#include "lgr.h"
+#include "link.h"
+#include "shm.h"
 #include "pipe_pool.h"
 #include "proxy.h"
 #include "relay.h"
@@ -32,6 +37,7 @@
 static void proxy_on_acceptable(uv_poll_t *h, int status, int events);
 
 static void proxy_maybe_closed(struct proxy *p);
+static void proxy_on_handle_closed(uv_handle_t *h);
 
 static void proxy_on_epset_closed(struct epset *s)
 {
@@ -43,8 +49,13 @@ static void proxy_on_epset_closed(struct epset *s)
 
 static void proxy_maybe_closed(struct proxy *p)
 {
-	if (!p->closing || p->n_flows)
+	if (!p->closing || p->n_flows || !list_empty(&p->grave))
 		return;
+	if (!p->tick_closing) {
+		p->tick_closing = true;
+		p->open_handles++;
+		uv_close((uv_handle_t *)&p->tick, proxy_on_handle_closed);
+	}
 	if (p->epset.fd >= 0 && !p->epset_closing) {
 		/* Last: the flows that just closed were in it. */
 		p->epset_closing = true;
@@ -77,6 +88,166 @@ static void proxy_on_handle_closed(uv_handle_t *h)
 
 	p->open_handles--;
 	proxy_maybe_closed(p);
+}
+
+void proxy__on_handle_closed(uv_handle_t *h)
+{
+	proxy_on_handle_closed(h);
+}
+
+void proxy__kick_link(struct proxy *p, struct link *lnk)
+{
+	if (list_empty(&lnk->kick_node))
+		list_add_tail(&lnk->kick_node, &p->kick_links);
+}
+
+void proxy__defer(struct proxy *p, struct proxy_defer *d, void (*fn)(struct proxy_defer *d))
+{
+	d->fn = fn;
+	list_add_tail(&d->node, &p->grave);
+}
+
+/*
+ * The end of a batch of events, and of every loop iteration: ring the
+ * doorbells of links that posted (one per link however many flows wrote),
+ * then free what the batch let go of.
+ */
+static void proxy_batch_end(struct proxy *p)
+{
+	while (!list_empty(&p->kick_links)) {
+		struct link *lnk = list_entry(p->kick_links.next, struct link, kick_node);
+
+		list_del(&lnk->kick_node);
+		link_flush(lnk);
+	}
+	while (!list_empty(&p->grave)) {
+		struct proxy_defer *d = list_entry(p->grave.next, struct proxy_defer, node);
+
+		list_del(&d->node);
+		d->fn(d);
+	}
+	proxy_maybe_closed(p);
+}
+
+static void proxy_on_epset_batch(struct epset *s)
+{
+	proxy_batch_end((struct proxy *)((char *)s - offsetof(struct proxy, epset)));
+}
+
+static void proxy_on_tick(uv_prepare_t *h)
+{
+	proxy_batch_end(h->data);
+}
+
+static void proxy_on_lgr_timer(uv_timer_t *t)
+{
+	struct proxy *p = t->data;
+
+	lgr_sweep(p, uv_now(p->loop));
+	if (!p->n_lgrs)
+		uv_timer_stop(&p->lgr_timer);
+}
+
+void proxy__lgr_timer(struct proxy *p)
+{
+	if (!p->closing && !uv_is_active((uv_handle_t *)&p->lgr_timer))
+		uv_timer_start(&p->lgr_timer, proxy_on_lgr_timer, 100, 100);
+}
+
+bool proxy__addr_is_local(struct proxy *p, const struct sockaddr *sa)
+{
+	uint64_t now = uv_now(p->loop);
+	unsigned i;
+
+	/* Addresses come and go: trust an answer for a few seconds. */
+	for (i = 0; i < sizeof(p->local_cache) / sizeof(p->local_cache[0]); i++) {
+		struct sockaddr_storage a = p->local_cache[i].addr;
+
+		if (a.ss_family != sa->sa_family || now - p->local_cache[i].checked_ms > 5000)
+			continue;
+		if (a.ss_family == AF_INET ?
+		    ((struct sockaddr_in *)&a)->sin_addr.s_addr ==
+		    ((const struct sockaddr_in *)(const void *)sa)->sin_addr.s_addr :
+		    memcmp(&((struct sockaddr_in6 *)&a)->sin6_addr,
+			   &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16) == 0)
+			return p->local_cache[i].local;
+	}
+	i = p->local_next++ % (sizeof(p->local_cache) / sizeof(p->local_cache[0]));
+	memcpy(&p->local_cache[i].addr, sa, addr_len(sa));
+	p->local_cache[i].checked_ms = now;
+	p->local_cache[i].local = addr_is_local(sa);
+	return p->local_cache[i].local;
+}
+
+/* This host's identity for the handshake: the kernel's boot id, shared by
+ * every network namespace of the host and different in every VM, which is
+ * exactly when shared memory between two daemons is possible. */
+static int proxy_read_host_id(uint8_t id[CLC_HOST_ID_LEN])
+{
+	char buf[64];
+	ssize_t n;
+	int fd, i, k = 0;
+
+	fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	for (i = 0; buf[i] && k < 2 * CLC_HOST_ID_LEN; i++) {
+		char c = buf[i];
+		int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+
+		if (v < 0)
+			continue;
+		if (k % 2 == 0)
+			id[k / 2] = (uint8_t)(v << 4);
+		else
+			id[k / 2] |= (uint8_t)v;
+		k++;
+	}
+	return k == 2 * CLC_HOST_ID_LEN ? 0 : -EINVAL;
+}
+
+/* Link groups, the control port and the shm rendezvous socket. */
+static int proxy_init_lgr(struct proxy *p, const struct cfg *cfg, char *errbuf, size_t errlen)
+{
+	int err;
+
+	p->cork.enabled = cfg->autocork.enabled;
+	p->cork.max_bytes = (uint32_t)cfg->autocork.max_bytes;
+	p->rmb_budget.limit = cfg->buffers.pool;
+	if (cfg->transport == CFG_TRANSPORT_AUTO || cfg->transport == CFG_TRANSPORT_SHM)
+		p->lgr_transports |= CLC_TR_SHM;
+	err = proxy_read_host_id(p->host_id);
+	if (err) {
+		/* No identity, no same-host detection: shm is off. */
+		p->lgr_transports &= ~CLC_TR_SHM;
+	}
+	if (cfg->auth.psk_file[0]) {
+		err = clc_psk_load(cfg->auth.psk_file, p->psk, &p->psk_len);
+		if (err) {
+			snprintf(errbuf, errlen, "auth.psk_file %s: %s", cfg->auth.psk_file,
+				 err == -EINVAL ? "must hold 16 to 1024 bytes" : strerror(-err));
+			return err;
+		}
+	}
+	/* With no peer prefix, no proposal could be taken: no port. */
+	if (!cfg->has_control || !cfg->n_peers)
+		return 0;
+	err = lgr_listen(p, errbuf, errlen);
+	if (err)
+		return err;
+	if (p->lgr_transports & CLC_TR_SHM) {
+		err = shm_listen(p, errbuf, errlen);
+		if (err) {
+			lgr_unlisten(p);
+			return err;
+		}
+	}
+	return 0;
 }
 
 void proxy_adopt_listeners(struct proxy *p, const int *fds, size_t n)
@@ -166,8 +337,7 @@ static void proxy_on_idle_sweep(uv_timer_t *t)
 	list_for_each_safe(pos, n, &p->flows) {
 		struct flow *f = list_entry(pos, struct flow, node);
 
-		if (f->relay.state != RELAY_CLOSING &&
-		    now - f->relay.last_active_ms >= limit) {
+		if (!flow_is_ending(f) && now - flow_last_active(f) >= limit) {
 			p->stats.idle_timeouts++;
 			flow_abort(f);
 		}
@@ -205,7 +375,13 @@ int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
 			     .adopt_fds = adopt_fds,
 			     .n_adopt = n_adopt < ADOPT_MAX ? n_adopt : ADOPT_MAX };
 	p->epset.fd = -1;
+	p->control_fd = -1;
+	p->shm_fd = -1;
 	list_init(&p->flows);
+	list_init(&p->lgrs);
+	list_init(&p->shm_rvs);
+	list_init(&p->kick_links);
+	list_init(&p->grave);
 	proxy_capture_params(p, cfg);
 	p->relay_env = (struct relay_env){ .loop = loop, .epset = &p->epset,
 					   .pipes = &p->pipes, .stats = &p->stats };
@@ -263,13 +439,25 @@ int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
 		snprintf(errbuf, errlen, "epoll: %s", strerror(-err));
 		goto out_close_listeners;
 	}
+	p->epset.batch_end = proxy_on_epset_batch;
+	err = proxy_init_lgr(p, cfg, errbuf, errlen);
+	if (err) {
+		uv_close((uv_handle_t *)&p->epset.poll, NULL);
+		close(p->epset.fd);
+		p->epset.fd = -1;
+		goto out_close_listeners;
+	}
 	for (i = 0; i < p->n_listeners; i++) {
 		uv_poll_init_socket(loop, &p->listeners[i].poll, p->listeners[i].fd);
 		p->listeners[i].poll.data = &p->listeners[i];
 	}
 	uv_timer_init(loop, &p->pause_timer);
 	uv_timer_init(loop, &p->idle_timer);
-	p->pause_timer.data = p->idle_timer.data = p;
+	uv_timer_init(loop, &p->lgr_timer);
+	uv_prepare_init(loop, &p->tick);
+	p->pause_timer.data = p->idle_timer.data = p->lgr_timer.data = p->tick.data = p;
+	uv_prepare_start(&p->tick, proxy_on_tick);
+	uv_unref((uv_handle_t *)&p->tick);
 	proxy_arm_idle_sweep(p);
 	err = 0;
 	goto out_close_unused;
@@ -456,6 +644,8 @@ void proxy_stop_accepting(struct proxy *p)
 	/* The poll handles live in the array until their close callbacks:
 	 * keep it, just stop using it. */
 	p->n_listeners = 0;
+	lgr_unlisten(p);
+	shm_unlisten(p);
 }
 
 void proxy_set_cfg(struct proxy *p, const struct cfg *cfg)
@@ -485,9 +675,11 @@ void proxy_close(struct proxy *p, void (*close_cb)(struct proxy *p))
 	p->close_cb = close_cb;
 	proxy_stop_accepting(p);
 	p->closing = true;
-	p->open_handles += 2;
+	p->open_handles += 3;
 	uv_close((uv_handle_t *)&p->pause_timer, proxy_on_handle_closed);
 	uv_close((uv_handle_t *)&p->idle_timer, proxy_on_handle_closed);
+	uv_close((uv_handle_t *)&p->lgr_timer, proxy_on_handle_closed);
 	proxy_abort_flows(p);
+	lgr_close_all(p);
 	proxy_maybe_closed(p);
 }

@@ -11,6 +11,8 @@
 #   it_config key=JSON ...    # daemon config (defaults below, keys replaced)
 #   it_daemon_start [launcher args...]
 #   it_setup_relay key=JSON ...  # all five above: the standard relay test bed
+#   it_setup_shm key=JSON ...    # the same with a peer daemon on the server host
+#   it_peer_stat / it_peer_ctl   # the peer daemon's stats and smcproxyctl
 #   it_run ...                # flowcheck run in the client host
 #   it_run_ok LABEL WHY ...   # it_run, output shown, it_fail WHY if it fails
 #   it_server_expect PAT WHY  # stop the server, it_fail unless summary ~ PAT
@@ -44,11 +46,13 @@ NET6=fd66::/64
 SPORT=9000		# flowcheck serve
 CLOSED_PORT=9001	# nothing listens here on the server host
 LPORT=7001		# the daemon's redirect listener
+CPORT=7002		# the peer daemon's control port
 MARK=5459267
 
 IT_PIDS=()
 DAEMON_PID=
 SERVER_PID=
+PEER_PID=
 
 it_log() { printf '%s: %s\n' "$IT_NAME" "$*" >&2; }
 
@@ -79,6 +83,8 @@ it_init() {
 	chmod 755 "$IT_DIR"
 	SOCK=$IT_DIR/ctl.sock
 	IT_CFG=$IT_DIR/smcproxyd.json
+	PSOCK=$IT_DIR/peer.sock
+	PEER_CFG=$IT_DIR/peer.json
 	trap it_cleanup EXIT
 	trap 'it_log "interrupted"; exit 124' INT TERM
 }
@@ -277,6 +283,46 @@ it_setup_relay() {
 	it_daemon_start
 }
 
+# The peer daemon: a second smcproxyd on the server host, the destination
+# host's daemon of a link group. Its config is $PEER_CFG (it_peer_config,
+# same arguments as it_config), its stats socket $PSOCK.
+it_peer_config() { IT_CFG=$PEER_CFG SOCK=$PSOCK it_config "$@"; }
+it_peer_ctl() { SOCK=$PSOCK it_ctl "$@"; }
+it_peer_stat() { SOCK=$PSOCK it_stat "$@"; }
+
+it_peer_start() {
+	local i
+	ip netns exec "$NS_S" "$SMCPROXYD" -c "$PEER_CFG" --foreground >>"$IT_DIR/peer.log" 2>&1 &
+	PEER_PID=$!
+	IT_PIDS+=("$PEER_PID")
+	for ((i = 0; i < 100; i++)); do
+		if ! kill -0 "$PEER_PID" 2>/dev/null; then
+			wait "$PEER_PID"
+			it_fail "peer smcproxyd exited at start (status $?)"
+		fi
+		[ -S "$PSOCK" ] && it_peer_ctl --json stats >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	it_fail "peer smcproxyd did not answer on $PSOCK within 10 s"
+}
+
+# The link-group test bed: both hosts, REDIRECT on the client host, the
+# server, a daemon on each host that may use link groups to the other
+# (transport auto: shm, both being on this host), shm.dir shared. Extra
+# arguments go to both configs.
+it_setup_shm() {
+	it_hosts
+	it_redirect
+	it_server_start
+	it_peer_config transport='"auto"' control="\"0.0.0.0:$CPORT\"" \
+		peers="[{\"prefix\": \"$C4/32\"}, {\"prefix\": \"$C6/128\"}]" "$@"
+	it_peer_start
+	it_config transport='"auto"' \
+		peers="[{\"prefix\": \"$S4/32\", \"control_port\": $CPORT}, {\"prefix\": \"$S6/128\", \"control_port\": $CPORT}]" \
+		"$@"
+	it_daemon_start
+}
+
 # Sends SIGTERM and waits up to $1 seconds (default 10); returns the exit
 # status of the daemon (124 if it did not exit).
 it_daemon_stop() {
@@ -361,7 +407,7 @@ it_cpu_ticks() {
 
 it_dump_logs() {
 	local f
-	for f in "$IT_DIR"/daemon.log "$IT_DIR"/server.log; do
+	for f in "$IT_DIR"/daemon.log "$IT_DIR"/peer.log "$IT_DIR"/server.log; do
 		[ -s "$f" ] || continue
 		echo "--- last lines of $(basename "$f"):"
 		tail -n 20 "$f"

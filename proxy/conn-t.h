@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Types of an SMC-mode flow's data path: one application socket joined to
+ * one flow on a link (the kernel's struct smc_connection). Types only.
+ */
+#ifndef SMCPROXY_CONN_T_H
+#define SMCPROXY_CONN_T_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "cdc-t.h"
+#include "defer-t.h"
+#include "epset-t.h"
+#include "list.h"
+#include "rmb-t.h"
+
+struct lgr;
+struct link;
+struct conn;
+
+enum conn_state {
+	CONN_OPENING,		/* opener: FLOW_OPEN sent, waiting for the accept */
+	CONN_CONNECTING,	/* acceptor: connecting to the destination */
+	CONN_ACTIVE,
+	CONN_CLOSED,		/* ended; waiting to be freed */
+};
+
+/* How a conn ended, reported once through conn_ops.ended. */
+enum conn_end {
+	CONN_END_CLEAN,		/* FIN both ways, everything delivered */
+	CONN_END_RESET,		/* RST from the app, or ABORT from the peer */
+	CONN_END_CONNECT_FAILED,/* acceptor: the destination refused */
+	CONN_END_CONNECT_TIMEOUT,
+	CONN_END_PROTOCOL,	/* the peer broke the protocol: reset */
+	CONN_END_LINK_DOWN,	/* the link group failed: reset */
+	CONN_END_ABORTED,	/* conn_abort(): drain ran out, idle... */
+	CONN_END_DECLINED,	/* opener: the peer declined the flow */
+};
+
+/* Work a conn has for its link, posted when the send queue has room. */
+#define CONN_TX_OPEN	(1u << 0)	/* LLC FLOW_OPEN */
+#define CONN_TX_ACCEPT	(1u << 1)	/* LLC FLOW_ACCEPT */
+#define CONN_TX_CDC	(1u << 2)	/* cursors or flags changed */
+
+struct conn_ops {
+	/* Once, when the conn stops moving data. decline: the peer's reason
+	 * for CONN_END_DECLINED; err: a socket error. */
+	void (*ended)(struct conn *c, enum conn_end how, int err, unsigned decline);
+	/* Once, when the conn may be freed (no event of this batch can
+	 * still reach it). */
+	void (*closed)(struct conn *c);
+};
+
+struct conn {
+	struct lgr *lgr;
+	struct link *link;
+	const struct conn_ops *ops;
+	struct list_head lgr_node;	/* lgr->conns */
+	uint32_t token;			/* ours: index | generation << 16 */
+	uint32_t peer_token;
+	enum conn_state state;
+	int fd;				/* the application (or destination) socket */
+	struct epset_entry ev;
+	uint64_t deadline_ms;		/* OPENING / CONNECTING */
+	struct sockaddr_storage dest;	/* the flow's original destination */
+
+	/* Receive side: our ring, which the peer writes. */
+	struct rmb *rmb;
+	uint8_t *rx_ring;
+	struct smc_cursor rx_prod;	/* peer's producer cursor: data up to here */
+	struct smc_cursor rx_cons;	/* delivered to the socket */
+	struct smc_cursor rx_cons_sent;	/* last consumer cursor we announced */
+
+	/* Send side: the peer's ring (or its mirror). */
+	uint8_t *tx_ring;
+	uint32_t tx_size;
+	uint32_t tx_peer_off;		/* the peer ring's offset in its region */
+	void *tx_priv;			/* the transport's, per conn */
+	struct smc_cursor tx_prod;	/* written into the peer's ring */
+	struct smc_cursor tx_prod_sent;	/* last producer cursor announced */
+	struct smc_cursor tx_cons;	/* peer's consumer cursor, as announced */
+	uint32_t tx_last_seq;		/* link sequence of our last CDC */
+	bool tx_unacked_valid;		/* tx_last_seq is set */
+
+	/* Flags. */
+	bool app_eof;			/* the socket sent FIN */
+	bool fin_sent;			/* DONE_WRITING posted */
+	bool peer_fin;			/* DONE_WRITING received */
+	bool app_shut;			/* FIN passed to the socket */
+	bool peer_closed;		/* CLOSED or ABORT received */
+	bool closed_pending;		/* post CLOSED: we stopped writing the peer's ring */
+	bool abort_pending;		/* post ABORT and close */
+	bool write_blocked;		/* peer's ring was full when we had data */
+	bool peer_write_blocked;	/* the peer told us our ring was full */
+	bool out_blocked;		/* socket returned EAGAIN on write */
+	bool in_pending;		/* socket readable, not drained (ring full) */
+	bool corked;			/* on link->corked */
+
+	unsigned tx_work;		/* CONN_TX_* */
+	struct list_head tx_node;	/* link->tx_wait */
+	struct list_head cork_node;	/* link->corked */
+	struct list_head wait_node;	/* lgr->connecting */
+	struct proxy_defer defer;
+
+	uint64_t bytes_tx;		/* socket -> peer */
+	uint64_t bytes_rx;		/* peer -> socket */
+	uint64_t last_active_ms;
+};
+
+#endif

@@ -1,0 +1,784 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The SMC data path of one flow, after the kernel's smc_tx.c / smc_rx.c /
+ * smc_cdc.c: socket bytes are read straight into the peer's receive ring
+ * at our producer cursor and announced with a CDC message; bytes the peer
+ * announced in our ring are written straight to the socket, and our
+ * consumer cursor goes back once a tenth of the ring is free again.
+ *
+ * The socket sits in the proxy's edge-triggered epoll set from start to
+ * close (as in relay.c): every handler runs until the socket would block
+ * or a ring is full/empty, so no edge is lost. A full peer ring stops the
+ * socket reads (back-pressure to TCP); the peer's window update resumes
+ * them.
+ *
+ * Where we differ from SMC: a flow is opened by an LLC message on an
+ * existing link group (no CLC handshake per flow), and a conn's ring is
+ * freed only once the peer said it stopped writing into it (FIN, ABORT or
+ * CLOSED), so that a reused ring never receives a late write.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "addr.h"
+#include "cdc.h"
+#include "conn.h"
+#include "cork.h"
+#include "cursor.h"
+#include "epset.h"
+#include "lgr.h"
+#include "link.h"
+#include "llc.h"
+#include "proxy.h"
+#include "relay.h"
+#include "rmb.h"
+
+#define CONN_EVENTS	(EPOLLIN | EPOLLOUT | EPOLLRDHUP)
+
+#define conn_of_ev(e)	((struct conn *)((char *)(e) - offsetof(struct conn, ev)))
+
+static void conn_on_event(struct epset_entry *e, uint32_t events);
+static void conn_fill(struct conn *c);
+static void conn_drain(struct conn *c);
+static void conn_end(struct conn *c, enum conn_end how, int err, unsigned decline);
+
+const char *conn_state_name(const struct conn *c)
+{
+	switch (c->state) {
+	case CONN_OPENING:	return "opening";
+	case CONN_CONNECTING:	return "connecting";
+	case CONN_ACTIVE:
+		return c->app_eof || c->peer_fin ? "half_closed" : "established";
+	case CONN_CLOSED:	return "closing";
+	}
+	return "unknown";
+}
+
+static struct proxy *conn_proxy(const struct conn *c)
+{
+	return c->lgr->proxy;
+}
+
+/* The opener reads the application; the acceptor writes the destination:
+ * bytes_in counts client-to-server bytes on both daemons. */
+static bool conn_is_opener(const struct conn *c)
+{
+	return c->lgr->role == LGR_ROLE_CLIENT;
+}
+
+static uint32_t conn_rx_size(const struct conn *c)
+{
+	return c->rmb->size;
+}
+
+/* Bytes announced in our ring and not yet delivered. */
+static uint32_t conn_rx_avail(const struct conn *c)
+{
+	return (uint32_t)cursor_diff(c->rx_cons, c->rx_prod, conn_rx_size(c));
+}
+
+/* Room left in the peer's ring. */
+static uint32_t conn_tx_space(const struct conn *c)
+{
+	return c->tx_size - (uint32_t)cursor_diff(c->tx_cons, c->tx_prod, c->tx_size);
+}
+
+static int conn_init_rx(struct conn *c, struct lgr *lgr)
+{
+	c->rmb = rmb_get(&lgr->rmbs, lgr->ring_size);
+	if (!c->rmb)
+		return -ENOMEM;
+	c->rx_ring = lgr->region + c->rmb->offset;
+	return 0;
+}
+
+static void conn_common_init(struct conn *c, struct lgr *lgr, int fd,
+			     const struct conn_ops *ops)
+{
+	struct conn zero = { 0 };
+
+	*c = zero;
+	c->lgr = lgr;
+	c->ops = ops;
+	c->fd = fd;
+	c->ev.cb = conn_on_event;
+	list_init(&c->lgr_node);
+	list_init(&c->tx_node);
+	list_init(&c->cork_node);
+	list_init(&c->wait_node);
+	c->last_active_ms = uv_now(lgr->proxy->loop);
+}
+
+int conn_open(struct conn *c, struct lgr *lgr, int fd, const struct sockaddr *dest,
+	      const struct conn_ops *ops)
+{
+	int err;
+
+	conn_common_init(c, lgr, fd, ops);
+	c->state = CONN_OPENING;
+	c->dest = *(const struct sockaddr_storage *)dest;
+	err = conn_init_rx(c, lgr);
+	if (err)
+		return err;
+	err = lgr_conn_add(lgr, c);
+	if (err)
+		goto out_put_rmb;
+	c->deadline_ms = uv_now(lgr->proxy->loop) + lgr->proxy->cfg->fallback.connect_timeout_ms;
+	list_add_tail(&c->wait_node, &lgr->connecting);
+	link_conn_work(c, CONN_TX_OPEN);
+	return 0;
+
+out_put_rmb:
+	rmb_put(&lgr->rmbs, c->rmb);
+	c->rmb = NULL;
+	return err;
+}
+
+int conn_take_fd(struct conn *c)
+{
+	int fd = c->fd;
+
+	c->fd = -1;
+	return fd;
+}
+
+/* The peer's ring for our sends, from its FLOW_OPEN or FLOW_ACCEPT. */
+static int conn_attach_peer(struct conn *c, const struct llc_rmb *rmb)
+{
+	int err = c->lgr->ops->conn_attach(c, rmb);
+
+	if (err)
+		return err;
+	c->tx_size = rmb->size;
+	c->tx_peer_off = rmb->offset;
+	return 0;
+}
+
+static int conn_socket_connect(struct conn *c, const struct sockaddr *dest,
+			       const struct relay_params *rp)
+{
+	int fd, err;
+
+	fd = socket(dest->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (rp->mark && setsockopt(fd, SOL_SOCKET, SO_MARK, &rp->mark, sizeof(rp->mark)) < 0) {
+		err = -errno;
+		goto out_close;
+	}
+	relay_tune_socket(fd, rp->keepalive_ms);
+	if (connect(fd, dest, addr_len(dest)) < 0 && errno != EINPROGRESS) {
+		err = -errno;
+		goto out_close;
+	}
+	c->fd = fd;
+	return 0;
+
+out_close:
+	close(fd);
+	return err;
+}
+
+int conn_accept(struct conn *c, struct link *lnk, const struct llc_flow_open *m,
+		const struct sockaddr *dest, const struct relay_params *rp,
+		const struct conn_ops *ops)
+{
+	struct lgr *lgr = lnk->lgr;
+	int err;
+
+	conn_common_init(c, lgr, -1, ops);
+	c->state = CONN_CONNECTING;
+	c->dest = *(const struct sockaddr_storage *)dest;
+	c->peer_token = m->token;
+	err = conn_init_rx(c, lgr);
+	if (err)
+		return err;
+	err = conn_attach_peer(c, &m->rmb);
+	if (err)
+		goto out_put_rmb;
+	err = lgr_conn_add_on(lgr, c, lnk);
+	if (err)
+		goto out_detach;
+	err = conn_socket_connect(c, dest, rp);
+	if (err)
+		goto out_del;
+	err = epset_add(&conn_proxy(c)->epset, c->fd, CONN_EVENTS, &c->ev);
+	if (err)
+		goto out_close;
+	c->deadline_ms = uv_now(lgr->proxy->loop) + rp->connect_timeout_ms;
+	list_add_tail(&c->wait_node, &lgr->connecting);
+	link_conn_work(c, CONN_TX_ACCEPT);
+	return 0;
+
+out_close:
+	close(c->fd);
+	c->fd = -1;
+out_del:
+	lgr_conn_del(lgr, c);
+out_detach:
+	lgr->ops->conn_detach(c);
+out_put_rmb:
+	rmb_put(&lgr->rmbs, c->rmb);
+	c->rmb = NULL;
+	return err;
+}
+
+/* ------------------------------------------------------------------ */
+/* Ending. */
+
+/* Whether the peer will never write into our ring again. */
+static bool conn_peer_quiet(const struct conn *c)
+{
+	return c->peer_fin || c->peer_closed;
+}
+
+static void conn_reap(struct proxy_defer *d)
+{
+	struct conn *c = (struct conn *)((char *)d - offsetof(struct conn, defer));
+
+	c->ops->closed(c);
+}
+
+/*
+ * Frees the token, the ring and the transport's per-conn state once
+ * nothing can still refer to them: our last message posted, and the peer
+ * done writing into our ring (or the link group gone, lgr->state DOWN).
+ */
+static void conn_maybe_release(struct conn *c)
+{
+	struct lgr *lgr = c->lgr;
+
+	if (c->state != CONN_CLOSED || c->tx_work)
+		return;
+	if (!conn_peer_quiet(c) && lgr->state != LGR_DOWN)
+		return;
+	link_conn_forget(c);
+	if (c->token)
+		lgr_conn_del(lgr, c);
+	if (c->tx_ring || c->tx_priv)
+		lgr->ops->conn_detach(c);
+	rmb_put(&lgr->rmbs, c->rmb);
+	c->rmb = NULL;
+	list_del(&c->wait_node);
+	proxy__defer(lgr->proxy, &c->defer, conn_reap);
+}
+
+static void conn_close_fd(struct conn *c, bool rst)
+{
+	if (c->fd < 0)
+		return;
+	if (rst)
+		relay_set_rst_on_close(c->fd);
+	close(c->fd);		/* also leaves the epoll set */
+	c->fd = -1;
+}
+
+/* Reports the end once; the owner may take the socket in ended() (a
+ * declined flow goes on over TCP), else it is closed here. */
+static void conn_end(struct conn *c, enum conn_end how, int err, unsigned decline)
+{
+	if (c->state == CONN_CLOSED)
+		return;
+	c->state = CONN_CLOSED;
+	list_del(&c->wait_node);
+	c->ops->ended(c, how, err, decline);
+	conn_close_fd(c, false);
+	conn_maybe_release(c);
+}
+
+/* Our side resets: RST to the socket, ABORT to the peer (which answers
+ * CLOSED once it stopped writing into our ring). */
+static void conn_reset(struct conn *c, enum conn_end how, int err)
+{
+	struct proxy_stats *st = &conn_proxy(c)->stats;
+
+	if (c->state == CONN_CLOSED)
+		return;
+	conn_close_fd(c, true);
+	if (how == CONN_END_PROTOCOL)
+		st->bad_messages++;
+	if (c->state != CONN_OPENING || c->peer_token) {
+		c->abort_pending = true;
+		link_conn_work(c, CONN_TX_CDC);
+	}
+	/* An OPENING conn has no peer token to abort yet: it stays until
+	 * the peer's accept (then aborted) or decline, or the deadline. */
+	if (c->state == CONN_OPENING && !c->peer_token) {
+		if (c->tx_work & CONN_TX_OPEN) {
+			/* The open never left: the peer knows nothing. */
+			c->tx_work = 0;
+			c->peer_closed = true;
+		} else {
+			c->abort_pending = true;	/* sent when the accept comes */
+		}
+		conn_end(c, how, err, 0);
+		return;
+	}
+	conn_end(c, how, err, 0);
+}
+
+void conn_abort(struct conn *c)
+{
+	conn_reset(c, CONN_END_ABORTED, 0);
+}
+
+void conn_link_down(struct conn *c)
+{
+	c->tx_work = 0;
+	if (c->state == CONN_CLOSED) {
+		conn_maybe_release(c);
+		return;
+	}
+	/* Nothing of an opening flow crossed the link yet: it can go on
+	 * over TCP, as a decline would. */
+	if (c->state == CONN_OPENING) {
+		c->state = CONN_CLOSED;
+		list_del(&c->wait_node);
+		c->ops->ended(c, CONN_END_DECLINED, 0, CLC_DECL_NONE);
+		conn_close_fd(c, true);
+		conn_maybe_release(c);
+		return;
+	}
+	conn_close_fd(c, true);
+	conn_end(c, CONN_END_LINK_DOWN, -ECONNRESET, 0);
+}
+
+void conn_on_deadline(struct conn *c)
+{
+	if (c->state == CONN_CONNECTING) {
+		conn_reset(c, CONN_END_CONNECT_TIMEOUT, -ETIMEDOUT);
+		return;
+	}
+	/* A peer that neither accepts nor declines a flow in time is
+	 * wedged: fail its link group, which resets its flows and sends
+	 * new ones to TCP until it answers again. */
+	lgr_fail(c->lgr, -ETIMEDOUT);
+}
+
+/* Both directions finished: FIN passed each way and everything we got
+ * delivered. */
+static void conn_maybe_done(struct conn *c)
+{
+	if (c->state != CONN_ACTIVE)
+		return;
+	if (c->fin_sent && c->app_shut)
+		conn_end(c, CONN_END_CLEAN, 0, 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Messages from the peer. */
+
+void conn_on_accept(struct conn *c, const struct llc_flow_accept *m)
+{
+	int err;
+
+	if (c->peer_token)		/* a second accept: the peer is confused */
+		return;
+	c->peer_token = m->peer_token;
+	if (c->state == CONN_CLOSED) {
+		/* We gave up on this flow while it was opening. */
+		link_conn_work(c, CONN_TX_CDC);
+		return;
+	}
+	if (c->state != CONN_OPENING)
+		return;
+	err = conn_attach_peer(c, &m->rmb);
+	if (!err)
+		err = epset_add(&conn_proxy(c)->epset, c->fd, CONN_EVENTS, &c->ev);
+	if (err) {
+		conn_reset(c, CONN_END_PROTOCOL, err);
+		return;
+	}
+	list_del(&c->wait_node);
+	c->state = CONN_ACTIVE;
+	/* The socket may have data (and FIN) already: edge-triggered
+	 * registration reports what is pending, but read now anyway. */
+	conn_fill(c);
+}
+
+void conn_on_decline(struct conn *c, unsigned reason)
+{
+	if (c->peer_token)
+		return;
+	/* The peer never writes into the ring of a flow it declined. */
+	c->peer_closed = true;
+	if (c->state == CONN_CLOSED) {
+		c->abort_pending = false;
+		c->tx_work = 0;
+		conn_maybe_release(c);
+		return;
+	}
+	if (c->state != CONN_OPENING)
+		return;
+	c->state = CONN_CLOSED;
+	list_del(&c->wait_node);
+	c->ops->ended(c, CONN_END_DECLINED, 0, reason);
+	conn_close_fd(c, true);
+	conn_maybe_release(c);
+}
+
+/*
+ * A CDC message: the peer's producer cursor (new bytes in our ring), its
+ * consumer cursor (room in its ring), and flags. A cursor behind the one
+ * we have is stale (ignored); one beyond what the ring can hold, or a
+ * consumer cursor beyond what we produced, breaks the protocol and resets
+ * the flow.
+ */
+void conn_on_cdc(struct conn *c, const struct cdc_msg *m)
+{
+	struct proxy_stats *st = &conn_proxy(c)->stats;
+	uint32_t rx_size;
+	int64_t d;
+
+	st->cdc_received++;
+	if (m->conn_flags & (CDC_CF_ABORT | CDC_CF_CLOSED)) {
+		bool abort = m->conn_flags & CDC_CF_ABORT;
+
+		c->peer_closed = true;
+		if (c->state == CONN_CLOSED) {
+			conn_maybe_release(c);
+			return;
+		}
+		if (abort) {
+			/* Tell the peer we stopped writing into its ring. */
+			c->closed_pending = true;
+			link_conn_work(c, CONN_TX_CDC);
+			conn_close_fd(c, true);
+			conn_end(c, CONN_END_RESET, -ECONNRESET, 0);
+			return;
+		}
+		/* CLOSED without ABORT before we finished: the peer let go
+		 * early, which it must not; treat as a reset. */
+		conn_reset(c, CONN_END_PROTOCOL, -EPROTO);
+		return;
+	}
+	if (c->state == CONN_CLOSED || c->state == CONN_OPENING)
+		return;
+
+	rx_size = conn_rx_size(c);
+	if (!cursor_valid(m->prod, rx_size) || !cursor_valid(m->cons, c->tx_size))
+		goto out_proto;
+	d = cursor_diff(c->rx_prod, m->prod, rx_size);
+	if (d > 0) {
+		if (c->peer_fin || cursor_diff(c->rx_cons, m->prod, rx_size) > rx_size)
+			goto out_proto;
+		c->rx_prod = m->prod;
+		if (conn_rx_avail(c) == rx_size)
+			st->ring_full_local++;
+	}
+	d = cursor_diff(c->tx_cons, m->cons, c->tx_size);
+	if (d > 0) {
+		if (cursor_diff(m->cons, c->tx_prod, c->tx_size) < 0)
+			goto out_proto;
+		c->tx_cons = m->cons;
+	}
+	if (m->prod_flags & CDC_PF_WRITE_BLOCKED)
+		c->peer_write_blocked = true;
+	if ((m->conn_flags & CDC_CF_DONE_WRITING) && !c->peer_fin)
+		c->peer_fin = true;
+	c->last_active_ms = uv_now(conn_proxy(c)->loop);
+
+	if (c->state == CONN_ACTIVE) {
+		conn_drain(c);
+		if (c->state == CONN_ACTIVE && c->in_pending && conn_tx_space(c))
+			conn_fill(c);
+	}
+	return;
+
+out_proto:
+	conn_reset(c, CONN_END_PROTOCOL, -EPROTO);
+}
+
+/* ------------------------------------------------------------------ */
+/* Messages to the peer. */
+
+void conn_build_msg(struct conn *c, unsigned work, uint8_t msg[LINK_MSG_LEN])
+{
+	struct lgr *lgr = c->lgr;
+
+	if (work == CONN_TX_OPEN) {
+		struct llc_msg m = { .type = LLC_FLOW_OPEN };
+		const struct sockaddr *sa = (const struct sockaddr *)&c->dest;
+
+		m.open.token = c->token;
+		m.open.rmb.offset = c->rmb->offset;
+		m.open.rmb.size = c->rmb->size;
+		m.open.port = addr_port(sa);
+		if (sa->sa_family == AF_INET) {
+			m.open.family = 4;
+			memcpy(m.open.addr, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
+		} else {
+			m.open.family = 6;
+			memcpy(m.open.addr, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16);
+		}
+		llc_encode(&m, msg);
+	} else if (work == CONN_TX_ACCEPT) {
+		struct llc_msg m = { .type = LLC_FLOW_ACCEPT };
+
+		m.accept.token = c->peer_token;
+		m.accept.peer_token = c->token;
+		m.accept.rmb.offset = c->rmb->offset;
+		m.accept.rmb.size = c->rmb->size;
+		llc_encode(&m, msg);
+	} else {
+		struct cdc_msg m = {
+			.seq = c->link->cdc_seq++,
+			.token = c->peer_token,
+			.prod = c->tx_prod,
+			.cons = c->rx_cons,
+		};
+
+		if (c->write_blocked)
+			m.prod_flags |= CDC_PF_WRITE_BLOCKED;
+		if (c->abort_pending) {
+			m.conn_flags |= CDC_CF_ABORT;
+			c->abort_pending = false;
+		} else if (c->closed_pending) {
+			m.conn_flags |= CDC_CF_CLOSED;
+			c->closed_pending = false;
+		} else if (c->app_eof) {
+			m.conn_flags |= CDC_CF_DONE_WRITING;
+			c->fin_sent = true;
+		}
+		c->tx_prod_sent = c->tx_prod;
+		c->rx_cons_sent = c->rx_cons;
+		c->tx_last_seq = c->link->tx_seq;
+		c->tx_unacked_valid = true;
+		lgr->proxy->stats.cdc_sent++;
+		cdc_encode(&m, msg);
+	}
+}
+
+/* From the link, after a message of c's was posted: the FIN may have
+ * ended the flow, or the last message of an ended one left. */
+void conn_tx_posted(struct conn *c)
+{
+	if (c->state == CONN_ACTIVE)
+		conn_maybe_done(c);
+	else if (c->state == CONN_CLOSED)
+		conn_maybe_release(c);
+}
+
+/*
+ * Announces what we wrote into the peer's ring, unless autocork holds it:
+ * the FIN and a write-blocked note are never held.
+ */
+static void conn_push(struct conn *c)
+{
+	const struct proxy *p = conn_proxy(c);
+	uint32_t held = (uint32_t)cursor_diff(c->tx_prod_sent, c->tx_prod, c->tx_size);
+	bool fin = c->app_eof && !c->fin_sent;
+
+	if (!held && !fin && !c->write_blocked)
+		return;
+	if (!fin && !c->write_blocked &&
+	    cork_should_hold(&p->cork, link_conn_unacked(c), held)) {
+		if (!c->corked)
+			conn_proxy(c)->stats.cork_events++;
+		link_cork(c);
+		return;
+	}
+	link_conn_work(c, CONN_TX_CDC);
+}
+
+void conn_tx_progress(struct conn *c)
+{
+	if (c->state == CONN_ACTIVE)
+		conn_push(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* The socket. */
+
+static void conn_account(struct conn *c, uint32_t n, bool from_socket)
+{
+	struct proxy_stats *st = &conn_proxy(c)->stats;
+	bool in = from_socket == conn_is_opener(c);
+
+	if (in)
+		st->bytes_in += n;
+	else
+		st->bytes_out += n;
+	if (from_socket) {
+		c->bytes_tx += n;
+		c->lgr->bytes_tx += n;
+		c->link->bytes_tx += n;
+	} else {
+		c->bytes_rx += n;
+		c->lgr->bytes_rx += n;
+		c->link->bytes_rx += n;
+	}
+}
+
+/* Socket -> the peer's ring, until the socket would block, the ring is
+ * full or FIN. */
+static void conn_fill(struct conn *c)
+{
+	struct iovec iov[2];
+	ssize_t n;
+
+	while (c->state == CONN_ACTIVE && !c->app_eof) {
+		uint32_t space = conn_tx_space(c);
+		uint32_t off = c->tx_prod.count;
+		uint32_t first = c->tx_size - off;
+		int cnt = 1;
+
+		if (!space) {
+			if (!c->write_blocked)
+				conn_proxy(c)->stats.ring_full_remote++;
+			c->in_pending = true;
+			c->write_blocked = true;
+			break;
+		}
+		if (first > space)
+			first = space;
+		iov[0] = (struct iovec){ c->tx_ring + off, first };
+		if (space > first) {
+			iov[1] = (struct iovec){ c->tx_ring, space - first };
+			cnt = 2;
+		}
+		n = readv(c->fd, iov, cnt);
+		if (n > 0) {
+			uint32_t len = (uint32_t)n;
+
+			if (len > first) {
+				c->lgr->ops->write(c, off, first);
+				c->lgr->ops->write(c, 0, len - first);
+			} else {
+				c->lgr->ops->write(c, off, len);
+			}
+			c->tx_prod = cursor_add(c->tx_prod, len, c->tx_size);
+			c->write_blocked = false;
+			conn_account(c, len, true);
+			c->last_active_ms = uv_now(conn_proxy(c)->loop);
+			continue;
+		}
+		if (n == 0) {
+			c->app_eof = true;
+			break;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN) {
+			c->in_pending = false;
+			break;
+		}
+		conn_reset(c, CONN_END_RESET, -errno);
+		return;
+	}
+	if (c->state == CONN_ACTIVE)
+		conn_push(c);
+}
+
+/* Our ring -> the socket, until it is empty or the socket would block;
+ * then the FIN, and the window update. */
+static void conn_drain(struct conn *c)
+{
+	uint32_t size = conn_rx_size(c);
+	struct iovec iov[2];
+	struct msghdr mh = { .msg_iov = iov };
+	uint32_t freed;
+	ssize_t n;
+
+	while (c->state == CONN_ACTIVE && !c->out_blocked) {
+		uint32_t avail = conn_rx_avail(c);
+		uint32_t off = c->rx_cons.count;
+		uint32_t first = size - off;
+
+		if (!avail)
+			break;
+		if (first > avail)
+			first = avail;
+		iov[0] = (struct iovec){ c->rx_ring + off, first };
+		mh.msg_iovlen = 1;
+		if (avail > first) {
+			iov[1] = (struct iovec){ c->rx_ring, avail - first };
+			mh.msg_iovlen = 2;
+		}
+		n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n > 0) {
+			c->rx_cons = cursor_add(c->rx_cons, (uint32_t)n, size);
+			conn_account(c, (uint32_t)n, false);
+			c->last_active_ms = uv_now(conn_proxy(c)->loop);
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			c->out_blocked = true;
+			break;
+		}
+		conn_reset(c, CONN_END_RESET, n < 0 ? -errno : -EPIPE);
+		return;
+	}
+	if (c->state != CONN_ACTIVE)
+		return;
+	if (c->peer_fin && !c->app_shut && !conn_rx_avail(c)) {
+		shutdown(c->fd, SHUT_WR);
+		c->app_shut = true;
+	}
+	/* Window update: SMC's rule of a tenth of the ring, or at once for a
+	 * peer that said it is blocked on us. */
+	freed = (uint32_t)cursor_diff(c->rx_cons_sent, c->rx_cons, size);
+	if (freed && !c->app_shut &&
+	    (freed >= size / 10 || c->peer_write_blocked)) {
+		c->peer_write_blocked = false;
+		if (!(c->tx_work & CONN_TX_CDC))
+			conn_proxy(c)->stats.window_updates++;
+		link_conn_work(c, CONN_TX_CDC);
+	}
+	conn_maybe_done(c);
+}
+
+static void conn_connected(struct conn *c)
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		err = errno;
+	if (err) {
+		conn_proxy(c)->stats.connect_failures++;
+		conn_reset(c, CONN_END_CONNECT_FAILED, -err);
+		return;
+	}
+	list_del(&c->wait_node);
+	c->state = CONN_ACTIVE;
+	conn_drain(c);
+	if (c->state == CONN_ACTIVE)
+		conn_fill(c);
+}
+
+static void conn_on_event(struct epset_entry *e, uint32_t events)
+{
+	struct conn *c = conn_of_ev(e);
+
+	if (c->state == CONN_CONNECTING) {
+		if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
+			conn_connected(c);
+		return;
+	}
+	if (c->state != CONN_ACTIVE)
+		return;
+	if (events & EPOLLERR) {
+		int err = 0;
+		socklen_t len = sizeof(err);
+
+		getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+		conn_reset(c, CONN_END_RESET, -(err ? err : ECONNRESET));
+		return;
+	}
+	if (events & EPOLLOUT) {
+		c->out_blocked = false;
+		conn_drain(c);
+	}
+	if (c->state == CONN_ACTIVE && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP))) {
+		c->in_pending = true;
+		conn_fill(c);
+	}
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * An SMC-mode flow's data path (conn-t.h). The socket's bytes go straight
+ * into the peer's ring (one copy, the socket read); bytes the peer wrote
+ * into our ring go straight to the socket (one copy, the socket write).
+ */
+#ifndef SMCPROXY_CONN_H
+#define SMCPROXY_CONN_H
+
+#include <sys/socket.h>
+
+#include "conn-t.h"
+#include "llc-t.h"
+
+struct relay_params;
+
+/*
+ * Opener: puts the application socket fd on a link of lgr and posts
+ * FLOW_OPEN for dest. The socket is not read until the peer accepts.
+ * Returns 0, or -EMFILE-like errors with nothing changed (fd untouched):
+ * -ENOSPC when the link group is full, -ENOMEM when no ring is left.
+ */
+int conn_open(struct conn *c, struct lgr *lgr, int fd, const struct sockaddr *dest,
+	      const struct conn_ops *ops);
+/*
+ * Acceptor: for the peer's FLOW_OPEN m on lnk, connects a new socket to
+ * dest (SO_MARK'd as in rp) and posts FLOW_ACCEPT at once; bytes the peer
+ * sends meanwhile wait in our ring. -errno with nothing changed (the
+ * caller declines the flow).
+ */
+int conn_accept(struct conn *c, struct link *lnk, const struct llc_flow_open *m,
+		const struct sockaddr *dest, const struct relay_params *rp,
+		const struct conn_ops *ops);
+/* Resets the flow: RST to the socket, ABORT to the peer. */
+void conn_abort(struct conn *c);
+/* The link group failed: RST to the socket; ends with CONN_END_LINK_DOWN. */
+void conn_link_down(struct conn *c);
+/* Closes nothing and hands back the socket of a declined OPENING conn. */
+int conn_take_fd(struct conn *c);
+
+/* From the link's receive path. */
+void conn_on_accept(struct conn *c, const struct llc_flow_accept *m);
+void conn_on_decline(struct conn *c, unsigned reason);
+void conn_on_cdc(struct conn *c, const struct cdc_msg *m);
+/* From the link's send path: builds the message for one CONN_TX_* bit. */
+void conn_build_msg(struct conn *c, unsigned work, uint8_t msg[LINK_MSG_LEN]);
+/* One of c's messages was posted. */
+void conn_tx_posted(struct conn *c);
+/* Sends completed on c's link: push what autocork holds. */
+void conn_tx_progress(struct conn *c);
+/* Deadline passed (OPENING or CONNECTING). */
+void conn_on_deadline(struct conn *c);
+
+const char *conn_state_name(const struct conn *c);
+
+#endif

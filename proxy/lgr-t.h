@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Types of a link group: everything shared with one peer daemon in one
+ * role (SMC's struct smc_link_group). Types only.
+ */
+#ifndef SMCPROXY_LGR_T_H
+#define SMCPROXY_LGR_T_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "clc-t.h"
+#include "defer-t.h"
+#include "epset-t.h"
+#include "link-t.h"
+#include "list.h"
+#include "rmb-t.h"
+#include "stats-t.h"
+#include "transport-t.h"
+
+#define LGR_LINKS_MAX		16
+#define LGR_CONNS_MAX		65535	/* token index is 16 bits; 0 unused */
+
+/* SMC_CLNT / SMC_SERV: who proposed. Flows are opened by the proposer. */
+enum lgr_role {
+	LGR_ROLE_CLIENT,
+	LGR_ROLE_SERVER,
+};
+
+enum lgr_state {
+	LGR_HANDSHAKE,		/* the control-port exchange runs */
+	LGR_RENDEZVOUS,		/* the transport connects its links */
+	LGR_ACTIVE,
+	LGR_NEGATIVE,		/* client: declined or silent; retry after neg_until_ms */
+	LGR_DOWN,		/* failed or closing; freed when its flows are gone */
+};
+
+/* Where the handshake of a link group is. */
+enum lgr_hs_step {
+	HS_CONNECTING,		/* client: TCP connect to the control port */
+	HS_WAIT_ACCEPT,		/* client: proposal sent */
+	HS_WAIT_READY,		/* client: confirm sent */
+	HS_WAIT_PROPOSAL,	/* server */
+	HS_WAIT_CONFIRM,	/* server: accept sent */
+	HS_DONE,
+};
+
+struct lgr_hs {
+	int fd;				/* control connection, -1 when none */
+	struct epset_entry ev;
+	enum lgr_hs_step step;
+	uint16_t have;			/* bytes in buf */
+	uint8_t buf[CLC_MSG_MAX];
+	struct clc_proposal prop;	/* ours (client) or the peer's (server) */
+	struct clc_accept acc;		/* the peer's (client) or ours (server) */
+};
+
+struct proxy;
+
+struct lgr {
+	struct list_head node;		/* proxy->lgrs */
+	struct proxy *proxy;
+	enum lgr_role role;
+	enum lgr_state state;
+	/* The peer daemon: its control address (client), or the address its
+	 * proposal came from (server). */
+	struct sockaddr_storage peer;
+	uint8_t id[CLC_LGR_ID_LEN];
+	uint8_t peer_host_id[CLC_HOST_ID_LEN];
+	const struct smc_transport_ops *ops;
+	void *tp;			/* the transport's */
+	struct lgr_hs hs;
+	uint64_t deadline_ms;		/* handshake or rendezvous */
+	uint64_t created_ms;
+
+	/* Negative cache (client): why the last attempt failed. */
+	enum fallback_reason neg_reason;
+	uint64_t neg_until_ms;
+
+	struct list_head waiting;	/* client: flows waiting for the handshake */
+	struct link links[LGR_LINKS_MAX];
+	unsigned n_links;
+	unsigned max_flows_per_link;
+	uint32_t ring_size;		/* our rings; the peer's come with each flow */
+
+	/* Local memory: the region the peer writes into. */
+	uint8_t *region;
+	uint32_t region_size;
+	struct rmb_pool rmbs;
+
+	/* Conns by token index; gen[i] is the generation of index i. */
+	struct conn **conns;
+	uint16_t *gen;
+	unsigned conns_cap;		/* indices 1..conns_cap-1 */
+	unsigned n_conns;
+	unsigned next_index;
+	struct list_head conn_list;
+	struct list_head connecting;	/* conns with a deadline */
+
+	uint64_t flows_total;
+	uint64_t bytes_tx, bytes_rx;
+	int fail_err;			/* why it went down */
+	struct proxy_defer defer;
+};
+
+#endif

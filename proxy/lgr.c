@@ -1,0 +1,463 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Link groups: the per-peer state that flows share, after the kernel's
+ * smc_core.c. A flow to a peer costs one LLC exchange on an existing group;
+ * only the first flow to a peer (or the first after a failure) waits for
+ * the handshake, and a peer that declined or did not answer is not asked
+ * again for fallback.negative_ttl.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "addr.h"
+#include "conn.h"
+#include "flow.h"
+#include "lgr.h"
+#include "link.h"
+#include "proxy.h"
+#include "rmb.h"
+
+/* Negative entries and groups a worker keeps at most: a prefix of many
+ * hosts must not grow this without bound. */
+#define LGR_MAX 1024
+
+const char *lgr_state_name(enum lgr_state s)
+{
+	switch (s) {
+	case LGR_HANDSHAKE:	return "handshake";
+	case LGR_RENDEZVOUS:	return "rendezvous";
+	case LGR_ACTIVE:	return "active";
+	case LGR_NEGATIVE:	return "negative";
+	case LGR_DOWN:		return "down";
+	}
+	return "unknown";
+}
+
+const char *lgr_role_name(enum lgr_role r)
+{
+	return r == LGR_ROLE_CLIENT ? "client" : "server";
+}
+
+struct lgr *lgr__new(struct proxy *p, enum lgr_role role, const struct sockaddr *peer)
+{
+	struct lgr *lgr;
+
+	if (p->n_lgrs >= LGR_MAX)
+		return NULL;
+	lgr = calloc(1, sizeof(*lgr));
+	if (!lgr)
+		return NULL;
+	lgr->proxy = p;
+	lgr->role = role;
+	lgr->state = LGR_HANDSHAKE;
+	memcpy(&lgr->peer, peer, addr_len(peer));
+	lgr->hs.fd = -1;
+	lgr->created_ms = uv_now(p->loop);
+	list_init(&lgr->waiting);
+	list_init(&lgr->conn_list);
+	list_init(&lgr->connecting);
+	if (getrandom(lgr->id, sizeof(lgr->id), 0) != sizeof(lgr->id)) {
+		free(lgr);
+		return NULL;
+	}
+	list_add_tail(&lgr->node, &p->lgrs);
+	p->n_lgrs++;
+	proxy__lgr_timer(p);
+	return lgr;
+}
+
+/* Releases everything but the struct: fds, memory, conn tables. */
+static void lgr_release(struct lgr *lgr)
+{
+	lgr__hs_close(lgr);
+	if (lgr->ops) {
+		lgr->ops->lgr_close(lgr);
+		lgr->ops = NULL;
+	}
+	if (lgr->conns) {
+		rmb_pool_close(&lgr->rmbs);
+		free(lgr->conns);
+		free(lgr->gen);
+		lgr->conns = NULL;
+		lgr->gen = NULL;
+	}
+	lgr->region = NULL;
+}
+
+void lgr__free(struct lgr *lgr)
+{
+	if (!lgr)
+		return;
+	lgr_release(lgr);
+	free(lgr);
+}
+
+static void lgr_reap(struct proxy_defer *d)
+{
+	lgr__free((struct lgr *)((char *)d - offsetof(struct lgr, defer)));
+}
+
+int lgr__setup_links(struct lgr *lgr, unsigned links, unsigned max_flows_per_link)
+{
+	unsigned i, cap;
+
+	if (!links || links > LGR_LINKS_MAX || !max_flows_per_link)
+		return -EINVAL;
+	cap = links * max_flows_per_link;
+	if (cap > LGR_CONNS_MAX)
+		cap = LGR_CONNS_MAX;
+	lgr->conns = calloc(cap + 1, sizeof(*lgr->conns));
+	lgr->gen = calloc(cap + 1, sizeof(*lgr->gen));
+	if (!lgr->conns || !lgr->gen) {
+		free(lgr->conns);
+		free(lgr->gen);
+		lgr->conns = NULL;
+		lgr->gen = NULL;
+		return -ENOMEM;
+	}
+	lgr->conns_cap = cap + 1;
+	lgr->next_index = 1;
+	lgr->n_links = links;
+	lgr->max_flows_per_link = max_flows_per_link;
+	for (i = 0; i < links; i++)
+		link_init(&lgr->links[i], lgr, i);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Conn tokens: index in the low 16 bits, generation in the high 16. */
+
+static int lgr_token_alloc(struct lgr *lgr, struct conn *c)
+{
+	unsigned i, idx;
+
+	for (i = 1; i < lgr->conns_cap; i++) {
+		idx = lgr->next_index;
+		lgr->next_index = idx + 1 < lgr->conns_cap ? idx + 1 : 1;
+		if (!lgr->conns[idx]) {
+			lgr->gen[idx]++;
+			lgr->conns[idx] = c;
+			c->token = idx | (uint32_t)lgr->gen[idx] << 16;
+			lgr->n_conns++;
+			list_add_tail(&c->lgr_node, &lgr->conn_list);
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+int lgr_conn_add_on(struct lgr *lgr, struct conn *c, struct link *lnk)
+{
+	int err;
+
+	if (lgr->state != LGR_ACTIVE || lnk->state != LINK_ACTIVE)
+		return -ENOLINK;
+	if (lnk->n_conns >= lgr->max_flows_per_link)
+		return -ENOSPC;
+	err = lgr_token_alloc(lgr, c);
+	if (err)
+		return err;
+	c->link = lnk;
+	lnk->n_conns++;
+	lgr->flows_total++;
+	return 0;
+}
+
+int lgr_conn_add(struct lgr *lgr, struct conn *c)
+{
+	struct link *best = NULL;
+	unsigned i;
+
+	for (i = 0; i < lgr->n_links; i++) {
+		struct link *lnk = &lgr->links[i];
+
+		if (lnk->state != LINK_ACTIVE || lnk->n_conns >= lgr->max_flows_per_link)
+			continue;
+		if (!best || lnk->n_conns < best->n_conns)
+			best = lnk;
+	}
+	if (!best)
+		return -ENOSPC;
+	return lgr_conn_add_on(lgr, c, best);
+}
+
+void lgr_conn_del(struct lgr *lgr, struct conn *c)
+{
+	unsigned idx = c->token & 0xffff;
+
+	if (!c->token)
+		return;
+	if (idx < lgr->conns_cap && lgr->conns[idx] == c)
+		lgr->conns[idx] = NULL;
+	c->token = 0;
+	c->link->n_conns--;
+	lgr->n_conns--;
+	list_del(&c->lgr_node);
+}
+
+struct conn *lgr_conn_find(struct lgr *lgr, uint32_t token)
+{
+	unsigned idx = token & 0xffff;
+	struct conn *c;
+
+	if (!lgr->conns || idx == 0 || idx >= lgr->conns_cap)
+		return NULL;
+	c = lgr->conns[idx];
+	return c && c->token == token ? c : NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Client side. */
+
+static struct lgr *lgr_find_client(struct proxy *p, const struct sockaddr *peer)
+{
+	struct list_head *pos;
+
+	list_for_each(pos, &p->lgrs) {
+		struct lgr *lgr = list_entry(pos, struct lgr, node);
+
+		if (lgr->role == LGR_ROLE_CLIENT && lgr->state != LGR_DOWN &&
+		    addr_equal((struct sockaddr *)&lgr->peer, peer))
+			return lgr;
+	}
+	return NULL;
+}
+
+struct lgr *lgr_for_dest(struct proxy *p, const struct sockaddr *dest,
+			 size_t pfx_idx, enum fallback_reason *reason)
+{
+	uint16_t port = p->cfg->peers[pfx_idx].control_port;
+	uint64_t now = uv_now(p->loop);
+	struct sockaddr_storage peer;
+	struct lgr *lgr;
+
+	memcpy(&peer, dest, addr_len(dest));
+	if (peer.ss_family == AF_INET)
+		((struct sockaddr_in *)&peer)->sin_port = htons(port);
+	else
+		((struct sockaddr_in6 *)&peer)->sin6_port = htons(port);
+
+	lgr = lgr_find_client(p, (struct sockaddr *)&peer);
+	if (lgr && lgr->state == LGR_NEGATIVE) {
+		if (now < lgr->neg_until_ms) {
+			p->stats.negative_cache_hits++;
+			*reason = lgr->neg_reason;
+			return NULL;
+		}
+		list_del(&lgr->node);
+		p->n_lgrs--;
+		lgr__free(lgr);
+		lgr = NULL;
+	}
+	if (lgr)
+		return lgr;
+	if (!p->lgr_transports) {
+		*reason = FB_NO_LINK;	/* nothing to offer (rdma without a device) */
+		return NULL;
+	}
+	lgr = lgr__new(p, LGR_ROLE_CLIENT, (struct sockaddr *)&peer);
+	if (!lgr) {
+		*reason = FB_DECL_NO_MEMORY;
+		return NULL;
+	}
+	lgr->deadline_ms = now + p->cfg->fallback.connect_timeout_ms;
+	lgr__hs_start_client(lgr, port);
+	if (lgr->state == LGR_NEGATIVE) {	/* failed at once */
+		*reason = lgr->neg_reason;
+		return NULL;
+	}
+	return lgr;
+}
+
+/* Parked flows go on: over the group, or over TCP with reason. */
+static void lgr_release_waiting(struct lgr *lgr, enum fallback_reason reason)
+{
+	while (!list_empty(&lgr->waiting)) {
+		struct flow *f = list_entry(lgr->waiting.next, struct flow, wait_node);
+
+		list_del(&f->wait_node);
+		f->lgr = NULL;
+		flow_lgr_ready(f, reason == FB_NONE ? lgr : NULL, reason);
+	}
+}
+
+void lgr__established(struct lgr *lgr)
+{
+	struct proxy *p = lgr->proxy;
+
+	lgr->state = LGR_ACTIVE;
+	lgr__hs_close(lgr);
+	if (lgr->role == LGR_ROLE_CLIENT)
+		p->stats.lgr_handshakes++;
+	else
+		p->stats.lgr_accepted++;
+	lgr_release_waiting(lgr, FB_NONE);
+}
+
+void lgr__handshake_failed(struct lgr *lgr, enum fallback_reason reason)
+{
+	struct proxy *p = lgr->proxy;
+
+	lgr_release(lgr);
+	if (lgr->role == LGR_ROLE_SERVER) {
+		lgr->state = LGR_DOWN;
+		list_del(&lgr->node);
+		p->n_lgrs--;
+		proxy__defer(p, &lgr->defer, lgr_reap);
+		return;
+	}
+	/* With negative_ttl 0 every flow asks again: no entry is kept. */
+	lgr->state = LGR_NEGATIVE;
+	lgr->neg_reason = reason;
+	lgr->neg_until_ms = uv_now(p->loop) + p->cfg->fallback.negative_ttl_ms;
+	lgr_release_waiting(lgr, reason);
+}
+
+/* ------------------------------------------------------------------ */
+/* Server side: a flow the peer opens. */
+
+/* The peer may only reach addresses of this host, never loopback (which
+ * would make us a relay into services bound to localhost) and never one
+ * of our own listeners. */
+static unsigned lgr_check_dest(struct proxy *p, const struct sockaddr *dest)
+{
+	if (addr_is_loopback(dest) || addr_is_any(dest))
+		return CLC_DECL_POLICY;
+	if (proxy_check_loop(p, dest))
+		return CLC_DECL_POLICY;
+	if (!proxy__addr_is_local(p, dest))
+		return CLC_DECL_POLICY;
+	return CLC_DECL_NONE;
+}
+
+void lgr_on_flow_open(struct link *lnk, const struct llc_flow_open *m)
+{
+	struct lgr *lgr = lnk->lgr;
+	struct proxy *p = lgr->proxy;
+	struct sockaddr_storage dest = { 0 };
+	unsigned reason;
+	int err;
+
+	if (m->family == 4) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&dest;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(m->port);
+		memcpy(&sin->sin_addr, m->addr, 4);
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&dest;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(m->port);
+		memcpy(&sin6->sin6_addr, m->addr, 16);
+	}
+	reason = lgr_check_dest(p, (struct sockaddr *)&dest);
+	if (reason) {
+		p->stats.dest_refused++;
+		link_post_decline(lnk, m->token, reason);
+		return;
+	}
+	err = flow_accept_peer(p, lnk, m, (struct sockaddr *)&dest);
+	if (err) {
+		reason = err == -ENOSPC ? CLC_DECL_MAX_FLOWS :
+			 err == -ENOMEM ? CLC_DECL_NO_MEMORY : CLC_DECL_INTERNAL;
+		link_post_decline(lnk, m->token, reason);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Failure and housekeeping. */
+
+void lgr_fail(struct lgr *lgr, int err)
+{
+	struct proxy *p = lgr->proxy;
+	unsigned i;
+
+	if (lgr->state == LGR_DOWN || lgr->state == LGR_NEGATIVE)
+		return;
+	if (lgr->state == LGR_HANDSHAKE || lgr->state == LGR_RENDEZVOUS) {
+		lgr__handshake_failed(lgr, err == -ETIMEDOUT ? FB_DECL_TIMEOUT : FB_DECL_INTERNAL);
+		return;
+	}
+	lgr->state = LGR_DOWN;
+	lgr->fail_err = err;
+	p->stats.lgr_failures++;
+	for (i = 0; i < lgr->n_links; i++) {
+		lgr->links[i].state = LINK_DOWN;
+		list_del(&lgr->links[i].kick_node);
+	}
+	while (!list_empty(&lgr->conn_list)) {
+		struct conn *c = list_entry(lgr->conn_list.next, struct conn, lgr_node);
+
+		if (c->state != CONN_CLOSED && c->state != CONN_OPENING)
+			p->stats.flows_reset_link++;
+		conn_link_down(c);
+		if (lgr->conn_list.next == &c->lgr_node)	/* not released: cannot be */
+			list_del(&c->lgr_node);
+	}
+	lgr_release(lgr);
+	list_del(&lgr->node);
+	p->n_lgrs--;
+	proxy__defer(p, &lgr->defer, lgr_reap);
+}
+
+void lgr_sweep(struct proxy *p, uint64_t now)
+{
+	struct list_head *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &p->lgrs) {
+		struct lgr *lgr = list_entry(pos, struct lgr, node);
+
+		switch (lgr->state) {
+		case LGR_HANDSHAKE:
+		case LGR_RENDEZVOUS:
+			if (now >= lgr->deadline_ms)
+				lgr__handshake_failed(lgr, FB_DECL_TIMEOUT);
+			break;
+		case LGR_NEGATIVE:
+			if (now >= lgr->neg_until_ms && list_empty(&lgr->waiting)) {
+				list_del(&lgr->node);
+				p->n_lgrs--;
+				lgr__free(lgr);
+			}
+			break;
+		case LGR_ACTIVE:
+			while (!list_empty(&lgr->connecting)) {
+				struct conn *c = list_entry(lgr->connecting.next, struct conn,
+							    wait_node);
+
+				/* Deadlines are set in arrival order. */
+				if (now < c->deadline_ms)
+					break;
+				list_del(&c->wait_node);
+				conn_on_deadline(c);
+				if (lgr->state != LGR_ACTIVE)
+					break;
+			}
+			break;
+		case LGR_DOWN:
+			break;
+		}
+	}
+}
+
+void lgr_close_all(struct proxy *p)
+{
+	while (!list_empty(&p->lgrs)) {
+		struct lgr *lgr = list_entry(p->lgrs.next, struct lgr, node);
+
+		if (lgr->state == LGR_ACTIVE) {
+			lgr_fail(lgr, -ESHUTDOWN);
+			continue;
+		}
+		lgr_release(lgr);
+		lgr_release_waiting(lgr, FB_NO_LINK);
+		list_del(&lgr->node);
+		p->n_lgrs--;
+		proxy__defer(p, &lgr->defer, lgr_reap);
+	}
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Link groups (lgr-t.h): one per peer daemon and role, found by the peer's
+ * address. The client side proposes (smcproxy-protocol(7)) when the first
+ * flow for a peer arrives, parks flows until the group is up, and keeps a
+ * negative-cache entry when the peer declined or did not answer. The
+ * server side takes proposals on the control port.
+ */
+#ifndef SMCPROXY_LGR_H
+#define SMCPROXY_LGR_H
+
+#include <sys/socket.h>
+
+#include "lgr-t.h"
+#include "llc-t.h"
+
+struct proxy;
+struct conn;
+struct flow;
+
+/*
+ * The link group for flows to dest (an address in the peer prefix pfx_idx
+ * of the config): an ACTIVE one, one still in its handshake (the caller
+ * parks the flow on lgr->waiting), or a NEGATIVE entry that has not
+ * expired. Starts a handshake when there is none. NULL with *reason set
+ * when the flow must use TCP right away.
+ */
+struct lgr *lgr_for_dest(struct proxy *p, const struct sockaddr *dest,
+			 size_t pfx_idx, enum fallback_reason *reason);
+
+/* Puts c on the least loaded link that has room: 0, or -ENOSPC. */
+int lgr_conn_add(struct lgr *lgr, struct conn *c);
+/* The acceptor: puts c on the link the opener chose. */
+int lgr_conn_add_on(struct lgr *lgr, struct conn *c, struct link *lnk);
+void lgr_conn_del(struct lgr *lgr, struct conn *c);
+/* The conn of a token; NULL for a stale or foreign one. */
+struct conn *lgr_conn_find(struct lgr *lgr, uint32_t token);
+
+/* A FLOW_OPEN from the peer (server role). */
+void lgr_on_flow_open(struct link *lnk, const struct llc_flow_open *m);
+/*
+ * The link group is lost: its flows are reset (those still opening go on
+ * over TCP), its memory released. A client group becomes a negative entry
+ * only if it never came up; after a failure the next flow proposes again.
+ */
+void lgr_fail(struct lgr *lgr, int err);
+
+/* Deadlines (handshakes, opening and connecting flows, expired negative
+ * entries); called from the proxy's housekeeping timer. */
+void lgr_sweep(struct proxy *p, uint64_t now);
+/* Every link group down, for shutdown. */
+void lgr_close_all(struct proxy *p);
+
+/* The control port: listens on cfg->control. */
+int lgr_listen(struct proxy *p, char *errbuf, size_t errlen);
+void lgr_unlisten(struct proxy *p);
+
+const char *lgr_state_name(enum lgr_state s);
+const char *lgr_role_name(enum lgr_role r);
+
+/* Private to proxy/: the handshake (lgr_clc.c) and the transports. */
+struct lgr *lgr__new(struct proxy *p, enum lgr_role role, const struct sockaddr *peer);
+void lgr__free(struct lgr *lgr);
+/* The handshake or rendezvous finished: 0 brings the group up, else the
+ * group fails with reason (client: the parked flows go to TCP). */
+void lgr__established(struct lgr *lgr);
+void lgr__handshake_failed(struct lgr *lgr, enum fallback_reason reason);
+/* Sizes the link group's local state for links and flows, after the
+ * handshake agreed on them. */
+int lgr__setup_links(struct lgr *lgr, unsigned links, unsigned max_flows_per_link);
+void lgr__hs_start_client(struct lgr *lgr, uint16_t control_port);
+void lgr__hs_close(struct lgr *lgr);
+
+#endif

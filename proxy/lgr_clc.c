@@ -1,0 +1,529 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The peer handshake on the control port (smcproxy-protocol(7)), both
+ * sides: proposal, accept or decline, confirm both ways, then the
+ * transport's rendezvous. One TCP connection per link group, closed once
+ * the group is up: flows are opened on the links afterwards.
+ *
+ * The control port faces the network. A proposal is taken only from a
+ * configured peer prefix, and with auth.psk_file only from a peer that
+ * proves the secret (HMAC over both nonces); a peer that fails either is
+ * declined with "policy" and counted, and learns nothing else.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "addr.h"
+#include "clc.h"
+#include "epset.h"
+#include "lgr.h"
+#include "proxy.h"
+#include "shm.h"
+
+#define HS_EVENTS	(EPOLLIN | EPOLLOUT | EPOLLRDHUP)
+
+#define lgr_of_hs(e)	((struct lgr *)((char *)(e) - offsetof(struct lgr, hs.ev)))
+
+static void hs_on_event(struct epset_entry *e, uint32_t events);
+
+void lgr__hs_close(struct lgr *lgr)
+{
+	if (lgr->hs.fd >= 0) {
+		close(lgr->hs.fd);
+		lgr->hs.fd = -1;
+	}
+	lgr->hs.step = HS_DONE;
+}
+
+static enum fallback_reason fb_of_decline(unsigned reason)
+{
+	if (reason >= CLC_DECL_NO_DEVICE && reason <= CLC_DECL_INTERNAL)
+		return FB_DECL_NO_DEVICE + (reason - CLC_DECL_NO_DEVICE);
+	return FB_DECL_INTERNAL;
+}
+
+/* A message of ours; the socket is fresh and the message small, so a
+ * short send means the peer is not reading at all. */
+static int hs_send(struct lgr *lgr, const struct clc_msg *m)
+{
+	uint8_t buf[CLC_MSG_MAX];
+	int len = clc_encode(m, buf, sizeof(buf));
+	ssize_t n;
+
+	if (len < 0)
+		return len;
+	n = send(lgr->hs.fd, buf, (size_t)len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (n < 0)
+		return -errno;
+	return n == len ? 0 : -EMSGSIZE;
+}
+
+static void hs_send_decline(struct lgr *lgr, unsigned reason)
+{
+	struct clc_msg m = { .hdr.type = CLC_DECLINE, .decline.reason = (uint8_t)reason };
+
+	lgr->proxy->stats.declines_sent[reason]++;
+	hs_send(lgr, &m);
+}
+
+/* Client: the handshake ended without a link group. */
+static void hs_fail(struct lgr *lgr, enum fallback_reason reason)
+{
+	lgr__hs_close(lgr);
+	lgr__handshake_failed(lgr, reason);
+}
+
+/* Decline and fail: we are the side that refuses. */
+static void hs_decline(struct lgr *lgr, unsigned reason)
+{
+	hs_send_decline(lgr, reason);
+	hs_fail(lgr, fb_of_decline(reason));
+}
+
+static void hs_set_addr(struct sockaddr_storage *ss, uint16_t port)
+{
+	if (ss->ss_family == AF_INET)
+		((struct sockaddr_in *)ss)->sin_port = htons(port);
+	else
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+}
+
+void lgr__hs_start_client(struct lgr *lgr, uint16_t control_port)
+{
+	struct proxy *p = lgr->proxy;
+	struct sockaddr_storage peer = lgr->peer;
+	int one = 1, fd;
+
+	hs_set_addr(&peer, control_port);
+	fd = socket(peer.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		goto out_fail;
+	/* Our mark keeps the redirect rule off our own control traffic. */
+	if (p->relay_params.mark)
+		setsockopt(fd, SOL_SOCKET, SO_MARK, &p->relay_params.mark,
+			   sizeof(p->relay_params.mark));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	lgr->hs.fd = fd;
+	lgr->hs.ev.cb = hs_on_event;
+	lgr->hs.step = HS_CONNECTING;
+	if (connect(fd, (struct sockaddr *)&peer, addr_len((struct sockaddr *)&peer)) < 0 &&
+	    errno != EINPROGRESS) {
+		hs_fail(lgr, FB_PEER_UNREACHABLE);
+		return;
+	}
+	if (epset_add(&p->epset, fd, HS_EVENTS, &lgr->hs.ev) < 0)
+		goto out_fail;
+	return;
+
+out_fail:
+	hs_fail(lgr, FB_DECL_INTERNAL);
+}
+
+static void hs_client_propose(struct lgr *lgr)
+{
+	struct proxy *p = lgr->proxy;
+	struct clc_msg m = { .hdr.type = CLC_PROPOSAL };
+	struct clc_proposal *pr = &m.proposal;
+
+	pr->features = p->psk_len ? CLC_FEAT_PSK : 0;
+	pr->transports = p->lgr_transports;
+	memcpy(pr->host_id, p->host_id, CLC_HOST_ID_LEN);
+	if (getrandom(pr->nonce, sizeof(pr->nonce), 0) != sizeof(pr->nonce)) {
+		hs_fail(lgr, FB_DECL_INTERNAL);
+		return;
+	}
+	pr->ring_size = (uint32_t)p->cfg->buffers.ring;
+	pr->links = (uint16_t)p->cfg->links.per_peer;
+	pr->max_flows_per_link = (uint16_t)p->cfg->links.max_flows_per_link;
+	lgr->hs.prop = *pr;
+	if (hs_send(lgr, &m)) {
+		hs_fail(lgr, FB_PEER_UNREACHABLE);
+		return;
+	}
+	lgr->hs.step = HS_WAIT_ACCEPT;
+}
+
+static void hs_client_on_accept(struct lgr *lgr, const struct clc_accept *a)
+{
+	struct proxy *p = lgr->proxy;
+	const struct clc_proposal *pr = &lgr->hs.prop;
+	struct clc_msg m = { .hdr.type = CLC_CONFIRM };
+	uint8_t mac[CLC_MAC_LEN];
+
+	/* An answer outside what we offered is the peer's bug: decline it
+	 * as internal rather than guess. */
+	if (!(a->transport & pr->transports) || a->links > pr->links || !a->links ||
+	    a->max_flows_per_link > pr->max_flows_per_link) {
+		p->stats.bad_messages++;
+		hs_decline(lgr, CLC_DECL_INTERNAL);
+		return;
+	}
+	if (!!p->psk_len != !!(a->features & CLC_FEAT_PSK)) {
+		p->stats.auth_failures++;
+		hs_decline(lgr, CLC_DECL_POLICY);
+		return;
+	}
+	if (p->psk_len) {
+		if (clc_mac_accept(p->psk, p->psk_len, pr, a, mac) ||
+		    !clc_mac_equal(mac, a->mac)) {
+			p->stats.auth_failures++;
+			hs_decline(lgr, CLC_DECL_POLICY);
+			return;
+		}
+		if (clc_mac_confirm(p->psk, p->psk_len, pr, a, m.confirm.mac)) {
+			hs_decline(lgr, CLC_DECL_INTERNAL);
+			return;
+		}
+	}
+	lgr->hs.acc = *a;
+	memcpy(lgr->id, a->lgr_id, CLC_LGR_ID_LEN);
+	memcpy(lgr->peer_host_id, a->host_id, CLC_HOST_ID_LEN);
+	lgr->ring_size = pr->ring_size;
+	if (lgr__setup_links(lgr, a->links, a->max_flows_per_link)) {
+		hs_decline(lgr, CLC_DECL_NO_MEMORY);
+		return;
+	}
+	if (hs_send(lgr, &m)) {
+		hs_fail(lgr, FB_PEER_UNREACHABLE);
+		return;
+	}
+	lgr->hs.step = HS_WAIT_READY;
+}
+
+/* The peer is ready: connect the transport. */
+static void hs_client_on_ready(struct lgr *lgr)
+{
+	int err;
+
+	lgr__hs_close(lgr);
+	lgr->state = LGR_RENDEZVOUS;
+	if (lgr->hs.acc.transport == CLC_TR_SHM)
+		err = shm_lgr_connect(lgr, lgr->hs.acc.shm_name);
+	else
+		err = -EPROTONOSUPPORT;
+	if (err)
+		lgr__handshake_failed(lgr, err == -ENOMEM ? FB_DECL_NO_MEMORY : FB_DECL_INTERNAL);
+}
+
+/* Server: which transport to accept, or why none. */
+static unsigned hs_server_pick(struct lgr *lgr, const struct clc_proposal *pr,
+			       uint8_t *transport)
+{
+	struct proxy *p = lgr->proxy;
+
+	if ((pr->transports & CLC_TR_SHM) && (p->lgr_transports & CLC_TR_SHM) &&
+	    memcmp(pr->host_id, p->host_id, CLC_HOST_ID_LEN) == 0) {
+		*transport = CLC_TR_SHM;
+		return CLC_DECL_NONE;
+	}
+	return CLC_DECL_NO_DEVICE;
+}
+
+static void hs_server_on_proposal(struct lgr *lgr, const struct clc_proposal *pr)
+{
+	struct proxy *p = lgr->proxy;
+	struct clc_msg m = { .hdr.type = CLC_ACCEPT };
+	struct clc_accept *a = &m.accept;
+	unsigned reason, links, flows;
+	int err;
+
+	if (!!p->psk_len != !!(pr->features & CLC_FEAT_PSK)) {
+		p->stats.auth_failures++;
+		hs_decline(lgr, CLC_DECL_POLICY);
+		return;
+	}
+	reason = hs_server_pick(lgr, pr, &a->transport);
+	if (reason) {
+		hs_decline(lgr, reason);
+		return;
+	}
+	links = pr->links < p->cfg->links.per_peer ? pr->links : p->cfg->links.per_peer;
+	flows = pr->max_flows_per_link < p->cfg->links.max_flows_per_link ?
+		pr->max_flows_per_link : p->cfg->links.max_flows_per_link;
+	lgr->hs.prop = *pr;
+	lgr->ring_size = (uint32_t)p->cfg->buffers.ring;
+	memcpy(lgr->peer_host_id, pr->host_id, CLC_HOST_ID_LEN);
+	if (lgr__setup_links(lgr, links, flows)) {
+		hs_decline(lgr, CLC_DECL_NO_MEMORY);
+		return;
+	}
+	err = shm_lgr_prepare(lgr);
+	if (err) {
+		hs_decline(lgr, err == -ENOMEM || err == -ENOSPC ? CLC_DECL_NO_MEMORY :
+			   CLC_DECL_INTERNAL);
+		return;
+	}
+	a->features = p->psk_len ? CLC_FEAT_PSK : 0;
+	memcpy(a->host_id, p->host_id, CLC_HOST_ID_LEN);
+	if (getrandom(a->nonce, sizeof(a->nonce), 0) != sizeof(a->nonce)) {
+		hs_decline(lgr, CLC_DECL_INTERNAL);
+		return;
+	}
+	a->ring_size = lgr->ring_size;
+	a->links = (uint16_t)links;
+	a->max_flows_per_link = (uint16_t)flows;
+	memcpy(a->lgr_id, lgr->id, CLC_LGR_ID_LEN);
+	a->shm_name_len = (uint8_t)strlen(p->shm_name);
+	memcpy(a->shm_name, p->shm_name, a->shm_name_len + 1);
+	if (p->psk_len && clc_mac_accept(p->psk, p->psk_len, pr, a, a->mac)) {
+		hs_decline(lgr, CLC_DECL_INTERNAL);
+		return;
+	}
+	lgr->hs.acc = *a;
+	if (hs_send(lgr, &m)) {
+		hs_fail(lgr, FB_DECL_INTERNAL);
+		return;
+	}
+	lgr->hs.step = HS_WAIT_CONFIRM;
+}
+
+static void hs_server_on_confirm(struct lgr *lgr, const struct clc_confirm *cf)
+{
+	struct proxy *p = lgr->proxy;
+	struct clc_msg m = { .hdr.type = CLC_CONFIRM };
+	uint8_t mac[CLC_MAC_LEN];
+
+	if (p->psk_len &&
+	    (clc_mac_confirm(p->psk, p->psk_len, &lgr->hs.prop, &lgr->hs.acc, mac) ||
+	     !clc_mac_equal(mac, cf->mac))) {
+		p->stats.auth_failures++;
+		hs_decline(lgr, CLC_DECL_POLICY);
+		return;
+	}
+	if (hs_send(lgr, &m)) {
+		hs_fail(lgr, FB_DECL_INTERNAL);
+		return;
+	}
+	/* Only now does the rendezvous socket take this group's id. */
+	lgr__hs_close(lgr);
+	lgr->state = LGR_RENDEZVOUS;
+}
+
+static void hs_on_msg(struct lgr *lgr, const uint8_t *buf, size_t len)
+{
+	struct proxy *p = lgr->proxy;
+	struct clc_msg m;
+	int err = clc_decode(buf, len, &m);
+
+	if (err == -EPROTONOSUPPORT) {
+		hs_decline(lgr, CLC_DECL_VERSION);
+		return;
+	}
+	if (err) {
+		p->stats.bad_messages++;
+		hs_decline(lgr, CLC_DECL_INTERNAL);
+		return;
+	}
+	if (m.hdr.type == CLC_DECLINE) {
+		p->stats.declines_received[m.decline.reason]++;
+		hs_fail(lgr, fb_of_decline(m.decline.reason));
+		return;
+	}
+	switch (lgr->hs.step) {
+	case HS_WAIT_ACCEPT:
+		if (m.hdr.type == CLC_ACCEPT) {
+			hs_client_on_accept(lgr, &m.accept);
+			return;
+		}
+		break;
+	case HS_WAIT_READY:
+		if (m.hdr.type == CLC_CONFIRM) {
+			hs_client_on_ready(lgr);
+			return;
+		}
+		break;
+	case HS_WAIT_PROPOSAL:
+		if (m.hdr.type == CLC_PROPOSAL) {
+			hs_server_on_proposal(lgr, &m.proposal);
+			return;
+		}
+		break;
+	case HS_WAIT_CONFIRM:
+		if (m.hdr.type == CLC_CONFIRM) {
+			hs_server_on_confirm(lgr, &m.confirm);
+			return;
+		}
+		break;
+	default:
+		break;
+	}
+	p->stats.bad_messages++;
+	hs_decline(lgr, CLC_DECL_INTERNAL);
+}
+
+/* Reads what arrived and handles each whole message; the peer may not
+ * send more than one message ahead of us. */
+static void hs_read(struct lgr *lgr)
+{
+	struct lgr_hs *hs = &lgr->hs;
+	struct clc_hdr hdr;
+	ssize_t n;
+
+	for (;;) {
+		n = recv(hs->fd, hs->buf + hs->have, sizeof(hs->buf) - hs->have, MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+			/* Closed without a decline: a peer that went away, or
+			 * one that refused to talk to us. */
+			hs_fail(lgr, lgr->role == LGR_ROLE_CLIENT && hs->step == HS_WAIT_ACCEPT ?
+				FB_PEER_UNREACHABLE : FB_DECL_INTERNAL);
+			return;
+		}
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		hs->have += (uint16_t)n;
+		while (hs->fd >= 0) {
+			int err = clc_decode_hdr(hs->buf, hs->have, &hdr);
+
+			if (err == -EAGAIN || (!err && hdr.length > hs->have))
+				break;
+			if (err) {
+				lgr->proxy->stats.bad_messages++;
+				hs_decline(lgr, CLC_DECL_INTERNAL);
+				return;
+			}
+			hs_on_msg(lgr, hs->buf, hdr.length);
+			if (hs->fd < 0)
+				return;
+			memmove(hs->buf, hs->buf + hdr.length, hs->have - hdr.length);
+			hs->have -= hdr.length;
+		}
+		if (hs->fd < 0)
+			return;
+	}
+}
+
+static void hs_on_event(struct epset_entry *e, uint32_t events)
+{
+	struct lgr *lgr = lgr_of_hs(e);
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	if (lgr->hs.fd < 0)
+		return;
+	if (lgr->hs.step == HS_CONNECTING) {
+		if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
+			return;
+		if (getsockopt(lgr->hs.fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+			err = errno;
+		if (err) {
+			hs_fail(lgr, FB_PEER_UNREACHABLE);
+			return;
+		}
+		hs_client_propose(lgr);
+		if (lgr->hs.fd < 0)
+			return;
+	}
+	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+		hs_read(lgr);
+}
+
+/* ------------------------------------------------------------------ */
+/* The control port. */
+
+static bool hs_peer_allowed(const struct proxy *p, const struct sockaddr *sa)
+{
+	size_t i;
+
+	for (i = 0; i < p->cfg->n_peers; i++)
+		if (addr_in_prefix(sa, &p->cfg->peers[i].prefix))
+			return true;
+	return false;
+}
+
+static void hs_on_control(uv_poll_t *h, int status, int events)
+{
+	struct proxy *p = h->data;
+	struct sockaddr_storage ss;
+	socklen_t len;
+	struct lgr *lgr;
+	int fd, one = 1;
+
+	for (;;) {
+		len = sizeof(ss);
+		fd = accept4(p->control_fd, (struct sockaddr *)&ss, &len,
+			     SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return;		/* EAGAIN, or fd exhaustion: next time */
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (!hs_peer_allowed(p, (struct sockaddr *)&ss)) {
+			struct clc_msg m = { .hdr.type = CLC_DECLINE,
+					     .decline.reason = CLC_DECL_POLICY };
+			uint8_t buf[CLC_MSG_MAX];
+			int n = clc_encode(&m, buf, sizeof(buf));
+
+			p->stats.proposals_refused++;
+			p->stats.declines_sent[CLC_DECL_POLICY]++;
+			if (n > 0)
+				send(fd, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+			close(fd);
+			continue;
+		}
+		lgr = lgr__new(p, LGR_ROLE_SERVER, (struct sockaddr *)&ss);
+		if (!lgr) {
+			close(fd);
+			continue;
+		}
+		lgr->hs.fd = fd;
+		lgr->hs.ev.cb = hs_on_event;
+		lgr->hs.step = HS_WAIT_PROPOSAL;
+		lgr->deadline_ms = uv_now(p->loop) + p->cfg->fallback.connect_timeout_ms;
+		if (epset_add(&p->epset, fd, HS_EVENTS, &lgr->hs.ev) < 0)
+			lgr__handshake_failed(lgr, FB_DECL_INTERNAL);
+	}
+}
+
+int lgr_listen(struct proxy *p, char *errbuf, size_t errlen)
+{
+	const struct cfg_addr *a = &p->cfg->control;
+	char s[ADDR_STRLEN];
+	int one = 1, fd, err;
+
+	fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		err = -errno;
+		goto out_err;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (p->reuseport)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	if (a->ss.ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (const struct sockaddr *)&a->ss, a->len) < 0 || listen(fd, 128) < 0) {
+		err = -errno;
+		close(fd);
+		goto out_err;
+	}
+	err = uv_poll_init_socket(p->loop, &p->control_poll, fd);
+	if (err) {
+		close(fd);
+		goto out_err;
+	}
+	p->control_fd = fd;
+	p->control_poll.data = p;
+	uv_poll_start(&p->control_poll, UV_READABLE, hs_on_control);
+	return 0;
+
+out_err:
+	snprintf(errbuf, errlen, "control port %s: %s",
+		 addr_format((const struct sockaddr *)&a->ss, s, sizeof(s)), strerror(-err));
+	return err;
+}
+
+void lgr_unlisten(struct proxy *p)
+{
+	if (p->control_fd < 0)
+		return;
+	p->open_handles++;
+	uv_close((uv_handle_t *)&p->control_poll, proxy__on_handle_closed);
+	close(p->control_fd);
+	p->control_fd = -1;
+}

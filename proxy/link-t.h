@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/* Types of a link: one send/receive channel of a link group. Types only. */
+#ifndef SMCPROXY_LINK_T_H
+#define SMCPROXY_LINK_T_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "list.h"
+
+struct lgr;
+
+enum link_state {
+	LINK_ACTIVE,
+	LINK_DOWN,
+};
+
+struct link {
+	struct lgr *lgr;
+	unsigned idx;
+	enum link_state state;
+	unsigned n_conns;		/* flows placed on this link */
+	uint32_t tx_seq;		/* messages posted so far */
+	uint16_t cdc_seq;
+	bool kick;			/* posted since the last flush */
+	bool want_progress;		/* asked the transport for a completion */
+	struct list_head kick_node;	/* proxy->kick_links */
+	struct list_head tx_wait;	/* conns with work the queue had no room for */
+	struct list_head corked;	/* conns holding autocorked bytes */
+	/* Flow declines that found the queue full. */
+	struct {
+		uint32_t token;
+		uint8_t reason;
+	} decline_q[16];
+	unsigned n_decline_q;
+	void *tp;			/* the transport's */
+	uint64_t msgs_tx, msgs_rx, bytes_tx, bytes_rx;
+};
+
+#endif

@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The send and receive paths of a link. Conns do not queue messages: they
+ * set work bits (CONN_TX_*) and the link builds each message when the
+ * transport's send queue has room for it, so a CDC always carries the
+ * newest cursors, a busy flow never has more than one CDC waiting, and a
+ * full queue (SMC: no free send WR slot) costs no memory.
+ */
+#include <errno.h>
+
+#include "cdc.h"
+#include "conn.h"
+#include "lgr.h"
+#include "link.h"
+#include "llc.h"
+#include "proxy.h"
+
+void link_init(struct link *lnk, struct lgr *lgr, unsigned idx)
+{
+	*lnk = (struct link){ .lgr = lgr, .idx = idx, .state = LINK_ACTIVE };
+	list_init(&lnk->kick_node);
+	list_init(&lnk->tx_wait);
+	list_init(&lnk->corked);
+}
+
+static int link_post(struct link *lnk, const uint8_t msg[LINK_MSG_LEN])
+{
+	struct lgr *lgr = lnk->lgr;
+	int err = lgr->ops->post(lnk, msg);
+
+	if (err)
+		return err;
+	lnk->tx_seq++;
+	lnk->msgs_tx++;
+	if (!lnk->kick) {
+		lnk->kick = true;
+		proxy__kick_link(lgr->proxy, lnk);
+	}
+	return 0;
+}
+
+/* Posts c's work in protocol order (open or accept before any CDC) while
+ * there is room: 0 when all went, -EAGAIN when the queue filled. */
+static int link_post_conn(struct link *lnk, struct conn *c)
+{
+	static const unsigned order[] = { CONN_TX_OPEN, CONN_TX_ACCEPT, CONN_TX_CDC };
+	uint8_t msg[LINK_MSG_LEN];
+	unsigned i;
+	int err;
+
+	for (i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		if (!(c->tx_work & order[i]))
+			continue;
+		if (!lnk->lgr->ops->tx_room(lnk))
+			return -EAGAIN;
+		conn_build_msg(c, order[i], msg);
+		c->tx_work &= ~order[i];
+		err = link_post(lnk, msg);
+		if (err) {
+			lgr_fail(lnk->lgr, err);
+			return err;
+		}
+	}
+	return 0;
+}
+
+void link_conn_work(struct conn *c, unsigned work)
+{
+	struct link *lnk = c->link;
+
+	if (c->lgr->state == LGR_DOWN)
+		return;
+	c->tx_work |= work;
+	if (!list_empty(&c->tx_node))
+		return;			/* already waiting its turn */
+	if (list_empty(&lnk->tx_wait) && link_post_conn(lnk, c) == 0) {
+		conn_tx_posted(c);
+		return;
+	}
+	if (c->tx_work && lnk->lgr->state != LGR_DOWN)
+		list_add_tail(&c->tx_node, &lnk->tx_wait);
+}
+
+void link_conn_forget(struct conn *c)
+{
+	list_del(&c->tx_node);
+	list_del(&c->cork_node);
+	c->corked = false;
+}
+
+void link_post_decline(struct link *lnk, uint32_t token, unsigned reason)
+{
+	struct lgr *lgr = lnk->lgr;
+	struct llc_msg m = { .type = LLC_FLOW_DECLINE };
+	uint8_t msg[LINK_MSG_LEN];
+
+	lgr->proxy->stats.declines_sent[reason < CLC_DECL__MAX ? reason : 0]++;
+	if (list_empty(&lnk->tx_wait) && !lnk->n_decline_q && lgr->ops->tx_room(lnk)) {
+		m.decline.token = token;
+		m.decline.reason = (uint8_t)reason;
+		llc_encode(&m, msg);
+		if (link_post(lnk, msg))
+			lgr_fail(lgr, -EIO);
+		return;
+	}
+	/* With the queue full and this backlog too, the opener's deadline
+	 * takes over: it fails the link group, which a peer flooding us
+	 * with opens has earned. */
+	if (lnk->n_decline_q < sizeof(lnk->decline_q) / sizeof(lnk->decline_q[0])) {
+		lnk->decline_q[lnk->n_decline_q].token = token;
+		lnk->decline_q[lnk->n_decline_q].reason = (uint8_t)reason;
+		lnk->n_decline_q++;
+	}
+}
+
+bool link_conn_unacked(const struct conn *c)
+{
+	struct link *lnk = c->link;
+
+	if (!c->tx_unacked_valid)
+		return false;
+	return (int32_t)(c->tx_last_seq - lnk->lgr->ops->tx_done(lnk)) >= 0;
+}
+
+void link_cork(struct conn *c)
+{
+	struct link *lnk = c->link;
+
+	if (!c->corked) {
+		c->corked = true;
+		list_add_tail(&c->cork_node, &lnk->corked);
+	}
+	if (!lnk->want_progress) {
+		lnk->want_progress = true;
+		lnk->lgr->ops->want_progress(lnk);
+	}
+	/* A completion that came between our check and the request would
+	 * not be reported: the flush at the end of the batch looks again. */
+	if (!lnk->kick) {
+		lnk->kick = true;
+		proxy__kick_link(lnk->lgr->proxy, lnk);
+	}
+}
+
+/* Conns whose sends all completed get what they hold pushed. */
+static void link_uncork(struct link *lnk)
+{
+	struct list_head *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &lnk->corked) {
+		struct conn *c = list_entry(pos, struct conn, cork_node);
+
+		if (link_conn_unacked(c))
+			continue;
+		list_del(&c->cork_node);
+		c->corked = false;
+		conn_tx_progress(c);
+		if (lnk->lgr->state == LGR_DOWN)
+			return;
+	}
+}
+
+void link_tx_progress(struct link *lnk)
+{
+	struct lgr *lgr = lnk->lgr;
+	uint8_t msg[LINK_MSG_LEN];
+
+	lnk->want_progress = false;
+	while (lnk->n_decline_q && lgr->ops->tx_room(lnk)) {
+		struct llc_msg m = { .type = LLC_FLOW_DECLINE };
+		unsigned i;
+
+		m.decline.token = lnk->decline_q[0].token;
+		m.decline.reason = lnk->decline_q[0].reason;
+		llc_encode(&m, msg);
+		if (link_post(lnk, msg)) {
+			lgr_fail(lgr, -EIO);
+			return;
+		}
+		for (i = 1; i < lnk->n_decline_q; i++)
+			lnk->decline_q[i - 1] = lnk->decline_q[i];
+		lnk->n_decline_q--;
+	}
+	while (!list_empty(&lnk->tx_wait)) {
+		struct conn *c = list_entry(lnk->tx_wait.next, struct conn, tx_node);
+
+		if (link_post_conn(lnk, c))
+			break;
+		list_del(&c->tx_node);
+		conn_tx_posted(c);
+		if (lgr->state == LGR_DOWN)
+			return;
+	}
+	link_uncork(lnk);
+	if (lgr->state == LGR_DOWN)
+		return;
+	/* Still waiting for room or completions: ask to be told. */
+	if ((!list_empty(&lnk->tx_wait) || lnk->n_decline_q || !list_empty(&lnk->corked)) &&
+	    !lnk->want_progress) {
+		lnk->want_progress = true;
+		lgr->ops->want_progress(lnk);
+	}
+}
+
+void link_flush(struct link *lnk)
+{
+	if (lnk->kick) {
+		lnk->kick = false;
+		lnk->lgr->ops->flush(lnk);
+	}
+	if (!list_empty(&lnk->corked))
+		link_uncork(lnk);
+}
+
+void link_rx(struct link *lnk, const uint8_t *msg, size_t len)
+{
+	struct lgr *lgr = lnk->lgr;
+	struct proxy_stats *st = &lgr->proxy->stats;
+	struct conn *c;
+
+	lnk->msgs_rx++;
+	if (len && msg[0] == CDC_MSG_TYPE) {
+		struct cdc_msg m;
+
+		if (cdc_decode(msg, len, &m))
+			goto out_bad;
+		c = lgr_conn_find(lgr, m.token);
+		if (c)
+			conn_on_cdc(c, &m);
+		return;	/* a stale token: the flow is gone, so is its interest */
+	} else {
+		struct llc_msg m;
+
+		if (llc_decode(msg, len, &m))
+			goto out_bad;
+		switch (m.type) {
+		case LLC_FLOW_OPEN:
+			if (lgr->role != LGR_ROLE_SERVER)
+				goto out_bad;
+			lgr_on_flow_open(lnk, &m.open);
+			return;
+		case LLC_FLOW_ACCEPT:
+			if (lgr->role != LGR_ROLE_CLIENT)
+				goto out_bad;
+			c = lgr_conn_find(lgr, m.accept.token);
+			if (c)
+				conn_on_accept(c, &m.accept);
+			return;
+		case LLC_FLOW_DECLINE:
+			if (lgr->role != LGR_ROLE_CLIENT)
+				goto out_bad;
+			st->declines_received[m.decline.reason]++;
+			c = lgr_conn_find(lgr, m.decline.token);
+			if (c)
+				conn_on_decline(c, m.decline.reason);
+			return;
+		case LLC_TEST_LINK:
+		case LLC_TEST_LINK_RSP:
+			return;	/* liveness comes from the transport for now */
+		}
+	}
+out_bad:
+	/* A peer that sends garbage loses the link group, not the daemon. */
+	st->bad_messages++;
+	lgr_fail(lgr, -EPROTO);
+}

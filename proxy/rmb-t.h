@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Types of the receive-ring pool. SMC calls a flow's receive ring its RMB
+ * (remote memory buffer): the peer writes into it. Types only.
+ */
+#ifndef SMCPROXY_RMB_T_H
+#define SMCPROXY_RMB_T_H
+
+#include <stdint.h>
+
+#define RMB_MIN_SIZE	(16u * 1024)	/* smallest size class */
+#define RMB_CLASSES	13		/* 16 KiB .. 64 MiB, powers of two */
+
+/* One ring, carved once from a link group's region and reused after. */
+struct rmb {
+	uint32_t offset;		/* in the region */
+	uint32_t size;			/* a size class */
+	struct rmb *next;		/* free list */
+};
+
+/* The rings all link groups of one worker may hold: buffers.pool. */
+struct rmb_budget {
+	uint64_t limit;
+	uint64_t used;			/* carved bytes, free or not */
+};
+
+/*
+ * The rings of one link group: carved from the bottom of its region on
+ * first use, kept on a free list per size class when the flow ends, so a
+ * new flow on a warm link group touches no new memory (and, for RDMA,
+ * needs no registration: the region is registered once).
+ */
+struct rmb_pool {
+	uint32_t base;			/* first offset rings may use */
+	uint32_t size;			/* end of the ring area */
+	uint32_t carved;		/* next never-used offset */
+	struct rmb *free[RMB_CLASSES];
+	struct rmb_budget *budget;
+	uint32_t n_used, n_free;
+};
+
+#endif

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdlib.h>
+
+#include "rmb.h"
+
+int rmb_class(uint32_t size)
+{
+	int c;
+
+	for (c = 0; c < RMB_CLASSES; c++)
+		if (size == RMB_MIN_SIZE << c)
+			return c;
+	return -1;
+}
+
+void rmb_pool_init(struct rmb_pool *p, uint32_t base, uint32_t size,
+		   struct rmb_budget *budget)
+{
+	*p = (struct rmb_pool){ .base = base, .size = size, .carved = base,
+				.budget = budget };
+}
+
+static struct rmb *rmb_carve(struct rmb_pool *p, uint32_t size)
+{
+	struct rmb *r;
+
+	/* Every class is a multiple of 4 KiB and base is page aligned, so
+	 * every ring starts on a page. */
+	if (p->size - p->carved < size || p->budget->limit - p->budget->used < size)
+		return NULL;
+	r = malloc(sizeof(*r));
+	if (!r)
+		return NULL;
+	r->offset = p->carved;
+	r->size = size;
+	r->next = NULL;
+	p->carved += size;
+	p->budget->used += size;
+	return r;
+}
+
+struct rmb *rmb_get(struct rmb_pool *p, uint32_t want)
+{
+	struct rmb *r;
+	int c = rmb_class(want);
+
+	if (c < 0)
+		return NULL;
+	for (; c >= 0; c--) {
+		r = p->free[c];
+		if (r) {
+			p->free[c] = r->next;
+			p->n_free--;
+		} else {
+			r = rmb_carve(p, RMB_MIN_SIZE << c);
+		}
+		if (r) {
+			r->next = NULL;
+			p->n_used++;
+			return r;
+		}
+	}
+	return NULL;
+}
+
+void rmb_put(struct rmb_pool *p, struct rmb *r)
+{
+	int c;
+
+	if (!r)
+		return;
+	c = rmb_class(r->size);
+	r->next = p->free[c];
+	p->free[c] = r;
+	p->n_used--;
+	p->n_free++;
+}
+
+void rmb_pool_close(struct rmb_pool *p)
+{
+	struct rmb *r;
+	int c;
+
+	for (c = 0; c < RMB_CLASSES; c++) {
+		while ((r = p->free[c])) {
+			p->free[c] = r->next;
+			p->budget->used -= r->size;
+			free(r);
+		}
+	}
+	p->n_free = 0;
+}

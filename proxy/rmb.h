@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/* The receive-ring pool of a link group (rmb-t.h). */
+#ifndef SMCPROXY_RMB_H
+#define SMCPROXY_RMB_H
+
+#include "rmb-t.h"
+
+/* Rings go in [base, size) of the owner's region; budget is shared by the
+ * link groups of one worker and must outlive the pool. */
+void rmb_pool_init(struct rmb_pool *p, uint32_t base, uint32_t size,
+		   struct rmb_budget *budget);
+/*
+ * A ring of want bytes (a power of two, RMB_MIN_SIZE..64 MiB), or of the
+ * largest smaller class that is free or can still be carved when the pool
+ * or the budget runs short: a smaller ring only costs throughput, while no
+ * ring costs the flow its link. NULL when not even RMB_MIN_SIZE is left.
+ */
+struct rmb *rmb_get(struct rmb_pool *p, uint32_t want);
+/* Back on its free list for the next flow. NULL is ignored. */
+void rmb_put(struct rmb_pool *p, struct rmb *r);
+/* Frees every ring (all must have been put back) and returns the budget. */
+void rmb_pool_close(struct rmb_pool *p);
+/* The class index of a ring size, or -1 if it is not one. */
+int rmb_class(uint32_t size);
+
+#endif

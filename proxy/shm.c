@@ -1,0 +1,722 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The shm transport (shm.h). The same ring and cursor protocol as RDMA,
+ * with the peer's memory mapped instead of registered: a socket read lands
+ * straight in the peer's ring, and a message is a 64-byte slot in the
+ * peer's queue plus, once per batch, an eventfd doorbell.
+ *
+ * Everything in shared memory can be changed by the peer at any time, so
+ * indices are read once and range-checked, a slot is copied out before it
+ * is decoded, and the regions are sealed memfds whose size the peer cannot
+ * change under our mappings (no SIGBUS).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "epset.h"
+#include "lgr.h"
+#include "link.h"
+#include "proxy.h"
+#include "rmb.h"
+#include "shm.h"
+
+#define SHM_MAGIC	"SMCPSHM1"
+#define SHM_RV_MAGIC	"SMCPRV01"
+#define SHM_VERSION	1
+#define SHM_SLOTS	1024		/* messages per link queue, a power of two */
+#define SHM_HDR_SIZE	4096
+#define SHM_RING_MAX	(1u << 30)	/* ring area of one region */
+#define SHM_RV_MAX	64		/* rendezvous connections not yet matched */
+
+/* The header at the start of a region; informational for debugging, we
+ * trust our own constants, not the peer's header. */
+struct shm_hdr {
+	char magic[8];
+	uint32_t version;
+	uint32_t links;
+	uint32_t slots;
+	uint32_t size;
+};
+
+/* A link's message queue in its consumer's region. */
+struct shm_queue {
+	_Alignas(64) uint32_t prod;	/* written by the producer (the peer) */
+	_Alignas(64) uint32_t cons;	/* written by the consumer (the owner) */
+	_Alignas(64) uint32_t waiting;	/* producer wants a doorbell on progress */
+	_Alignas(64) uint8_t slots[SHM_SLOTS][LINK_MSG_LEN];
+};
+
+#define SHM_Q_SIZE	((sizeof(struct shm_queue) + 4095) & ~(size_t)4095)
+
+/* What each side sends at rendezvous, with its memfd and one eventfd per
+ * link as SCM_RIGHTS. */
+struct shm_rv_msg {
+	char magic[8];
+	uint8_t lgr_id[CLC_LGR_ID_LEN];
+	uint32_t links;
+	uint32_t size;			/* of the memfd */
+	uint32_t status;		/* reply: 0, or a decline reason */
+};
+
+struct shm_link {
+	struct link *lnk;
+	int efd_rx;			/* ours: the peer rings it */
+	int efd_tx;			/* the peer's */
+	struct epset_entry ev;
+	struct shm_queue *rxq;		/* in our region */
+	struct shm_queue *txq;		/* in the peer's */
+	uint32_t tx_prod;
+	uint32_t rx_cons;
+};
+
+struct shm_lgr {
+	struct lgr *lgr;
+	int memfd;
+	uint8_t *local;
+	uint32_t local_size;
+	uint8_t *peer;
+	uint32_t peer_size;
+	int sock;			/* rendezvous, then liveness */
+	struct epset_entry sock_ev;
+	bool up;
+	struct shm_link links[LGR_LINKS_MAX];
+};
+
+/* A rendezvous connection before its hello named a link group. */
+struct shm_rv {
+	struct list_head node;		/* proxy->shm_rvs */
+	struct proxy_defer defer;
+	struct proxy *proxy;
+	int fd;
+	struct epset_entry ev;
+};
+
+static uint32_t shm_rmb_base(unsigned links)
+{
+	return SHM_HDR_SIZE + links * (uint32_t)SHM_Q_SIZE;
+}
+
+static struct shm_queue *shm_queue(uint8_t *region, unsigned i)
+{
+	return (struct shm_queue *)(void *)(region + SHM_HDR_SIZE + i * SHM_Q_SIZE);
+}
+
+static void shm_ring(struct shm_link *sl)
+{
+	uint64_t one = 1;
+
+	/* EAGAIN means the counter is already huge: the peer is awake. */
+	if (write(sl->efd_tx, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		return;
+}
+
+/* ------------------------------------------------------------------ */
+/* The transport interface. */
+
+static unsigned shm_tx_room(struct link *lnk)
+{
+	struct shm_link *sl = lnk->tp;
+	uint32_t cons = __atomic_load_n(&sl->txq->cons, __ATOMIC_ACQUIRE);
+	uint32_t used = sl->tx_prod - cons;
+
+	/* A consumer index ahead of what we produced is the peer's lie:
+	 * report no room; the link group fails on its next bad act. */
+	return used > SHM_SLOTS ? 0 : SHM_SLOTS - used;
+}
+
+static int shm_post(struct link *lnk, const uint8_t msg[LINK_MSG_LEN])
+{
+	struct shm_link *sl = lnk->tp;
+
+	memcpy(sl->txq->slots[sl->tx_prod % SHM_SLOTS], msg, LINK_MSG_LEN);
+	sl->tx_prod++;
+	__atomic_store_n(&sl->txq->prod, sl->tx_prod, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static void shm_flush(struct link *lnk)
+{
+	shm_ring(lnk->tp);
+}
+
+/* A message is complete once the peer took it from its queue: the
+ * nearest thing to an RDMA send completion that shared memory has. */
+static uint32_t shm_tx_done(struct link *lnk)
+{
+	struct shm_link *sl = lnk->tp;
+
+	return __atomic_load_n(&sl->txq->cons, __ATOMIC_SEQ_CST);
+}
+
+static void shm_want_progress(struct link *lnk)
+{
+	struct shm_link *sl = lnk->tp;
+
+	__atomic_store_n(&sl->txq->waiting, 1, __ATOMIC_SEQ_CST);
+}
+
+static int shm_conn_attach(struct conn *c, const struct llc_rmb *rmb)
+{
+	struct shm_lgr *sg = c->lgr->tp;
+	uint32_t base = shm_rmb_base(c->lgr->n_links);
+
+	if (rmb->offset < base || rmb->offset > sg->peer_size ||
+	    rmb->size > sg->peer_size - rmb->offset || rmb_class(rmb->size) < 0)
+		return -EINVAL;
+	c->tx_ring = sg->peer + rmb->offset;
+	return 0;
+}
+
+static void shm_conn_detach(struct conn *c)
+{
+	c->tx_ring = NULL;
+}
+
+static int shm_write(struct conn *c, uint32_t off, uint32_t len)
+{
+	return 0;	/* the socket read already wrote the peer's ring */
+}
+
+static void shm_lgr_close(struct lgr *lgr)
+{
+	struct shm_lgr *sg = lgr->tp;
+	unsigned i;
+
+	if (!sg)
+		return;
+	for (i = 0; i < LGR_LINKS_MAX; i++) {
+		if (sg->links[i].efd_rx >= 0)
+			close(sg->links[i].efd_rx);
+		if (sg->links[i].efd_tx >= 0)
+			close(sg->links[i].efd_tx);
+		if (i < lgr->n_links)
+			lgr->links[i].tp = NULL;
+	}
+	if (sg->sock >= 0)
+		close(sg->sock);
+	if (sg->memfd >= 0)
+		close(sg->memfd);
+	if (sg->local)
+		munmap(sg->local, sg->local_size);
+	if (sg->peer)
+		munmap(sg->peer, sg->peer_size);
+	free(sg);
+	lgr->tp = NULL;
+	lgr->region = NULL;
+}
+
+const struct smc_transport_ops shm_ops = {
+	.name = "shm",
+	.mode = FLOW_MODE_SHM,
+	.tx_room = shm_tx_room,
+	.post = shm_post,
+	.flush = shm_flush,
+	.tx_done = shm_tx_done,
+	.want_progress = shm_want_progress,
+	.conn_attach = shm_conn_attach,
+	.conn_detach = shm_conn_detach,
+	.write = shm_write,
+	.lgr_close = shm_lgr_close,
+};
+
+/* ------------------------------------------------------------------ */
+/* Receiving. */
+
+#define shm_link_of(e)	((struct shm_link *)((char *)(e) - offsetof(struct shm_link, ev)))
+
+/*
+ * Takes every message the peer queued, then tells it how far we got; a
+ * peer waiting for that (queue full, or autocork) gets a doorbell. Then
+ * our own sends may go on: the same doorbell says the peer consumed ours.
+ */
+static void shm_on_doorbell(struct epset_entry *e, uint32_t events)
+{
+	struct shm_link *sl = shm_link_of(e);
+	struct link *lnk = sl->lnk;
+	struct lgr *lgr;
+	uint8_t msg[LINK_MSG_LEN];
+	uint64_t v;
+	uint32_t prod;
+
+	if (!lnk)
+		return;
+	lgr = lnk->lgr;
+	if (read(sl->efd_rx, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		return;
+	prod = __atomic_load_n(&sl->rxq->prod, __ATOMIC_ACQUIRE);
+	if (prod - sl->rx_cons > SHM_SLOTS) {
+		lgr->proxy->stats.bad_messages++;
+		lgr_fail(lgr, -EPROTO);
+		return;
+	}
+	while (sl->rx_cons != prod) {
+		memcpy(msg, sl->rxq->slots[sl->rx_cons % SHM_SLOTS], sizeof(msg));
+		sl->rx_cons++;
+		link_rx(lnk, msg, sizeof(msg));
+		if (lgr->state == LGR_DOWN)
+			return;		/* sl is gone with the group */
+	}
+	__atomic_store_n(&sl->rxq->cons, sl->rx_cons, __ATOMIC_SEQ_CST);
+	if (__atomic_exchange_n(&sl->rxq->waiting, 0, __ATOMIC_SEQ_CST))
+		shm_ring(sl);
+	link_tx_progress(lnk);
+}
+
+/* The rendezvous socket stays open: EOF is the peer daemon's death. */
+static void shm_on_sock(struct epset_entry *e, uint32_t events);
+
+/* ------------------------------------------------------------------ */
+/* Regions. */
+
+/* Our side: a sealed memfd with a queue per link and the ring area, and
+ * an eventfd per link for the peer to ring. */
+int shm_lgr_prepare(struct lgr *lgr)
+{
+	struct proxy *p = lgr->proxy;
+	struct shm_lgr *sg;
+	struct shm_hdr *hdr;
+	uint64_t rings = p->rmb_budget.limit;
+	uint32_t base = shm_rmb_base(lgr->n_links);
+	unsigned i;
+	int err;
+
+	if (rings > SHM_RING_MAX)
+		rings = SHM_RING_MAX;
+	rings &= ~(uint64_t)4095;
+	sg = calloc(1, sizeof(*sg));
+	if (!sg)
+		return -ENOMEM;
+	sg->lgr = lgr;
+	sg->sock = -1;
+	for (i = 0; i < LGR_LINKS_MAX; i++)
+		sg->links[i].efd_rx = sg->links[i].efd_tx = -1;
+	lgr->tp = sg;
+	lgr->ops = &shm_ops;
+
+	sg->local_size = base + (uint32_t)rings;
+	sg->memfd = memfd_create("smcproxy-lgr", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (sg->memfd < 0)
+		goto out_errno;
+	/* Sparse: pages are only used as rings are carved and written. */
+	if (ftruncate(sg->memfd, sg->local_size) < 0 ||
+	    fcntl(sg->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		goto out_errno;
+	sg->local = mmap(NULL, sg->local_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 sg->memfd, 0);
+	if (sg->local == MAP_FAILED) {
+		sg->local = NULL;
+		goto out_errno;
+	}
+	hdr = (struct shm_hdr *)(void *)sg->local;
+	memcpy(hdr->magic, SHM_MAGIC, sizeof(hdr->magic));
+	hdr->version = SHM_VERSION;
+	hdr->links = lgr->n_links;
+	hdr->slots = SHM_SLOTS;
+	hdr->size = sg->local_size;
+	for (i = 0; i < lgr->n_links; i++) {
+		struct shm_link *sl = &sg->links[i];
+
+		sl->efd_rx = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (sl->efd_rx < 0)
+			goto out_errno;
+		sl->rxq = shm_queue(sg->local, i);
+		sl->ev.cb = shm_on_doorbell;
+	}
+	lgr->region = sg->local;
+	lgr->region_size = sg->local_size;
+	rmb_pool_init(&lgr->rmbs, base, sg->local_size, &p->rmb_budget);
+	return 0;
+
+out_errno:
+	err = -errno;
+	shm_lgr_close(lgr);
+	lgr->ops = NULL;
+	return err;
+}
+
+/* Whether fd is an eventfd: we write 8 bytes into the peer's doorbells
+ * and a pipe or socket posing as one could block us or take our data. */
+static bool shm_is_eventfd(int fd)
+{
+	char path[64], target[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n < 0)
+		return false;
+	target[n] = '\0';
+	return strcmp(target, "anon_inode:[eventfd]") == 0;
+}
+
+/*
+ * Maps the peer's region and takes its doorbells (fds[0] the memfd,
+ * fds[1..links] the eventfds; all of them are ours to close from here).
+ * Then brings the links up.
+ */
+static int shm_adopt_peer(struct shm_lgr *sg, const struct shm_rv_msg *m,
+			  int *fds, unsigned n_fds)
+{
+	struct lgr *lgr = sg->lgr;
+	struct proxy *p = lgr->proxy;
+	struct stat st;
+	unsigned i;
+	int seals, err = -EPROTO;
+
+	if (m->links != lgr->n_links || n_fds != 1 + lgr->n_links ||
+	    m->size < shm_rmb_base(lgr->n_links))
+		goto out_close;
+	seals = fcntl(fds[0], F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(fds[0], &st) < 0 ||
+	    (uint64_t)st.st_size != m->size)
+		goto out_close;
+	for (i = 1; i < n_fds; i++)
+		if (!shm_is_eventfd(fds[i]))
+			goto out_close;
+	sg->peer = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	if (sg->peer == MAP_FAILED) {
+		sg->peer = NULL;
+		err = -errno;
+		goto out_close;
+	}
+	sg->peer_size = m->size;
+	close(fds[0]);
+	for (i = 0; i < lgr->n_links; i++) {
+		struct shm_link *sl = &sg->links[i];
+
+		sl->efd_tx = fds[1 + i];
+		sl->txq = shm_queue(sg->peer, i);
+		/* Both queues start at zero; a peer that pre-filled its
+		 * indices only fails its own link group. */
+		sl->tx_prod = __atomic_load_n(&sl->txq->prod, __ATOMIC_ACQUIRE);
+		sl->rx_cons = 0;
+		sl->lnk = &lgr->links[i];
+		lgr->links[i].tp = sl;
+		lgr->links[i].tx_seq = sl->tx_prod;
+		if (epset_add(&p->epset, sl->efd_rx, EPOLLIN, &sl->ev) < 0)
+			return -errno;
+	}
+	return 0;
+
+out_close:
+	for (i = 0; i < n_fds; i++)
+		close(fds[i]);
+	return err;
+}
+
+static int shm_send_rv(int fd, const struct shm_lgr *sg, const uint8_t *id, uint32_t status)
+{
+	const struct lgr *lgr = sg->lgr;
+	struct shm_rv_msg m = { .links = lgr->n_links, .size = sg->local_size, .status = status };
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * (1 + LGR_LINKS_MAX))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { &m, sizeof(m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+	int fds[1 + LGR_LINKS_MAX];
+	unsigned i, n = 0;
+
+	memcpy(m.magic, SHM_RV_MAGIC, sizeof(m.magic));
+	memcpy(m.lgr_id, id, sizeof(m.lgr_id));
+	if (!status) {
+		fds[n++] = sg->memfd;
+		for (i = 0; i < lgr->n_links; i++)
+			fds[n++] = sg->links[i].efd_rx;
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * n);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
+	}
+	return sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(m) ? 0 : -EIO;
+}
+
+/* One rendezvous message with its fds; -EAGAIN when none is there yet. */
+static int shm_recv_rv(int fd, struct shm_rv_msg *m, int *fds, unsigned *n_fds)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * (1 + LGR_LINKS_MAX))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { m, sizeof(*m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm;
+	ssize_t n;
+	unsigned i;
+
+	*n_fds = 0;
+	n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	if (n < 0)
+		return -errno;
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+			unsigned k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+			for (i = 0; i < k && *n_fds < 1 + LGR_LINKS_MAX; i++)
+				memcpy(&fds[(*n_fds)++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+		}
+	}
+	if (n != (ssize_t)sizeof(*m) || (mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) ||
+	    memcmp(m->magic, SHM_RV_MAGIC, sizeof(m->magic)) != 0) {
+		for (i = 0; i < *n_fds; i++)
+			close(fds[i]);
+		*n_fds = 0;
+		return n == 0 ? -ECONNRESET : -EPROTO;
+	}
+	return 0;
+}
+
+static void shm_on_sock(struct epset_entry *e, uint32_t events)
+{
+	struct shm_lgr *sg = (struct shm_lgr *)((char *)e - offsetof(struct shm_lgr, sock_ev));
+	struct lgr *lgr = sg->lgr;
+	struct shm_rv_msg m;
+	int fds[1 + LGR_LINKS_MAX];
+	unsigned n_fds;
+	int err;
+
+	if (sg->up) {
+		char c;
+
+		/* Nothing is ever sent after the rendezvous. */
+		if (recv(sg->sock, &c, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN &&
+		    !(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+			return;
+		lgr_fail(lgr, -ECONNRESET);
+		return;
+	}
+	/* Client: the server's answer to our hello. */
+	err = shm_recv_rv(sg->sock, &m, fds, &n_fds);
+	if (err == -EAGAIN)
+		return;
+	if (!err && (m.status || memcmp(m.lgr_id, lgr->id, CLC_LGR_ID_LEN) != 0)) {
+		unsigned i;
+
+		for (i = 0; i < n_fds; i++)
+			close(fds[i]);
+		err = -EPROTO;
+	}
+	if (!err)
+		err = shm_adopt_peer(sg, &m, fds, n_fds);
+	if (err) {
+		lgr->proxy->stats.bad_messages += err == -EPROTO;
+		lgr__handshake_failed(lgr, FB_DECL_INTERNAL);
+		return;
+	}
+	sg->up = true;
+	close(sg->memfd);
+	sg->memfd = -1;
+	lgr__established(lgr);
+}
+
+int shm_lgr_connect(struct lgr *lgr, const char *name)
+{
+	struct proxy *p = lgr->proxy;
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct shm_lgr *sg;
+	int err, fd;
+
+	if ((size_t)snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/%s", p->cfg->shm.dir,
+			     name) >= sizeof(sun.sun_path))
+		return -ENAMETOOLONG;
+	err = shm_lgr_prepare(lgr);
+	if (err)
+		return err;
+	sg = lgr->tp;
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	sg->sock = fd;
+	sg->sock_ev.cb = shm_on_sock;
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0)
+		return -errno;
+	err = shm_send_rv(fd, sg, lgr->id, 0);
+	if (err)
+		return err;
+	return epset_add(&p->epset, fd, EPOLLIN | EPOLLRDHUP, &sg->sock_ev) < 0 ? -errno : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Server: the rendezvous socket. */
+
+static struct lgr *shm_find_lgr(struct proxy *p, const uint8_t *id)
+{
+	struct list_head *pos;
+
+	list_for_each(pos, &p->lgrs) {
+		struct lgr *lgr = list_entry(pos, struct lgr, node);
+
+		if (lgr->role == LGR_ROLE_SERVER && lgr->state == LGR_RENDEZVOUS &&
+		    lgr->ops == &shm_ops && memcmp(lgr->id, id, CLC_LGR_ID_LEN) == 0)
+			return lgr;
+	}
+	return NULL;
+}
+
+static void shm_rv_reap(struct proxy_defer *d)
+{
+	free((struct shm_rv *)((char *)d - offsetof(struct shm_rv, defer)));
+}
+
+static void shm_rv_free(struct shm_rv *rv, bool close_fd)
+{
+	list_del(&rv->node);
+	rv->proxy->n_shm_rvs--;
+	if (close_fd && rv->fd >= 0)
+		close(rv->fd);
+	rv->fd = -1;
+	proxy__defer(rv->proxy, &rv->defer, shm_rv_reap);
+}
+
+static void shm_on_rv(struct epset_entry *e, uint32_t events)
+{
+	struct shm_rv *rv = (struct shm_rv *)((char *)e - offsetof(struct shm_rv, ev));
+	struct proxy *p = rv->proxy;
+	struct shm_rv_msg m;
+	struct shm_lgr *sg;
+	struct lgr *lgr;
+	int fds[1 + LGR_LINKS_MAX];
+	unsigned n_fds, i;
+	int err;
+
+	if (rv->fd < 0)
+		return;
+	err = shm_recv_rv(rv->fd, &m, fds, &n_fds);
+	if (err == -EAGAIN)
+		return;
+	lgr = err ? NULL : shm_find_lgr(p, m.lgr_id);
+	if (!lgr) {
+		/* Unknown id: someone on this host who did not do the
+		 * handshake, or came too late. */
+		p->stats.bad_messages++;
+		for (i = 0; i < n_fds; i++)
+			close(fds[i]);
+		shm_rv_free(rv, true);
+		return;
+	}
+	sg = lgr->tp;
+	err = shm_adopt_peer(sg, &m, fds, n_fds);
+	if (!err)
+		err = shm_send_rv(rv->fd, sg, lgr->id, 0);
+	if (!err) {
+		struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET,
+					  .data.ptr = &sg->sock_ev };
+
+		sg->sock = rv->fd;
+		sg->sock_ev.cb = shm_on_sock;
+		if (epoll_ctl(p->epset.fd, EPOLL_CTL_MOD, sg->sock, &ev) < 0)
+			err = -errno;
+	}
+	if (err) {
+		p->stats.bad_messages += err == -EPROTO;
+		shm_rv_free(rv, sg->sock != rv->fd);
+		lgr__handshake_failed(lgr, FB_DECL_INTERNAL);
+		return;
+	}
+	shm_rv_free(rv, false);
+	sg->up = true;
+	close(sg->memfd);
+	sg->memfd = -1;
+	lgr__established(lgr);
+}
+
+static void shm_on_listen(struct epset_entry *e, uint32_t events)
+{
+	struct proxy *p = (struct proxy *)((char *)e - offsetof(struct proxy, shm_ev));
+	struct shm_rv *rv;
+	int fd;
+
+	for (;;) {
+		fd = accept4(p->shm_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return;
+		if (p->n_shm_rvs >= SHM_RV_MAX || !(rv = calloc(1, sizeof(*rv)))) {
+			close(fd);
+			continue;
+		}
+		rv->proxy = p;
+		rv->fd = fd;
+		rv->ev.cb = shm_on_rv;
+		list_add_tail(&rv->node, &p->shm_rvs);
+		p->n_shm_rvs++;
+		if (epset_add(&p->epset, fd, EPOLLIN | EPOLLRDHUP, &rv->ev) < 0)
+			shm_rv_free(rv, true);
+	}
+}
+
+int shm_listen(struct proxy *p, char *errbuf, size_t errlen)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd, err;
+
+	snprintf(p->shm_name, sizeof(p->shm_name), "smcproxyd-%d-%u.sock", (int)getpid(),
+		 p->worker);
+	if ((size_t)snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/%s", p->cfg->shm.dir,
+			     p->shm_name) >= sizeof(sun.sun_path)) {
+		err = -ENAMETOOLONG;
+		goto out_err;
+	}
+	if (mkdir(p->cfg->shm.dir, 0755) < 0 && errno != EEXIST) {
+		err = -errno;
+		goto out_err;
+	}
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		err = -errno;
+		goto out_err;
+	}
+	unlink(sun.sun_path);	/* a dead daemon's with our pid */
+	/* Any local user may connect: a link group id learnt from an
+	 * accepted handshake is what admits a connection. */
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
+	    chmod(sun.sun_path, 0666) < 0 || listen(fd, 64) < 0) {
+		err = -errno;
+		close(fd);
+		goto out_err;
+	}
+	p->shm_fd = fd;
+	p->shm_ev.cb = shm_on_listen;
+	if (epset_add(&p->epset, fd, EPOLLIN, &p->shm_ev) < 0) {
+		err = -errno;
+		shm_unlisten(p);
+		goto out_err;
+	}
+	return 0;
+
+out_err:
+	snprintf(errbuf, errlen, "shm rendezvous socket in %s: %s", p->cfg->shm.dir,
+		 strerror(-err));
+	return err;
+}
+
+void shm_unlisten(struct proxy *p)
+{
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
+
+	while (!list_empty(&p->shm_rvs))
+		shm_rv_free(list_entry(p->shm_rvs.next, struct shm_rv, node), true);
+	if (p->shm_fd < 0)
+		return;
+	close(p->shm_fd);
+	p->shm_fd = -1;
+	snprintf(path, sizeof(path), "%s/%s", p->cfg->shm.dir, p->shm_name);
+	unlink(path);
+}
