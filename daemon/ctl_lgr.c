@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+#include "addr.h"
+#include "ctl_lgr.h"
+#include "flow.h"
+#include "lgr.h"
+#include "proxy.h"
+
+static const char *lgr_transport_name(const struct lgr *lgr)
+{
+	return lgr->ops ? lgr->ops->name : "-";
+}
+
+/* Enough of the id to tell groups apart in a table. */
+static const char *lgr_id_short(const struct lgr *lgr, char buf[17])
+{
+	static const char hex[] = "0123456789abcdef";
+	int i;
+
+	for (i = 0; i < 8; i++) {
+		buf[2 * i] = hex[lgr->id[i] >> 4];
+		buf[2 * i + 1] = hex[lgr->id[i] & 15];
+	}
+	buf[16] = '\0';
+	return buf;
+}
+
+json_t *ctl_links_json(struct proxy *p)
+{
+	json_t *arr = json_array();
+	struct list_head *pos;
+
+	list_for_each(pos, &p->lgrs) {
+		const struct lgr *lgr = list_entry(pos, struct lgr, node);
+		char peer[ADDR_STRLEN], id[17];
+		unsigned i;
+
+		if (lgr->state != LGR_ACTIVE)
+			continue;
+		for (i = 0; i < lgr->n_links; i++) {
+			const struct link *lnk = &lgr->links[i];
+
+			json_array_append_new(arr, json_pack(
+				"{s:i, s:s, s:s, s:s, s:i, s:s, s:s, s:i, s:I, s:I, s:I, s:I}",
+				"worker", (int)p->worker,
+				"peer", addr_format((const struct sockaddr *)&lgr->peer, peer, sizeof(peer)),
+				"role", lgr_role_name(lgr->role),
+				"lgr", lgr_id_short(lgr, id),
+				"link", (int)i,
+				"transport", lgr_transport_name(lgr),
+				"state", lnk->state == LINK_ACTIVE ? "active" : "down",
+				"flows", (int)lnk->n_conns,
+				"msgs_tx", (json_int_t)lnk->msgs_tx,
+				"msgs_rx", (json_int_t)lnk->msgs_rx,
+				"bytes_tx", (json_int_t)lnk->bytes_tx,
+				"bytes_rx", (json_int_t)lnk->bytes_rx));
+		}
+	}
+	return arr;
+}
+
+json_t *ctl_peers_json(struct proxy *p)
+{
+	uint64_t now = uv_now(p->loop);
+	json_t *arr = json_array();
+	struct list_head *pos;
+
+	list_for_each(pos, &p->lgrs) {
+		const struct lgr *lgr = list_entry(pos, struct lgr, node);
+		char peer[ADDR_STRLEN], id[17];
+		bool neg = lgr->state == LGR_NEGATIVE;
+
+		json_array_append_new(arr, json_pack(
+			"{s:i, s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:I, s:I, s:s, s:I, s:I}",
+			"worker", (int)p->worker,
+			"peer", addr_format((const struct sockaddr *)&lgr->peer, peer, sizeof(peer)),
+			"role", lgr_role_name(lgr->role),
+			"lgr", lgr_id_short(lgr, id),
+			"state", lgr_state_name(lgr->state),
+			"transport", lgr_transport_name(lgr),
+			"links", (int)lgr->n_links,
+			"flows", (int)lgr->n_conns,
+			"flows_total", (json_int_t)lgr->flows_total,
+			"bytes_tx", (json_int_t)lgr->bytes_tx,
+			"bytes_rx", (json_int_t)lgr->bytes_rx,
+			"reason", neg ? fallback_reason_name(lgr->neg_reason) : "none",
+			"retry_in_ms", (json_int_t)(neg && lgr->neg_until_ms > now ?
+						    lgr->neg_until_ms - now : 0),
+			"age_ms", (json_int_t)(now - lgr->created_ms)));
+	}
+	return arr;
+}

@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: MIT */
+/* The link-group views of the control socket: `links` and `peers`. */
+#ifndef SMCPROXY_CTL_LGR_H
+#define SMCPROXY_CTL_LGR_H
+
+#include <jansson.h>
+
+struct proxy;
+
+/* One entry per link of every link group of p (run on p's thread). */
+json_t *ctl_links_json(struct proxy *p);
+/* One entry per link group or negative-cache entry of p. */
+json_t *ctl_peers_json(struct proxy *p);
+
+#endif
