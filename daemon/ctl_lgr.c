@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "addr.h"
+#include "clc.h"
 #include "ctl_lgr.h"
 #include "flow.h"
 #include "lgr.h"
@@ -88,4 +89,41 @@ json_t *ctl_peers_json(struct proxy *p)
 			"age_ms", (json_int_t)(now - lgr->created_ms)));
 	}
 	return arr;
+}
+
+static json_t *per_decline(const uint64_t *v)
+{
+	json_t *o = json_object();
+	unsigned r;
+
+	for (r = CLC_DECL_NONE + 1; r < CLC_DECL__MAX; r++)
+		json_object_set_new(o, clc_decline_name(r), json_integer((json_int_t)v[r]));
+	return o;
+}
+
+void ctl_lgr_stats(json_t *body, const struct proxy_stats *st)
+{
+	if (!body)
+		return;
+	json_object_set_new(body, "lgr", json_pack("{s:I, s:I, s:I, s:I, s:I}",
+		"handshakes", (json_int_t)st->lgr_handshakes,
+		"accepted", (json_int_t)st->lgr_accepted,
+		"failures", (json_int_t)st->lgr_failures,
+		"negative_cache_hits", (json_int_t)st->negative_cache_hits,
+		"flows_reset", (json_int_t)st->flows_reset_link));
+	json_object_set_new(body, "declines", json_pack("{s:o, s:o}",
+		"sent", per_decline(st->declines_sent),
+		"received", per_decline(st->declines_received)));
+	json_object_set_new(body, "refused", json_pack("{s:I, s:I, s:I, s:I}",
+		"proposals", (json_int_t)st->proposals_refused,
+		"auth", (json_int_t)st->auth_failures,
+		"destinations", (json_int_t)st->dest_refused,
+		"bad_messages", (json_int_t)st->bad_messages));
+	json_object_set_new(body, "cdc", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
+		"sent", (json_int_t)st->cdc_sent,
+		"received", (json_int_t)st->cdc_received,
+		"window_updates", (json_int_t)st->window_updates,
+		"cork_events", (json_int_t)st->cork_events,
+		"ring_full_local", (json_int_t)st->ring_full_local,
+		"ring_full_remote", (json_int_t)st->ring_full_remote));
 }

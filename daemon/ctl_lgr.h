@@ -7,6 +7,9 @@
 
 struct proxy;
 
+struct proxy_stats;
+/* Adds the link-group counters of st to a stats body. */
+void ctl_lgr_stats(json_t *body, const struct proxy_stats *st);
 /* One entry per link of every link group of p (run on p's thread). */
 json_t *ctl_links_json(struct proxy *p);
 /* One entry per link group or negative-cache entry of p. */
