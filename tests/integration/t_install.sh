@@ -44,6 +44,7 @@ declare -A want=(
 	[$prefix/share/man/man8/smcproxyd.8]="644 $top/man/smcproxyd.8"
 	[$prefix/share/man/man8/smcproxyctl.8]="644 $top/man/smcproxyctl.8"
 	[$prefix/share/man/man5/smcproxyd.json.5]="644 $top/man/smcproxyd.json.5"
+	[$prefix/share/man/man7/smcproxy-protocol.7]="644 $top/man/smcproxy-protocol.7"
 	[/etc/smcproxy/smcproxyd.json]="644 $top/contrib/smcproxyd.json"
 )
 config=/etc/smcproxy/smcproxyd.json
