@@ -79,8 +79,10 @@ static const struct cfg__key fallback_keys[] = {
 	{ 0 },
 };
 
+/* Restart: the secret is read once at start, where a missing or short
+ * file stops the daemon with a clear error instead of a silent reload. */
 static const struct cfg__key auth_keys[] = {
-	{ "psk_file", CFG__PATH, true, CFG__F_EMPTY_OK, F(auth.psk_file), 0, 4096, "\"\"", NULL },
+	{ "psk_file", CFG__PATH, false, CFG__F_EMPTY_OK, F(auth.psk_file), 0, 4096, "\"\"", NULL },
 	{ 0 },
 };
 

@@ -9,9 +9,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -577,12 +579,83 @@ static unsigned out_bucket(const struct sockaddr *a)
 	return addr_port(a) & (PROXY_OUT_HASH_SIZE - 1);
 }
 
+/*
+ * The outbound sockets of every proxy (worker) of the process, for the
+ * loop check: with SO_REUSEPORT listeners, a connection of ours that a
+ * rule sends back reaches any worker's listener, not only the one whose
+ * flow made it, and that worker must recognise it too or the loop goes on
+ * from worker to worker. Lock-free and shared: per local port, the XOR of
+ * a keyed 64-bit hash of (local address, destination) of each of our
+ * outbound sockets on that port, changed with one atomic XOR when a flow
+ * connects and when it goes. A lookup that matches is ours (a false match
+ * is a 2^-64 chance, blind to anyone without the key); two of our sockets
+ * sharing a port (the kernel shares ports between connections to
+ * different destinations) hide each other here, which costs a loop one
+ * more hop before a worker's own index catches it.
+ */
+static _Atomic uint64_t out_ports[65536];
+static _Atomic uint64_t out_key;
+
+static uint64_t out_mix(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static uint64_t out_word(const void *p)
+{
+	uint64_t w;
+
+	memcpy(&w, p, sizeof(w));
+	return w;
+}
+
+static uint64_t out_fold_addr(uint64_t h, const struct sockaddr *a)
+{
+	if (a->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)a;
+
+		h = out_mix(h ^ out_word(in6->sin6_addr.s6_addr));
+		h = out_mix(h ^ out_word(in6->sin6_addr.s6_addr + 8));
+		return out_mix(h ^ (AF_INET6 << 16 | addr_port(a)));
+	}
+	return out_mix(h ^ ((uint64_t)((const struct sockaddr_in *)(const void *)a)->sin_addr.s_addr
+			    << 32 | AF_INET << 16 | addr_port(a)));
+}
+
+static uint64_t out_hash_tuple(const struct sockaddr *local, const struct sockaddr *dest)
+{
+	uint64_t key = atomic_load_explicit(&out_key, memory_order_relaxed), k;
+
+	if (!key) {
+		/* Once per process; a racing thread takes the winner's. */
+		if (getrandom(&k, sizeof(k), 0) != sizeof(k))
+			k = (uint64_t)(uintptr_t)&k ^ (uint64_t)uv_hrtime();
+		k |= 1;
+		if (atomic_compare_exchange_strong(&out_key, &key, k))
+			key = k;
+	}
+	return out_fold_addr(out_fold_addr(key, local), dest);
+}
+
+static void out_ports_toggle(const struct flow *f)
+{
+	atomic_fetch_xor_explicit(&out_ports[addr_port((const struct sockaddr *)&f->out_local)],
+				  out_hash_tuple((const struct sockaddr *)&f->out_local,
+						 (const struct sockaddr *)&f->dest),
+				  memory_order_relaxed);
+}
+
 void proxy__out_add(struct proxy *p, struct flow *f)
 {
 	struct flow **head = &p->out_hash[out_bucket((struct sockaddr *)&f->out_local)];
 
 	f->out_next = *head;
 	*head = f;
+	out_ports_toggle(f);
 }
 
 void proxy__out_del(struct proxy *p, struct flow *f)
@@ -593,21 +666,24 @@ void proxy__out_del(struct proxy *p, struct flow *f)
 		if (*pp == f) {
 			*pp = f->out_next;
 			f->out_next = NULL;
+			out_ports_toggle(f);
 			return;
 		}
 	}
 }
 
-struct flow *proxy__out_find(const struct proxy *p, const struct sockaddr *peer,
-			     const struct sockaddr *dest)
+bool proxy__out_find(const struct proxy *p, const struct sockaddr *peer,
+		     const struct sockaddr *dest)
 {
 	struct flow *f = p->out_hash[out_bucket(peer)];
 
 	for (; f; f = f->out_next)
 		if (addr_equal((struct sockaddr *)&f->out_local, peer) &&
 		    addr_equal((struct sockaddr *)&f->dest, dest))
-			return f;
-	return NULL;
+			return true;
+	/* Another worker's? */
+	return atomic_load_explicit(&out_ports[addr_port(peer)], memory_order_relaxed) ==
+	       out_hash_tuple(peer, dest);
 }
 
 int proxy_check_loop(const struct proxy *p, const struct sockaddr *dest)
@@ -653,6 +729,8 @@ void proxy_set_cfg(struct proxy *p, const struct cfg *cfg)
 	size_t i;
 
 	p->cfg = cfg;
+	p->cork.enabled = cfg->autocork.enabled;
+	p->cork.max_bytes = (uint32_t)cfg->autocork.max_bytes;
 	/* Live keys: new flows get them; running flows keep theirs. */
 	p->relay_params.connect_timeout_ms = cfg->fallback.connect_timeout_ms;
 	p->relay_params.keepalive_ms = cfg->relay.keepalive_ms;

@@ -884,11 +884,11 @@ static void test_diff_every_key(void **state)
 
 	diff_of("{}", full_json, &d);
 	assert_string_equal(d.live, "peers,autocork.enabled,autocork.max_bytes,stats.mode,"
-			    "fallback.connect_timeout,fallback.negative_ttl,auth.psk_file,log.level,"
+			    "fallback.connect_timeout,fallback.negative_ttl,log.level,"
 			    "relay.keepalive,relay.idle_timeout,shutdown.drain_timeout");
 	assert_string_equal(d.restart, "listen,control,transport,mark,workers,links.per_peer,"
 			    "links.max_flows_per_link,buffers.ring,buffers.pool,cq.pool,"
-			    "cq.poll_budget,shm.dir,stats.socket,relay.buffer");
+			    "cq.poll_budget,shm.dir,stats.socket,auth.psk_file,relay.buffer");
 }
 
 static void test_diff_truncation(void **state)
