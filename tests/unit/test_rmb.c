@@ -1,0 +1,375 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The receive-ring pool (proxy/rmb.c): offsets carved from a region, size
+ * classes, reuse from the free lists, the fall back to smaller classes
+ * when the region or the worker's budget runs short, and the budget that
+ * link groups share. Only offsets are handed out, so no test needs the
+ * memory itself: a 4 GiB region costs nothing.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "rmb.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#define KIB		1024u
+#define MIB		(1024u * 1024u)
+#define PAGE		4096u
+#define BASE		PAGE		/* a header page before the rings, as shm has */
+
+/* A pool of ring_bytes after BASE, with its own budget. */
+struct fx {
+	struct rmb_budget budget;
+	struct rmb_pool pool;
+};
+
+static void fx_init(struct fx *fx, uint32_t ring_bytes, uint64_t budget)
+{
+	fx->budget = (struct rmb_budget){ .limit = budget };
+	rmb_pool_init(&fx->pool, BASE, BASE + ring_bytes, &fx->budget);
+}
+
+static struct rmb *get_ok(struct rmb_pool *p, uint32_t want, uint32_t size)
+{
+	struct rmb *r = rmb_get(p, want);
+
+	assert_non_null(r);
+	assert_int_equal(r->size, size);
+	assert_null(r->next);
+	return r;
+}
+
+static void test_class(void **state)
+{
+	static const uint32_t bad[] = { 0, 1, 4 * KIB, 8 * KIB, 16 * KIB - 1, 16 * KIB + 1,
+					48 * KIB, 64 * MIB - 1, 128 * MIB, UINT32_MAX };
+	size_t i;
+	int c;
+
+	for (c = 0; c < RMB_CLASSES; c++)
+		assert_int_equal(rmb_class(RMB_MIN_SIZE << c), c);
+	assert_int_equal(rmb_class(16 * KIB), 0);
+	assert_int_equal(rmb_class(64 * MIB), RMB_CLASSES - 1);
+	for (i = 0; i < ARRAY_SIZE(bad); i++)
+		assert_int_equal(rmb_class(bad[i]), -1);
+}
+
+/* Rings are carved from the bottom up, one after the other. */
+static void test_carve(void **state)
+{
+	struct fx fx;
+	struct rmb *a, *b, *c;
+
+	fx_init(&fx, 1 * MIB, 1ull << 30);
+	assert_int_equal(fx.pool.carved, BASE);
+	a = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+	b = get_ok(&fx.pool, 64 * KIB, 64 * KIB);
+	c = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+	assert_int_equal(a->offset, BASE);
+	assert_int_equal(b->offset, BASE + 16 * KIB);
+	assert_int_equal(c->offset, BASE + 80 * KIB);
+	assert_int_equal(fx.pool.carved, BASE + 96 * KIB);
+	assert_int_equal(fx.budget.used, 96 * KIB);
+	assert_int_equal(fx.pool.n_used, 3);
+	assert_int_equal(fx.pool.n_free, 0);
+	rmb_put(&fx.pool, a);
+	rmb_put(&fx.pool, b);
+	rmb_put(&fx.pool, c);
+	rmb_pool_close(&fx.pool);
+	assert_int_equal(fx.budget.used, 0);
+}
+
+/* The largest class, and every class once. */
+static void test_every_class(void **state)
+{
+	struct rmb *r[RMB_CLASSES];
+	uint32_t off = BASE;
+	struct fx fx;
+	int c;
+
+	fx_init(&fx, 128 * MIB, 1ull << 32);
+	for (c = RMB_CLASSES - 1; c >= 0; c--) {
+		r[c] = get_ok(&fx.pool, RMB_MIN_SIZE << c, RMB_MIN_SIZE << c);
+		assert_int_equal(r[c]->offset, off);
+		off += RMB_MIN_SIZE << c;
+	}
+	assert_int_equal(fx.budget.used, 128 * MIB - 16 * KIB);
+	for (c = 0; c < RMB_CLASSES; c++)
+		rmb_put(&fx.pool, r[c]);
+	assert_int_equal(fx.pool.n_free, RMB_CLASSES);
+	rmb_pool_close(&fx.pool);
+	assert_int_equal(fx.budget.used, 0);
+}
+
+/* A ring that comes back is the next one handed out for its class: the
+ * same offset (for RDMA, memory the peer already has the rkey of), no new
+ * carving, no budget. Last in, first out: the warmest ring first. */
+static void test_reuse_same_offset(void **state)
+{
+	struct fx fx;
+	struct rmb *a, *b, *again;
+	uint32_t carved;
+
+	fx_init(&fx, 1 * MIB, 1ull << 30);
+	a = get_ok(&fx.pool, 64 * KIB, 64 * KIB);
+	b = get_ok(&fx.pool, 64 * KIB, 64 * KIB);
+	carved = fx.pool.carved;
+	rmb_put(&fx.pool, a);
+	rmb_put(&fx.pool, b);
+	assert_int_equal(fx.pool.n_used, 0);
+	assert_int_equal(fx.pool.n_free, 2);
+
+	again = get_ok(&fx.pool, 64 * KIB, 64 * KIB);
+	assert_ptr_equal(again, b);
+	assert_int_equal(again->offset, BASE + 64 * KIB);
+	again = get_ok(&fx.pool, 64 * KIB, 64 * KIB);
+	assert_ptr_equal(again, a);
+	assert_int_equal(again->offset, BASE);
+	assert_int_equal(fx.pool.carved, carved);
+	assert_int_equal(fx.budget.used, 128 * KIB);
+	assert_int_equal(fx.pool.n_used, 2);
+	assert_int_equal(fx.pool.n_free, 0);
+
+	/* A free ring of another class is not taken: that class is carved. */
+	rmb_put(&fx.pool, a);
+	again = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+	assert_ptr_not_equal(again, a);
+	assert_int_equal(again->offset, carved);
+	rmb_put(&fx.pool, again);
+	rmb_put(&fx.pool, b);
+	rmb_pool_close(&fx.pool);
+	assert_int_equal(fx.budget.used, 0);
+}
+
+/* The region runs short: the largest smaller class that still fits. */
+static void test_fallback_region_short(void **state)
+{
+	struct fx fx;
+	struct rmb *a, *b, *c;
+
+	fx_init(&fx, 64 * KIB + 16 * KIB, 1ull << 30);
+	a = get_ok(&fx.pool, 64 * KIB, 64 * KIB);
+	b = get_ok(&fx.pool, 64 * KIB, 16 * KIB);	/* 32 KiB does not fit either */
+	assert_int_equal(b->offset, BASE + 64 * KIB);
+	c = rmb_get(&fx.pool, 64 * KIB);
+	assert_null(c);
+	assert_null(rmb_get(&fx.pool, 16 * KIB));
+	assert_int_equal(fx.pool.n_used, 2);
+	assert_int_equal(fx.pool.carved, BASE + 80 * KIB);
+	rmb_put(&fx.pool, a);
+	rmb_put(&fx.pool, b);
+	rmb_pool_close(&fx.pool);
+}
+
+/* Falling back, a free ring of a smaller class is reused before the next
+ * smaller class is carved. */
+static void test_fallback_prefers_free_ring(void **state)
+{
+	struct fx fx;
+	struct rmb *a, *b, *r;
+
+	fx_init(&fx, 64 * KIB + 32 * KIB + 16 * KIB, 1ull << 30);
+	a = get_ok(&fx.pool, 64 * KIB, 64 * KIB);
+	b = get_ok(&fx.pool, 32 * KIB, 32 * KIB);
+	rmb_put(&fx.pool, b);
+	r = get_ok(&fx.pool, 64 * KIB, 32 * KIB);
+	assert_ptr_equal(r, b);
+	assert_int_equal(fx.pool.carved, BASE + 96 * KIB);
+	rmb_put(&fx.pool, a);
+	rmb_put(&fx.pool, b);
+	rmb_pool_close(&fx.pool);
+}
+
+/* The budget runs short while the region has room: the same fall back. */
+static void test_fallback_budget_short(void **state)
+{
+	struct fx fx;
+	struct rmb *a, *b;
+
+	fx_init(&fx, 16 * MIB, 48 * KIB);
+	a = get_ok(&fx.pool, 64 * KIB, 32 * KIB);
+	b = get_ok(&fx.pool, 64 * KIB, 16 * KIB);
+	assert_int_equal(fx.budget.used, 48 * KIB);
+	assert_null(rmb_get(&fx.pool, 64 * KIB));
+	assert_null(rmb_get(&fx.pool, 16 * KIB));
+	assert_int_equal(fx.budget.used, 48 * KIB);
+	rmb_put(&fx.pool, a);
+	rmb_put(&fx.pool, b);
+	rmb_pool_close(&fx.pool);
+	assert_int_equal(fx.budget.used, 0);
+}
+
+/* Not even 16 KiB: NULL, with nothing changed. */
+static void test_null_below_min(void **state)
+{
+	struct fx fx;
+
+	fx_init(&fx, 16 * KIB - 1, 1ull << 30);
+	assert_null(rmb_get(&fx.pool, 16 * KIB));
+	assert_null(rmb_get(&fx.pool, 64 * MIB));
+	fx_init(&fx, 1 * MIB, 16 * KIB - 1);
+	assert_null(rmb_get(&fx.pool, 16 * KIB));
+	assert_null(rmb_get(&fx.pool, 1 * MIB));
+	fx_init(&fx, 0, 0);
+	assert_null(rmb_get(&fx.pool, 16 * KIB));
+	assert_int_equal(fx.pool.carved, BASE);
+	assert_int_equal(fx.pool.n_used, 0);
+	assert_int_equal(fx.budget.used, 0);
+	rmb_pool_close(&fx.pool);
+}
+
+/*
+ * Two link groups of one worker share its budget: what one carved the
+ * other cannot have, even once it is free again (carved rings stay with
+ * their pool); closing a pool hands its bytes back.
+ */
+static void test_budget_shared(void **state)
+{
+	struct rmb_budget budget = { .limit = 128 * KIB };
+	struct rmb_pool pa, pb;
+	struct rmb *a, *b;
+
+	rmb_pool_init(&pa, BASE, BASE + 16 * MIB, &budget);
+	rmb_pool_init(&pb, BASE, BASE + 16 * MIB, &budget);
+	a = get_ok(&pa, 64 * KIB, 64 * KIB);
+	b = get_ok(&pb, 64 * KIB, 64 * KIB);
+	assert_int_equal(budget.used, 128 * KIB);
+	assert_null(rmb_get(&pa, 64 * KIB));
+	assert_null(rmb_get(&pb, 16 * KIB));
+
+	rmb_put(&pb, b);
+	assert_int_equal(budget.used, 128 * KIB);
+	assert_null(rmb_get(&pa, 16 * KIB));
+
+	rmb_pool_close(&pb);
+	assert_int_equal(budget.used, 64 * KIB);
+	b = get_ok(&pa, 64 * KIB, 64 * KIB);
+	assert_int_equal(b->offset, BASE + 64 * KIB);
+	assert_int_equal(budget.used, 128 * KIB);
+	rmb_put(&pa, a);
+	rmb_put(&pa, b);
+	rmb_pool_close(&pa);
+	assert_int_equal(budget.used, 0);
+}
+
+static void test_close_returns_budget(void **state)
+{
+	struct rmb *r[20];
+	struct fx fx;
+	size_t i;
+
+	fx_init(&fx, 64 * MIB, 1ull << 30);
+	for (i = 0; i < ARRAY_SIZE(r); i++)
+		r[i] = get_ok(&fx.pool, RMB_MIN_SIZE << (i % 5), RMB_MIN_SIZE << (i % 5));
+	assert_true(fx.budget.used > 0);
+	for (i = 0; i < ARRAY_SIZE(r); i++)
+		rmb_put(&fx.pool, r[i]);
+	assert_int_equal(fx.pool.n_free, ARRAY_SIZE(r));
+	rmb_pool_close(&fx.pool);
+	assert_int_equal(fx.budget.used, 0);
+	assert_int_equal(fx.pool.n_free, 0);
+	for (i = 0; i < RMB_CLASSES; i++)
+		assert_null(fx.pool.free[i]);
+	rmb_put(&fx.pool, NULL);	/* ignored */
+	assert_int_equal(fx.pool.n_free, 0);
+}
+
+/* With a page aligned base, every ring starts on a page, whatever mix of
+ * classes and fall backs carved the region. */
+static void test_alignment(void **state)
+{
+	struct rmb *r[64];
+	unsigned seed = 99, n = 0, i;
+	struct fx fx;
+
+	fx_init(&fx, 8 * MIB + 48 * KIB, 1ull << 30);
+	while (n < ARRAY_SIZE(r)) {
+		seed = seed * 1103515245 + 12345;
+		r[n] = rmb_get(&fx.pool, RMB_MIN_SIZE << ((seed >> 16) % 8));
+		if (!r[n])
+			break;
+		assert_int_equal(r[n]->offset % PAGE, 0);
+		assert_true(r[n]->offset >= BASE);
+		assert_true((uint64_t)r[n]->offset + r[n]->size <= BASE + 8 * MIB + 48 * KIB);
+		/* Every ring is a class; none overlaps the one before. */
+		assert_true(rmb_class(r[n]->size) >= 0);
+		if (n)
+			assert_true(r[n]->offset >= r[n - 1]->offset + r[n - 1]->size);
+		n++;
+	}
+	assert_true(n > 8);
+	for (i = 0; i < n; i++)
+		rmb_put(&fx.pool, r[i]);
+	rmb_pool_close(&fx.pool);
+}
+
+static void test_invalid_sizes(void **state)
+{
+	static const uint32_t bad[] = { 0, 1, 4 * KIB, 8 * KIB, 16 * KIB + 1, 48 * KIB,
+					100000, 128 * MIB, 0x80000000u, UINT32_MAX };
+	struct fx fx;
+	size_t i;
+
+	fx_init(&fx, 256 * MIB, 1ull << 32);
+	for (i = 0; i < ARRAY_SIZE(bad); i++)
+		assert_null(rmb_get(&fx.pool, bad[i]));
+	assert_int_equal(fx.pool.carved, BASE);
+	assert_int_equal(fx.pool.n_used, 0);
+	assert_int_equal(fx.budget.used, 0);
+	rmb_pool_close(&fx.pool);
+}
+
+/* A region reaching the top of the 32-bit offset range: carving stops at
+ * its end, no offset wraps around to the bottom. */
+static void test_region_at_4gib(void **state)
+{
+	struct rmb_budget budget = { .limit = UINT64_MAX };
+	struct rmb_pool pool;
+	struct rmb *r[80];
+	uint64_t total = 0;
+	unsigned n = 0, i;
+
+	rmb_pool_init(&pool, 0, UINT32_MAX, &budget);
+	while (n < ARRAY_SIZE(r) && (r[n] = rmb_get(&pool, 64 * MIB))) {
+		assert_true((uint64_t)r[n]->offset + r[n]->size <= UINT32_MAX);
+		assert_int_equal(r[n]->offset, total);
+		total += r[n]->size;
+		n++;
+	}
+	/* 63 x 64 MiB, then one of each smaller class, 16 KiB - 1 left. */
+	assert_int_equal(n, 63 + RMB_CLASSES - 1);
+	assert_int_equal(total, (uint64_t)UINT32_MAX + 1 - 16 * KIB);
+	assert_int_equal(budget.used, total);
+	for (i = 0; i < n; i++)
+		rmb_put(&pool, r[i]);
+	rmb_pool_close(&pool);
+	assert_int_equal(budget.used, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_class),
+		cmocka_unit_test(test_carve),
+		cmocka_unit_test(test_every_class),
+		cmocka_unit_test(test_reuse_same_offset),
+		cmocka_unit_test(test_fallback_region_short),
+		cmocka_unit_test(test_fallback_prefers_free_ring),
+		cmocka_unit_test(test_fallback_budget_short),
+		cmocka_unit_test(test_null_below_min),
+		cmocka_unit_test(test_budget_shared),
+		cmocka_unit_test(test_close_returns_budget),
+		cmocka_unit_test(test_alignment),
+		cmocka_unit_test(test_invalid_sizes),
+		cmocka_unit_test(test_region_at_4gib),
+	};
+
+	return cmocka_run_group_tests_name("rmb", tests, NULL, NULL);
+}
