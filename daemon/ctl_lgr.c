@@ -111,9 +111,8 @@ void ctl_lgr_stats(json_t *body, const struct proxy_stats *st)
 		"failures", (json_int_t)st->lgr_failures,
 		"negative_cache_hits", (json_int_t)st->negative_cache_hits,
 		"flows_reset", (json_int_t)st->flows_reset_link));
-	json_object_set_new(body, "declines", json_pack("{s:o, s:o}",
-		"sent", per_decline(st->declines_sent),
-		"received", per_decline(st->declines_received)));
+	json_object_set_new(body, "declines_sent", per_decline(st->declines_sent));
+	json_object_set_new(body, "declines_received", per_decline(st->declines_received));
 	json_object_set_new(body, "refused", json_pack("{s:I, s:I, s:I, s:I}",
 		"proposals", (json_int_t)st->proposals_refused,
 		"auth", (json_int_t)st->auth_failures,
