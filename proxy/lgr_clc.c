@@ -159,7 +159,8 @@ static void hs_client_on_accept(struct lgr *lgr, const struct clc_accept *a)
 	/* An answer outside what we offered is the peer's bug: decline it
 	 * as internal rather than guess. */
 	if (!(a->transport & pr->transports) || a->links > pr->links || !a->links ||
-	    a->max_flows_per_link > pr->max_flows_per_link) {
+	    a->max_flows_per_link > pr->max_flows_per_link ||
+	    (a->transport == CLC_TR_SHM && !a->shm_name_len)) {
 		p->stats.bad_messages++;
 		hs_decline(lgr, CLC_DECL_INTERNAL);
 		return;
