@@ -40,9 +40,10 @@ int proxy_check_loop(const struct proxy *p, const struct sockaddr *dest);
 void proxy__flow_freed(struct proxy *p);
 void proxy__out_add(struct proxy *p, struct flow *f);
 void proxy__out_del(struct proxy *p, struct flow *f);
-/* The flow whose outbound connection is peer -> dest, if any. */
-struct flow *proxy__out_find(const struct proxy *p, const struct sockaddr *peer,
-			     const struct sockaddr *dest);
+/* Whether peer -> dest is an outbound connection of ours: of this proxy's
+ * flows, or of another worker's. */
+bool proxy__out_find(const struct proxy *p, const struct sockaddr *peer,
+		     const struct sockaddr *dest);
 
 /* Private to proxy/: the link groups' needs. */
 void proxy__on_handle_closed(uv_handle_t *h);
