@@ -3,9 +3,13 @@
 #ifndef SMCPROXY_LOG_H
 #define SMCPROXY_LOG_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <syslog.h>
+
+/* Any thread may log. log_open() and log_use_syslog() are called before
+ * threads start. */
 
 /* Chooses journald when stderr is the journal stream systemd gave us
  * ($JOURNAL_STREAM names stderr's device and inode). */
@@ -19,15 +23,15 @@ void log_msg(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 /*
  * For messages that outside events can trigger at will (a local user
  * connecting to the listener in a loop): at most burst per interval, then
- * one line saying how many were dropped.
+ * one line saying how many were dropped. Zero-initialised; several threads
+ * may share one.
  */
 struct log_ratelimit {
-	uint64_t window_start_ms;
-	unsigned count;
-	unsigned suppressed;
+	_Atomic uint64_t state;		/* window start << 16 | lines in it */
+	atomic_uint suppressed;
 };
 
-/* Whether to log now; now_ms from the event loop. */
+/* Whether to log now; now_ms from the caller's event loop. */
 bool log_ratelimit_ok(struct log_ratelimit *rl, uint64_t now_ms);
 
 #define log_err(...)	log_msg(LOG_ERR, __VA_ARGS__)
