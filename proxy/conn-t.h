@@ -96,6 +96,8 @@ struct conn {
 	bool peer_write_blocked;	/* the peer told us our ring was full */
 	bool out_blocked;		/* socket returned EAGAIN on write */
 	bool in_pending;		/* socket readable, not drained (ring full) */
+	bool rdhup;			/* the socket reported FIN: read to the end */
+	bool urgent;			/* urgent data seen: reads stop short at the mark */
 	bool corked;			/* on link->corked */
 
 	unsigned tx_work;		/* CONN_TX_* */

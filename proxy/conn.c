@@ -38,7 +38,7 @@
 #include "relay.h"
 #include "rmb.h"
 
-#define CONN_EVENTS	(EPOLLIN | EPOLLOUT | EPOLLRDHUP)
+#define CONN_EVENTS	(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI)
 
 #define conn_of_ev(e)	((struct conn *)((char *)(e) - offsetof(struct conn, ev)))
 
@@ -615,8 +615,14 @@ static void conn_account(struct conn *c, uint32_t n, bool from_socket)
 	}
 }
 
-/* Socket -> the peer's ring, until the socket would block, the ring is
- * full or FIN. */
+/*
+ * Socket -> the peer's ring, until the socket is drained, the ring is full
+ * or FIN. A read shorter than the room we offered means the socket had no
+ * more: data arriving later raises a new edge, so we skip the read that
+ * would only say EAGAIN (a system call per message). Not so once FIN was
+ * reported (its 0 must be read: no further edge comes) or urgent data was
+ * seen (TCP ends a read short at the urgent mark with more data behind it).
+ */
 static void conn_fill(struct conn *c)
 {
 	struct iovec iov[2];
@@ -656,6 +662,10 @@ static void conn_fill(struct conn *c)
 			c->write_blocked = false;
 			conn_account(c, len, true);
 			c->last_active_ms = uv_now(conn_proxy(c)->loop);
+			if (len < space && !c->rdhup && !c->urgent) {
+				c->in_pending = false;
+				break;
+			}
 			continue;
 		}
 		if (n == 0) {
@@ -773,11 +783,15 @@ static void conn_on_event(struct epset_entry *e, uint32_t events)
 		conn_reset(c, CONN_END_RESET, -(err ? err : ECONNRESET));
 		return;
 	}
+	if (events & (EPOLLRDHUP | EPOLLHUP))
+		c->rdhup = true;
+	if (events & EPOLLPRI)
+		c->urgent = true;	/* for the rest of the flow: it is rare */
 	if (events & EPOLLOUT) {
 		c->out_blocked = false;
 		conn_drain(c);
 	}
-	if (c->state == CONN_ACTIVE && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP))) {
+	if (c->state == CONN_ACTIVE && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLPRI))) {
 		c->in_pending = true;
 		conn_fill(c);
 	}

@@ -247,14 +247,18 @@ static void shm_on_doorbell(struct epset_entry *e, uint32_t events)
 	struct link *lnk = sl->lnk;
 	struct lgr *lgr;
 	uint8_t msg[LINK_MSG_LEN];
-	uint64_t v;
 	uint32_t prod;
 
 	if (!lnk)
 		return;
 	lgr = lnk->lgr;
-	if (read(sl->efd_rx, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		return;
+	/*
+	 * The eventfd is never read: an edge-triggered epoll reports every
+	 * write to it, whatever its counter, so resetting the counter would
+	 * only cost a system call per wake-up. (It would take 2^64 rings to
+	 * fill it.) Messages posted after our load of the producer index
+	 * come with a doorbell of their own.
+	 */
 	prod = __atomic_load_n(&sl->rxq->prod, __ATOMIC_ACQUIRE);
 	if (prod - sl->rx_cons > SHM_SLOTS) {
 		lgr->proxy->stats.bad_messages++;
