@@ -1,0 +1,495 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * An in-memory link transport, and a one-link link group on it, for the
+ * unit tests of the data plane (test_cork.c, test_conn.c).
+ *
+ * The transport is written against transport-t.h alone, as a new one
+ * (rdma) would be: it keeps every message the link posts for the test to
+ * decode, lets the test say how much room the send queue has (each post
+ * takes a slot) and how far sends have completed, and points a flow's
+ * outgoing ring into a "peer region" the test can read. Nothing is sent
+ * anywhere: the test plays the peer by calling conn_on_cdc() /
+ * link_tx_progress() the way a transport's receive path would.
+ *
+ * The rest builds what the flow code needs around it, without
+ * proxy_init() (which wants listeners and a config): a loop, the epoll
+ * set the application sockets go into, the proxy's counters, and the
+ * end-of-batch work of proxy.c (flush kicked links, free the dead).
+ * Application sockets are loopback TCP connections rather than a
+ * socketpair, so that an RST is an RST.
+ */
+#ifndef SMCPROXY_TEST_FAKE_TRANSPORT_H
+#define SMCPROXY_TEST_FAKE_TRANSPORT_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cdc.h"
+#include "cfg-t.h"
+#include "conn.h"
+#include "cursor.h"
+#include "epset.h"
+#include "lgr.h"
+#include "link.h"
+#include "llc.h"
+#include "proxy-t.h"
+#include "rmb.h"
+#include "transport-t.h"
+
+/* ------------------------------------------------------------------ */
+/* The transport. */
+
+#define FAKE_MSGS	256
+#define FAKE_WRITES	1024
+#define FAKE_PEER_SIZE	(4u << 20)	/* the peer's region */
+
+struct fake_msg {
+	uint32_t seq;			/* lnk->tx_seq when it was posted */
+	uint8_t b[LINK_MSG_LEN];
+};
+
+struct fake {
+	/* Send queue: what the test controls. */
+	unsigned room;			/* free slots; each post takes one */
+	uint32_t done;			/* first sequence not completed */
+	/* What the link did. */
+	struct fake_msg msgs[FAKE_MSGS];
+	unsigned n_msgs;
+	unsigned flushes;		/* doorbells */
+	unsigned progress_asks;		/* want_progress() calls */
+	unsigned bad_calls;		/* a post without room, a write out of range */
+	/* The peer's region, which our flows write into. */
+	uint8_t *peer;
+	struct {
+		uint32_t off, len;
+	} writes[FAKE_WRITES];
+	unsigned n_writes;
+	uint64_t written;
+};
+
+static inline struct fake *fake_of_link(struct link *lnk)
+{
+	return lnk->tp;
+}
+
+static unsigned fake_tx_room(struct link *lnk)
+{
+	return fake_of_link(lnk)->room;
+}
+
+static int fake_post(struct link *lnk, const uint8_t msg[LINK_MSG_LEN])
+{
+	struct fake *f = fake_of_link(lnk);
+
+	if (!f->room || f->n_msgs == FAKE_MSGS) {
+		f->bad_calls++;
+		return -ENOSPC;
+	}
+	f->room--;
+	f->msgs[f->n_msgs].seq = lnk->tx_seq;
+	memcpy(f->msgs[f->n_msgs].b, msg, LINK_MSG_LEN);
+	f->n_msgs++;
+	return 0;
+}
+
+static void fake_flush(struct link *lnk)
+{
+	fake_of_link(lnk)->flushes++;
+}
+
+static uint32_t fake_tx_done(struct link *lnk)
+{
+	return fake_of_link(lnk)->done;
+}
+
+static void fake_want_progress(struct link *lnk)
+{
+	fake_of_link(lnk)->progress_asks++;
+}
+
+static int fake_conn_attach(struct conn *c, const struct llc_rmb *rmb)
+{
+	struct fake *f = c->lgr->tp;
+
+	if (rmb->offset > FAKE_PEER_SIZE || rmb->size > FAKE_PEER_SIZE - rmb->offset ||
+	    rmb_class(rmb->size) < 0)
+		return -EINVAL;
+	c->tx_ring = f->peer + rmb->offset;
+	return 0;
+}
+
+static void fake_conn_detach(struct conn *c)
+{
+	c->tx_ring = NULL;
+}
+
+static int fake_write(struct conn *c, uint32_t off, uint32_t len)
+{
+	struct fake *f = c->lgr->tp;
+
+	if (!len || off >= c->tx_size || len > c->tx_size - off || f->n_writes == FAKE_WRITES) {
+		f->bad_calls++;
+		return -EINVAL;
+	}
+	f->writes[f->n_writes].off = off;
+	f->writes[f->n_writes].len = len;
+	f->n_writes++;
+	f->written += len;
+	return 0;
+}
+
+static void fake_lgr_close(struct lgr *lgr)
+{
+	lgr->tp = NULL;
+}
+
+static const struct smc_transport_ops fake_ops = {
+	.name = "fake",
+	.mode = FLOW_MODE_SHM,
+	.tx_room = fake_tx_room,
+	.post = fake_post,
+	.flush = fake_flush,
+	.tx_done = fake_tx_done,
+	.want_progress = fake_want_progress,
+	.conn_attach = fake_conn_attach,
+	.conn_detach = fake_conn_detach,
+	.write = fake_write,
+	.lgr_close = fake_lgr_close,
+};
+
+/* ------------------------------------------------------------------ */
+/* A proxy with one link group of one link on the fake transport. */
+
+#define WORLD_FLOWS	4
+#define PEER_TOKEN	0x00050001u	/* what the peer calls flow 0; +i for flow i */
+
+/* One flow: the conn and what its owner was told. */
+struct wflow {
+	struct conn c;
+	int app;			/* the application's end of the socket */
+	int ended;			/* enum conn_end + 1; 0: not yet */
+	int end_err;
+	int closed;
+	/* The peer's view of our receive ring. */
+	struct smc_cursor peer_prod;
+	/* What the peer consumed of the ring our flow writes into. */
+	struct smc_cursor peer_cons;
+};
+
+struct world {
+	uv_loop_t loop;
+	struct cfg cfg;
+	struct proxy p;
+	struct lgr *lgr;
+	struct link *lnk;
+	struct fake fake;
+	uint8_t *region;
+	uint32_t region_size;
+	struct wflow flows[WORLD_FLOWS];
+};
+
+static inline struct wflow *wflow_of(struct conn *c)
+{
+	return (struct wflow *)((char *)c - offsetof(struct wflow, c));
+}
+
+static void world_conn_ended(struct conn *c, enum conn_end how, int err, unsigned decline)
+{
+	struct wflow *f = wflow_of(c);
+
+	f->ended = how + 1;
+	f->end_err = err;
+}
+
+static void world_conn_closed(struct conn *c)
+{
+	wflow_of(c)->closed++;
+}
+
+static const struct conn_ops world_conn_ops = {
+	.ended = world_conn_ended,
+	.closed = world_conn_closed,
+};
+
+/* What proxy.c does at the end of every batch of events: ring the
+ * doorbells of links that posted, then free what the batch let go of. */
+static inline void world_batch_end(struct world *w)
+{
+	while (!list_empty(&w->p.kick_links)) {
+		struct link *lnk = list_entry(w->p.kick_links.next, struct link, kick_node);
+
+		list_del(&lnk->kick_node);
+		link_flush(lnk);
+	}
+	while (!list_empty(&w->p.grave)) {
+		struct proxy_defer *d = list_entry(w->p.grave.next, struct proxy_defer, node);
+
+		list_del(&d->node);
+		d->fn(d);
+	}
+}
+
+static void world_on_epset_batch(struct epset *s)
+{
+	struct proxy *p = (struct proxy *)((char *)s - offsetof(struct proxy, epset));
+
+	world_batch_end((struct world *)((char *)p - offsetof(struct world, p)));
+}
+
+/*
+ * rx_ring: our rings (the link group's ring_size); region: how much ring
+ * area the link group has. The send queue starts with plenty of room and
+ * nothing completed; autocork is on with max_bytes cork_max.
+ */
+static inline struct world *world_new(uint32_t rx_ring, uint32_t region, uint32_t cork_max)
+{
+	struct world *w = calloc(1, sizeof(*w));
+	struct lgr *lgr;
+	unsigned i;
+
+	assert_non_null(w);
+	assert_int_equal(uv_loop_init(&w->loop), 0);
+	w->cfg.fallback.connect_timeout_ms = 5000;
+
+	w->p.loop = &w->loop;
+	w->p.cfg = &w->cfg;
+	w->p.control_fd = w->p.shm_fd = -1;
+	list_init(&w->p.flows);
+	list_init(&w->p.lgrs);
+	list_init(&w->p.shm_rvs);
+	list_init(&w->p.kick_links);
+	list_init(&w->p.grave);
+	w->p.cork = (struct cork_params){ .enabled = true, .max_bytes = cork_max };
+	w->p.rmb_budget.limit = region;
+	assert_int_equal(epset_init(&w->p.epset, &w->loop), 0);
+	w->p.epset.batch_end = world_on_epset_batch;
+
+	w->fake.room = 64;
+	w->fake.peer = calloc(1, FAKE_PEER_SIZE);
+	assert_non_null(w->fake.peer);
+	w->region_size = region;
+	w->region = calloc(1, region);
+	assert_non_null(w->region);
+
+	/* The link group as the handshake and the rendezvous leave it. */
+	lgr = calloc(1, sizeof(*lgr));
+	assert_non_null(lgr);
+	lgr->proxy = &w->p;
+	lgr->role = LGR_ROLE_CLIENT;
+	lgr->state = LGR_ACTIVE;
+	lgr->hs.fd = -1;
+	lgr->hs.step = HS_DONE;
+	list_init(&lgr->waiting);
+	list_init(&lgr->conn_list);
+	list_init(&lgr->connecting);
+	list_add_tail(&lgr->node, &w->p.lgrs);
+	w->p.n_lgrs++;
+	lgr->ops = &fake_ops;
+	lgr->tp = &w->fake;
+	lgr->ring_size = rx_ring;
+	lgr->region = w->region;
+	lgr->region_size = region;
+	rmb_pool_init(&lgr->rmbs, 0, region, &w->p.rmb_budget);
+	assert_int_equal(lgr__setup_links(lgr, 1, 16), 0);
+	lgr->links[0].tp = &w->fake;
+	w->lgr = lgr;
+	w->lnk = &lgr->links[0];
+	for (i = 0; i < WORLD_FLOWS; i++)
+		w->flows[i].app = -1;
+	return w;
+}
+
+/* Runs the loop without blocking until cond holds or two seconds pass;
+ * evaluates to cond. */
+#define world_run_until(w, cond) ({					\
+	uint64_t end_ = uv_hrtime() + 2000000000ull;			\
+	while (!(cond) && uv_hrtime() < end_) {				\
+		uv_run(&(w)->loop, UV_RUN_NOWAIT);			\
+		if (!(cond))						\
+			usleep(200);					\
+	}								\
+	(cond);								\
+})
+
+/* Lets the loop handle whatever is pending, for checks that something
+ * did not happen. */
+static inline void world_settle(struct world *w)
+{
+	int i;
+
+	for (i = 0; i < 20; i++) {
+		uv_run(&w->loop, UV_RUN_NOWAIT);
+		usleep(500);
+	}
+}
+
+/* A connected loopback pair: *app the application's end (blocking), the
+ * return value ours (non-blocking, as the proxy accepts them). rcvbuf and
+ * sndbuf, when not 0, shrink the app's receive and our send buffer. */
+static inline int world_socket(int *app, int rcvbuf, int sndbuf)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), fd;
+
+	assert_true(l >= 0);
+	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(l, 1), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &len), 0);
+	*app = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(*app >= 0);
+	if (rcvbuf)
+		setsockopt(*app, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	assert_int_equal(connect(*app, (struct sockaddr *)&a, sizeof(a)), 0);
+	fd = accept4(l, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	assert_true(fd >= 0);
+	if (sndbuf)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+	close(l);
+	return fd;
+}
+
+/* The i-th message the link posted, as a CDC / an LLC message. */
+static inline struct cdc_msg world_cdc(struct world *w, unsigned i)
+{
+	struct cdc_msg m;
+
+	assert_true(i < w->fake.n_msgs);
+	assert_int_equal(w->fake.msgs[i].b[0], CDC_MSG_TYPE);
+	assert_int_equal(cdc_decode(w->fake.msgs[i].b, LINK_MSG_LEN, &m), 0);
+	return m;
+}
+
+static inline struct llc_msg world_llc(struct world *w, unsigned i)
+{
+	struct llc_msg m;
+
+	assert_true(i < w->fake.n_msgs);
+	assert_int_equal(llc_decode(w->fake.msgs[i].b, LINK_MSG_LEN, &m), 0);
+	return m;
+}
+
+/* Flow i opened by an application, up to the FLOW_OPEN on the link (if
+ * the queue has room). */
+static inline struct wflow *world_open_only(struct world *w, unsigned i, int rcvbuf, int sndbuf)
+{
+	struct sockaddr_in dest = { .sin_family = AF_INET, .sin_port = htons(80),
+				    .sin_addr.s_addr = htonl(0x0a000001) };
+	struct wflow *f = &w->flows[i];
+	int fd = world_socket(&f->app, rcvbuf, sndbuf);
+
+	assert_int_equal(conn_open(&f->c, w->lgr, fd, (struct sockaddr *)&dest,
+				   &world_conn_ops), 0);
+	assert_int_equal(f->c.state, CONN_OPENING);
+	return f;
+}
+
+/* The peer accepts flow i with a ring of peer_ring bytes at a distinct
+ * offset of its region. */
+static inline void world_accept(struct world *w, unsigned i, uint32_t peer_ring)
+{
+	struct wflow *f = &w->flows[i];
+	struct llc_flow_accept a = {
+		.token = f->c.token,
+		.peer_token = PEER_TOKEN + i,
+		.rmb = { .offset = i * (FAKE_PEER_SIZE / WORLD_FLOWS), .size = peer_ring },
+	};
+
+	conn_on_accept(&f->c, &a);
+	world_batch_end(w);
+	assert_int_equal(f->c.state, CONN_ACTIVE);
+	assert_int_equal(f->c.tx_size, peer_ring);
+}
+
+/* Flow i, open and accepted; the FLOW_OPEN is taken out of the message
+ * log so that the test sees only what the flow does after. */
+static inline struct wflow *world_open(struct world *w, unsigned i, uint32_t peer_ring)
+{
+	struct wflow *f = world_open_only(w, i, 0, 0);
+	struct llc_msg m;
+
+	world_batch_end(w);
+	assert_int_equal(w->fake.n_msgs, 1);
+	m = world_llc(w, 0);
+	assert_int_equal(m.type, LLC_FLOW_OPEN);
+	assert_int_equal(m.open.token, f->c.token);
+	w->fake.n_msgs = 0;
+	world_accept(w, i, peer_ring);
+	return f;
+}
+
+/* Every send so far completed, and the transport says so. */
+static inline void world_complete(struct world *w)
+{
+	w->fake.done = w->lnk->tx_seq;
+	link_tx_progress(w->lnk);
+	world_batch_end(w);
+}
+
+/* The peer sends flow f a CDC with its cursors and the given flags, as
+ * the link's receive path hands it over; then the batch ends. */
+static inline void world_peer_cdc(struct world *w, struct wflow *f, uint8_t prod_flags,
+				  uint8_t conn_flags)
+{
+	struct cdc_msg m = {
+		.token = f->c.token,
+		.prod = f->peer_prod,
+		.cons = f->peer_cons,
+		.prod_flags = prod_flags,
+		.conn_flags = conn_flags,
+	};
+
+	conn_on_cdc(&f->c, &m);
+	world_batch_end(w);
+}
+
+/* The peer writes n bytes into flow f's receive ring at its producer
+ * cursor (not yet announced). */
+static inline void world_peer_write(struct world *w, struct wflow *f, const uint8_t *b,
+				    uint32_t n)
+{
+	uint32_t size = f->c.rmb->size, first = size - f->peer_prod.count;
+	uint8_t *ring = w->region + f->c.rmb->offset;
+
+	if (first > n)
+		first = n;
+	memcpy(ring + f->peer_prod.count, b, first);
+	memcpy(ring, b + first, n - first);
+	f->peer_prod = cursor_add(f->peer_prod, n, size);
+}
+
+/*
+ * Tears everything down the way a failing link group does, then checks
+ * that every ring went back to the budget, every conn was reported
+ * closed, and the loop has nothing left open.
+ */
+static inline void world_free(struct world *w)
+{
+	unsigned i;
+
+	if (w->lgr) {
+		lgr_fail(w->lgr, -ESHUTDOWN);
+		world_batch_end(w);
+	}
+	assert_int_equal(w->p.rmb_budget.used, 0);
+	for (i = 0; i < WORLD_FLOWS; i++) {
+		if (w->flows[i].c.lgr)
+			assert_int_equal(w->flows[i].closed, 1);
+		if (w->flows[i].app >= 0)
+			close(w->flows[i].app);
+	}
+	assert_int_equal(w->fake.bad_calls, 0);
+	epset_close(&w->p.epset, NULL);
+	uv_run(&w->loop, UV_RUN_NOWAIT);
+	assert_int_equal(uv_loop_close(&w->loop), 0);
+	free(w->region);
+	free(w->fake.peer);
+	free(w);
+}
+
+#endif
