@@ -4,9 +4,14 @@
 # return EAGAIN; at the mark it then ended the stream early (FIN behind it:
 # bytes after the mark silently lost) or stalled. Every byte, the urgent
 # one included (in line), must arrive, with and without a FIN behind it.
+# Run as t_shm_urgent (a link to this file), the same over a shm link
+# group, where a read stops short at the urgent mark with more behind it.
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
-it_setup_relay
+case $IT_NAME in
+t_shm_*) it_setup_shm ;;
+*) it_setup_relay ;;
+esac
 OOBPORT=$((SPORT + 100))
 cat >"$IT_DIR/oob.py" <<'PY'
 import hashlib, socket, sys, time
@@ -63,4 +68,7 @@ for args in "4000000 100000 fin" "4000000 100000 nofin" "8000000 300000 fin"; do
 	got=$(grep '^server:' "$IT_DIR/oobserve.log")
 	[ "$got" = "$want" ] || it_fail "$args: sent '$want', arrived '$got'"
 done
+case $IT_NAME in
+t_shm_*) [ "$(it_stat flows.closed.tcp)" -eq 0 ] || it_fail "flows fell back to tcp" ;;
+esac
 it_pass "urgent byte and everything after it arrived, with and without FIN"

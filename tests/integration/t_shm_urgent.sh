@@ -1,0 +1,1 @@
+t_urgent.sh
