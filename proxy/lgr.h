@@ -54,6 +54,8 @@ void lgr_close_all(struct proxy *p);
 /* The control port: listens on cfg->control. */
 int lgr_listen(struct proxy *p, char *errbuf, size_t errlen);
 void lgr_unlisten(struct proxy *p);
+/* Starts or stops taking connections on the control port. */
+void lgr_poll_control(struct proxy *p, bool on);
 
 const char *lgr_state_name(enum lgr_state s);
 const char *lgr_role_name(enum lgr_role r);

@@ -452,8 +452,14 @@ static void hs_on_control(uv_poll_t *h, int status, int events)
 		len = sizeof(ss);
 		fd = accept4(p->control_fd, (struct sockaddr *)&ss, &len,
 			     SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
-			return;		/* EAGAIN, or fd exhaustion: next time */
+		if (fd < 0) {
+			/* The poll is level-triggered: a connection we cannot
+			 * take would wake us at once, again and again. */
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM)
+				proxy__pause_accepting(p, -errno);
+			return;
+		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		if (!hs_peer_allowed(p, (struct sockaddr *)&ss)) {
 			struct clc_msg m = { .hdr.type = CLC_DECLINE,
@@ -510,13 +516,22 @@ int lgr_listen(struct proxy *p, char *errbuf, size_t errlen)
 	}
 	p->control_fd = fd;
 	p->control_poll.data = p;
-	uv_poll_start(&p->control_poll, UV_READABLE, hs_on_control);
-	return 0;
+	return 0;	/* polled from proxy_start(), with the redirect listeners */
 
 out_err:
 	snprintf(errbuf, errlen, "control port %s: %s",
 		 addr_format((const struct sockaddr *)&a->ss, s, sizeof(s)), strerror(-err));
 	return err;
+}
+
+void lgr_poll_control(struct proxy *p, bool on)
+{
+	if (p->control_fd < 0)
+		return;
+	if (on)
+		uv_poll_start(&p->control_poll, UV_READABLE, hs_on_control);
+	else
+		uv_poll_stop(&p->control_poll);
 }
 
 void lgr_unlisten(struct proxy *p)

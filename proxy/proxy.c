@@ -496,6 +496,7 @@ static void proxy_poll_listeners(struct proxy *p, bool on)
 		else
 			uv_poll_stop(&p->listeners[i].poll);
 	}
+	lgr_poll_control(p, on);
 }
 
 void proxy_start(struct proxy *p)
@@ -515,7 +516,7 @@ static void proxy_on_pause_end(uv_timer_t *t)
 
 /* One PAUSED event when an episode of exhaustion starts and one RESUMED
  * when an accept works again, not a pair per back-off round. */
-static void proxy_pause_accepting(struct proxy *p, int err)
+void proxy__pause_accepting(struct proxy *p, int err)
 {
 	if (!p->pause_ms)
 		p->ops->event(p, PROXY_EV_ACCEPT_PAUSED, NULL, err);
@@ -551,7 +552,7 @@ static void proxy_on_acceptable(uv_poll_t *h, int status, int events)
 			if (err == -EAGAIN || err == -EINTR)
 				return;
 			if (err_is_exhaustion(err)) {
-				proxy_pause_accepting(p, err);
+				proxy__pause_accepting(p, err);
 				return;
 			}
 			/* ECONNABORTED and the like: that connection is gone. */
@@ -564,7 +565,7 @@ static void proxy_on_acceptable(uv_poll_t *h, int status, int events)
 		/* Out of fds between accept and connect: the connection got an
 		 * RST; stop taking more until fds come back. */
 		if (err_is_exhaustion(err)) {
-			proxy_pause_accepting(p, err);
+			proxy__pause_accepting(p, err);
 			return;
 		}
 		if (!err && p->pause_ms) {

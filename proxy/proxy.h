@@ -53,6 +53,8 @@ void proxy__kick_link(struct proxy *p, struct link *lnk);
 void proxy__defer(struct proxy *p, struct proxy_defer *d, void (*fn)(struct proxy_defer *d));
 /* Whether sa is an address of this host, remembered for a few seconds. */
 bool proxy__addr_is_local(struct proxy *p, const struct sockaddr *sa);
+/* Out of fds or memory: accepting (redirect and control) backs off. */
+void proxy__pause_accepting(struct proxy *p, int err);
 /* The link-group timer runs while there are link groups. */
 void proxy__lgr_timer(struct proxy *p);
 
