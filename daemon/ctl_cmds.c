@@ -1,11 +1,18 @@
 /* SPDX-License-Identifier: MIT */
-/* What the control socket answers: the JSON bodies of ctl_proto replies. */
+/*
+ * What the control socket answers: the JSON bodies of ctl_proto replies.
+ * Counters are summed from every worker without asking them; lists of a
+ * worker's own structures (flows, and links and peers with link groups)
+ * are built by the worker on its thread (a worker_job) and joined here.
+ */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "addr.h"
-#include "flow-t.h"
+#include "ctl_lgr.h"
+#include "flow.h"
 #include "smcd.h"
 
 #define FLOWS_LIST_MAX 10000
@@ -20,20 +27,51 @@ static json_t *per_mode(const uint64_t *v)
 	return o;
 }
 
+static uint64_t sum_modes(const uint64_t *v)
+{
+	uint64_t n = 0;
+	int m;
+
+	for (m = 0; m < FLOW_MODE__MAX; m++)
+		n += v[m];
+	return n;
+}
+
+/* A few counters of each worker: how the kernel spread the connections. */
+static json_t *per_worker(struct smcd *d)
+{
+	json_t *arr = json_array();
+	unsigned i;
+
+	for (i = 0; i < d->workers.n; i++) {
+		struct proxy_stats st = { 0 };
+
+		worker_stats_add(&d->workers.workers[i], &st);
+		json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:I, s:I}",
+			"worker", (int)i,
+			"flows_active", (json_int_t)sum_modes(st.flows_active),
+			"flows_accepted", (json_int_t)st.flows_accepted,
+			"bytes_in", (json_int_t)st.bytes_in,
+			"bytes_out", (json_int_t)st.bytes_out));
+	}
+	return arr;
+}
+
 static json_t *stats_body(struct smcd *d)
 {
-	const struct proxy_stats *st = &d->proxy.stats;
-	json_t *fb = json_object();
+	struct proxy_stats sum, *st = &sum;
+	json_t *fb = json_object(), *body;
 	int r;
 
+	worker_pool_stats(&d->workers, st);
 	for (r = FB_NONE + 1; r < FB__MAX; r++)
 		json_object_set_new(fb, fallback_reason_name(r), json_integer(st->fallback[r]));
-	return json_pack("{s:s, s:i, s:I, s:i, s:I, s:{s:I, s:o, s:o}, s:o,"
-			 " s:{s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:I}",
+	body = json_pack("{s:s, s:i, s:I, s:i, s:I, s:{s:I, s:o, s:o}, s:o,"
+			 " s:{s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
 			 "version", SMCPROXY_VERSION,
 			 "pid", (int)getpid(),
 			 "uptime_ms", (json_int_t)(uv_now(&d->loop) - d->start_ms),
-			 "workers", 1,
+			 "workers", (int)d->workers.n,
 			 "reloads", (json_int_t)d->reloads,
 			 "flows",
 			   "accepted", (json_int_t)st->flows_accepted,
@@ -46,42 +84,138 @@ static json_t *stats_body(struct smcd *d)
 			 "resets", (json_int_t)st->resets,
 			 "accept_pauses", (json_int_t)st->accept_pauses,
 			 "loops_refused", (json_int_t)st->loops_refused,
-			 "idle_timeouts", (json_int_t)st->idle_timeouts);
+			 "idle_timeouts", (json_int_t)st->idle_timeouts,
+			 "per_worker", per_worker(d));
+	ctl_lgr_stats(body, st);
+	return body;
 }
 
-static json_t *flow_json(const struct flow *f, uint64_t now)
-{
-	char client[ADDR_STRLEN], dest[ADDR_STRLEN];
-
-	return json_pack("{s:I, s:i, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I}",
-			 "id", (json_int_t)f->id,
-			 "worker", 0,
-			 "mode", flow_mode_name(f->mode),
-			 "reason", fallback_reason_name(f->reason),
-			 "state", flow_state_name(f),
-			 "client", addr_format((const struct sockaddr *)&f->client, client, sizeof(client)),
-			 "dest", addr_format((const struct sockaddr *)&f->dest, dest, sizeof(dest)),
-			 "bytes_in", (json_int_t)f->relay.dir[RELAY_CLIENT].bytes,
-			 "bytes_out", (json_int_t)f->relay.dir[RELAY_SERVER].bytes,
-			 "age_ms", (json_int_t)(now - f->created_ms));
-}
-
-static json_t *flows_members(struct smcd *d)
+/* On the worker's thread: its flows, at most one more than are listed so
+ * that the caller knows when the list is cut. */
+static json_t *flows_json(struct proxy *p)
 {
 	json_t *arr = json_array();
 	struct list_head *pos;
-	uint64_t now = uv_now(&d->loop);
-	size_t n = 0;
-	bool truncated = false;
+	uint64_t now = uv_now(p->loop);
+	char client[ADDR_STRLEN], dest[ADDR_STRLEN];
 
-	list_for_each(pos, &d->proxy.flows) {
-		if (n++ == FLOWS_LIST_MAX) {
-			truncated = true;
+	list_for_each(pos, &p->flows) {
+		const struct flow *f = list_entry(pos, struct flow, node);
+		uint64_t in, out;
+
+		if (json_array_size(arr) > FLOWS_LIST_MAX)
 			break;
-		}
-		json_array_append_new(arr, flow_json(list_entry(pos, struct flow, node), now));
+		flow_bytes(f, &in, &out);
+		json_array_append_new(arr, json_pack(
+			"{s:I, s:i, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I}",
+			"id", (json_int_t)f->id,
+			"worker", (int)p->worker,
+			"mode", flow_mode_name(f->mode),
+			"reason", fallback_reason_name(f->reason),
+			"state", flow_state_name(f),
+			"client", addr_format((const struct sockaddr *)&f->client, client, sizeof(client)),
+			"dest", addr_format((const struct sockaddr *)&f->dest, dest, sizeof(dest)),
+			"bytes_in", (json_int_t)in,
+			"bytes_out", (json_int_t)out,
+			"age_ms", (json_int_t)(now - f->created_ms)));
 	}
-	return json_pack("{s:o, s:b}", "flows", arr, "truncated", truncated);
+	return arr;
+}
+
+/*
+ * Builds a list of a worker's structures on that worker's thread; returns
+ * a JSON array (new reference, NULL for none).
+ */
+typedef json_t *(*ctl_list_fn)(struct proxy *p);
+
+struct ctl_list_job {
+	struct worker_job job;
+	ctl_list_fn fn;
+	json_t *items;
+};
+
+static void ctl_list_job_run(struct worker *w, struct worker_job *job)
+{
+	struct ctl_list_job *j = (struct ctl_list_job *)((char *)job -
+						offsetof(struct ctl_list_job, job));
+
+	j->items = j->fn(&w->proxy);
+}
+
+static void ctl_list_job_release(struct worker_job *job)
+{
+	struct ctl_list_job *j = (struct ctl_list_job *)((char *)job -
+						offsetof(struct ctl_list_job, job));
+
+	json_decref(j->items);
+	free(j);
+}
+
+/*
+ * The members {name: [...]} of a reply: fn's lists of every worker, run on
+ * each worker's thread at once, joined in worker order. An object without
+ * "worker" gets its worker's index. With max, at most max entries and
+ * "truncated". Workers that did not answer within WORKER_ANSWER_MS (or are
+ * closing) are listed in "workers_not_answering" and their entries are
+ * missing; the reply does not wait longer for them.
+ */
+static json_t *ctl_workers_list(struct smcd *d, const char *name, ctl_list_fn fn,
+				size_t max, char **err)
+{
+	struct worker_pool *pool = &d->workers;
+	struct worker_job **jobs = calloc(pool->n, sizeof(*jobs));
+	json_t *all = json_array(), *late = json_array(), *body = NULL, *item;
+	bool truncated = false;
+	unsigned i;
+	size_t k;
+
+	if (!jobs || !all || !late)
+		goto out_nomem;
+	for (i = 0; i < pool->n; i++) {
+		struct ctl_list_job *j = calloc(1, sizeof(*j));
+
+		if (!j)
+			goto out_free_jobs;
+		j->fn = fn;
+		j->job.run = ctl_list_job_run;
+		j->job.release = ctl_list_job_release;
+		jobs[i] = &j->job;
+	}
+	worker_pool_run(pool, jobs, WORKER_ANSWER_MS);
+	for (i = 0; i < pool->n; i++) {
+		struct ctl_list_job *j;
+
+		if (!jobs[i] || jobs[i]->state != WORKER_JOB_RAN) {
+			json_array_append_new(late, json_integer(i));
+			continue;
+		}
+		j = (struct ctl_list_job *)((char *)jobs[i] - offsetof(struct ctl_list_job, job));
+		json_array_foreach(j->items, k, item) {
+			if (max && json_array_size(all) == max) {
+				truncated = true;
+				break;
+			}
+			if (json_is_object(item) && !json_object_get(item, "worker"))
+				json_object_set_new(item, "worker", json_integer(i));
+			json_array_append(all, item);
+		}
+	}
+	body = json_pack("{s:O}", name, all);
+	if (body && max)
+		json_object_set_new(body, "truncated", json_boolean(truncated));
+	if (body && json_array_size(late))
+		json_object_set(body, "workers_not_answering", late);
+out_free_jobs:
+	for (i = 0; i < pool->n; i++)
+		if (jobs[i])
+			ctl_list_job_release(jobs[i]);
+out_nomem:
+	free(jobs);
+	json_decref(all);
+	json_decref(late);
+	if (!body)
+		*err = strdup("out of memory");
+	return body;
 }
 
 json_t *smcd_ctl_handle(struct ctl_server *s, enum ctl_cmd cmd, char **err)
@@ -94,7 +228,7 @@ json_t *smcd_ctl_handle(struct ctl_server *s, enum ctl_cmd cmd, char **err)
 	case CTL_CMD_STATS:
 		return json_pack("{s:o}", "stats", stats_body(d));
 	case CTL_CMD_FLOWS:
-		return flows_members(d);
+		return ctl_workers_list(d, "flows", flows_json, FLOWS_LIST_MAX, err);
 	case CTL_CMD_RELOAD:
 		if (smcd_reload(d, &applied, &restart, err) < 0)
 			return NULL;
@@ -106,9 +240,9 @@ json_t *smcd_ctl_handle(struct ctl_server *s, enum ctl_cmd cmd, char **err)
 		free(restart);
 		return body;
 	case CTL_CMD_LINKS:
-		return json_pack("{s:[]}", "links");	/* no link groups yet */
+		return ctl_workers_list(d, "links", ctl_links_json, 0, err);
 	case CTL_CMD_PEERS:
-		return json_pack("{s:[]}", "peers");
+		return ctl_workers_list(d, "peers", ctl_peers_json, 0, err);
 	case CTL_CMD__MAX:
 		break;
 	}

@@ -8,25 +8,26 @@
 #include <uv.h>
 
 #include "cfg-t.h"
-#include "log.h"
 #include "ctl_server-t.h"
-#include "proxy-t.h"
+#include "worker-t.h"
 
+/* The main thread's state: the data plane runs in the workers. */
 struct smcd {
 	uv_loop_t loop;
 	struct cfg *cfg;
 	char *cfg_path;			/* NULL: the embedded default */
-	struct proxy proxy;
+	struct worker_pool workers;
 	struct ctl_server ctl;
 	uv_signal_t sig_term, sig_int, sig_hup;
 	uv_timer_t housekeeping;	/* watchdog and STATUS */
 	uv_timer_t drain_timer;
 	uint64_t watchdog_usec;
+	uint64_t housekeeping_ms;
 	uint64_t start_ms;
 	uint64_t reloads;
-	/* Per-connection messages that clients can provoke at will. */
-	struct log_ratelimit rl_refused, rl_setup, rl_accept;
 	bool stopping;
+	bool finishing;
+	bool stall_logged;		/* a worker's loop stopped: said once */
 	unsigned open_handles;
 	int ready_fd;			/* daemonized: tells the parent we are up */
 };

@@ -14,10 +14,12 @@
 #include "flow-t.h"
 #include "log.h"
 #include "smcd.h"
+#include "worker.h"
 
 #define STATUS_EVERY_MS 5000
 
 static void smcd_shutdown(struct smcd *d);
+static void smcd_finish(struct smcd *d);
 
 static void smcd_on_handle_closed(uv_handle_t *h)
 {
@@ -28,98 +30,59 @@ static void smcd_on_handle_closed(uv_handle_t *h)
 
 static void smcd_notify_status(struct smcd *d)
 {
-	const struct proxy_stats *st = &d->proxy.stats;
+	struct proxy_stats st;
 
+	worker_pool_stats(&d->workers, &st);
 	sd_notifyf(0, "STATUS=%s%llu flows active, %llu accepted, %llu fallbacks to tcp",
 		   d->stopping ? "draining: " : "",
-		   (unsigned long long)d->proxy.n_flows,
-		   (unsigned long long)st->flows_accepted,
-		   (unsigned long long)st->flows_closed[FLOW_MODE_TCP] +
-			   st->flows_active[FLOW_MODE_TCP]);
+		   (unsigned long long)worker_pool_n_flows(&d->workers),
+		   (unsigned long long)st.flows_accepted,
+		   (unsigned long long)st.flows_closed[FLOW_MODE_TCP] +
+			   st.flows_active[FLOW_MODE_TCP]);
 }
 
+/*
+ * The watchdog is fed only while every loop turns: the main one (this
+ * timer runs) and each worker's (its heartbeat moved since the last tick).
+ * A worker stuck for a whole WatchdogSec gets the service restarted.
+ */
 static void smcd_on_housekeeping(uv_timer_t *t)
 {
 	struct smcd *d = t->data;
+	unsigned stalled = 0;
 
-	if (d->watchdog_usec)
-		sd_notify(0, "WATCHDOG=1");
+	if (d->watchdog_usec) {
+		if (worker_pool_alive(&d->workers, &stalled)) {
+			sd_notify(0, "WATCHDOG=1");
+			if (d->stall_logged)
+				log_notice("worker %u is running again; feeding the watchdog",
+					   stalled);
+			d->stall_logged = false;
+		} else if (!d->stall_logged) {
+			log_err("worker %u: its event loop has not run for %llu ms;"
+				" not feeding the watchdog", stalled,
+				(unsigned long long)d->housekeeping_ms);
+			d->stall_logged = true;
+		}
+	}
 	smcd_notify_status(d);
 }
 
-/* The daemon's log lines for what proxy/ reports. */
-static void smcd_on_proxy_event(struct proxy *p, enum proxy_event ev,
-				const struct flow *f, int err)
+/* A worker drained, switched configuration or exited. */
+static void smcd_on_workers_notify(struct worker_pool *pool)
 {
-	struct smcd *d = p->data;
-	uint64_t now = uv_now(p->loop);
-	char a[ADDR_STRLEN], b[ADDR_STRLEN];
+	struct smcd *d = pool->data;
 
-	switch (ev) {
-	case PROXY_EV_ACCEPT_PAUSED:
-		log_warn("accept: %s; pausing accepts, retrying with back-off up to 1 s",
-			 strerror(-err));
-		break;
-	case PROXY_EV_ACCEPT_RESUMED:
-		log_info("accepting again after %llu pauses in all",
-			 (unsigned long long)p->stats.accept_pauses);
-		break;
-	case PROXY_EV_ACCEPT_ERROR:
-		if (log_ratelimit_ok(&d->rl_accept, now))
-			log_warn("accept: %s; going on", strerror(-err));
-		break;
-	case PROXY_EV_LOOP_REFUSED:
-		if (!log_ratelimit_ok(&d->rl_refused, now))
-			break;
-		log_notice("refused connection from %s: %s",
-			   addr_format((const struct sockaddr *)&f->client, a, sizeof(a)),
-			   err == -ELOOP ? "its destination is our own listener" :
-			   err == -ENOENT ? "it was not redirected (no original destination)" :
-			   err == -EHOSTUNREACH ? "it is our own outbound connection, redirected "
-			   "back: the redirect rule must skip packets with our mark" :
-			   strerror(-err));
-		break;
-	case PROXY_EV_FLOW_SETUP_FAILED:
-		if (!log_ratelimit_ok(&d->rl_setup, now))
-			break;
-		log_warn("flow %s -> %s: %s; reset the client",
-			 addr_format((const struct sockaddr *)&f->client, a, sizeof(a)),
-			 addr_format((const struct sockaddr *)&f->dest, b, sizeof(b)),
-			 strerror(-err));
-		break;
-	case PROXY_EV_FLOW_ENDED:
-		if (log_get_level() >= LOG_DEBUG)
-			log_debug("flow %llu %s -> %s ended%s%s: %llu bytes in, %llu out",
-				  (unsigned long long)f->id,
-				  addr_format((const struct sockaddr *)&f->client, a, sizeof(a)),
-				  addr_format((const struct sockaddr *)&f->dest, b, sizeof(b)),
-				  err ? ": " : "", err ? strerror(-err) : "",
-				  (unsigned long long)f->relay.dir[RELAY_CLIENT].bytes,
-				  (unsigned long long)f->relay.dir[RELAY_SERVER].bytes);
-		break;
-	}
-}
-
-static void smcd_finish(struct smcd *d);
-
-static void smcd_on_proxy_idle(struct proxy *p)
-{
-	struct smcd *d = p->data;
-
-	if (d->stopping)
+	if (d->stopping && worker_pool_drained(pool))
 		smcd_finish(d);
 }
-
-static const struct proxy_ops smcd_proxy_ops = {
-	.event = smcd_on_proxy_event,
-	.idle = smcd_on_proxy_idle,
-};
 
 int smcd_reload(struct smcd *d, char **applied, char **restart, char **err)
 {
 	struct cfg_errors errs = { 0 };
 	struct cfg_diff diff;
-	struct cfg *cfg;
+	struct cfg *cfg, *old;
+	unsigned late;
 	int r;
 
 	sd_notify(0, "RELOADING=1");
@@ -138,11 +101,15 @@ int smcd_reload(struct smcd *d, char **applied, char **restart, char **err)
 	}
 	cfg_diff(d->cfg, cfg, &diff);
 	log_set_level(cfg->log.level);
-	proxy_set_cfg(&d->proxy, cfg);
+	old = d->cfg;
+	d->cfg = cfg;
+	/* The old one is freed once no worker uses it. */
+	late = worker_pool_set_cfg(&d->workers, cfg, old, WORKER_ANSWER_MS);
+	if (late)
+		log_warn("%u of %u workers did not take the new configuration within %u ms;"
+			 " they will when they answer", late, d->workers.n, WORKER_ANSWER_MS);
 	if (d->ctl.path)
 		ctl_server_set_mode(&d->ctl, cfg->stats.mode);
-	cfg_free(d->cfg);
-	d->cfg = cfg;
 	d->reloads++;
 	log_info("reloaded %s%s%s%s%s", cfg->source,
 		 *diff.live ? "; applied: " : "; no live changes", diff.live,
@@ -155,11 +122,23 @@ int smcd_reload(struct smcd *d, char **applied, char **restart, char **err)
 	return 0;
 }
 
-/* Everything stops; the loop ends when the last handle has closed. */
+static void smcd_on_workers_closed(struct worker_pool *pool)
+{
+	struct smcd *d = pool->data;
+
+	d->open_handles--;
+}
+
+/* Everything stops; the loop ends when the last handle has closed, the
+ * workers' notification last, once every worker thread is joined. */
 static void smcd_finish(struct smcd *d)
 {
+	if (d->finishing)
+		return;
+	d->finishing = true;
 	uv_timer_stop(&d->drain_timer);
-	proxy_close(&d->proxy, NULL);
+	d->open_handles++;
+	worker_pool_close(&d->workers, smcd_on_workers_closed);
 	ctl_server_close(&d->ctl, NULL);
 	uv_close((uv_handle_t *)&d->sig_term, smcd_on_handle_closed);
 	uv_close((uv_handle_t *)&d->sig_int, smcd_on_handle_closed);
@@ -173,28 +152,38 @@ static void smcd_on_drain_timeout(uv_timer_t *t)
 	struct smcd *d = t->data;
 
 	log_warn("drain timeout: resetting %llu remaining flows",
-		 (unsigned long long)d->proxy.n_flows);
-	proxy_abort_flows(&d->proxy);
+		 (unsigned long long)worker_pool_n_flows(&d->workers));
+	worker_pool_command(&d->workers, WORKER_CMD_ABORT_FLOWS, 0);
 }
 
+/*
+ * Every worker closes its listeners (new connections are refused) and
+ * says when its last flow has ended; we exit once all have, or reset what
+ * is left at the drain timeout.
+ */
 static void smcd_shutdown(struct smcd *d)
 {
+	unsigned late;
+
 	if (d->stopping) {
 		log_warn("second stop signal: resetting %llu flows now",
-			 (unsigned long long)d->proxy.n_flows);
-		proxy_abort_flows(&d->proxy);
+			 (unsigned long long)worker_pool_n_flows(&d->workers));
+		worker_pool_command(&d->workers, WORKER_CMD_ABORT_FLOWS, 0);
 		return;
 	}
 	d->stopping = true;
 	sd_notify(0, "STOPPING=1");
-	proxy_stop_accepting(&d->proxy);
-	if (d->proxy.n_flows == 0) {
+	late = worker_pool_command(&d->workers, WORKER_CMD_STOP_ACCEPTING, WORKER_ANSWER_MS);
+	if (late)
+		log_warn("%u of %u workers did not stop accepting within %u ms; waiting for them",
+			 late, d->workers.n, WORKER_ANSWER_MS);
+	if (worker_pool_drained(&d->workers)) {
 		log_info("stopping");
 		smcd_finish(d);
 		return;
 	}
 	log_info("stopping: draining %llu flows for up to %llu ms",
-		 (unsigned long long)d->proxy.n_flows,
+		 (unsigned long long)worker_pool_n_flows(&d->workers),
 		 (unsigned long long)d->cfg->shutdown.drain_timeout_ms);
 	smcd_notify_status(d);
 	uv_timer_start(&d->drain_timer, smcd_on_drain_timeout,
@@ -243,7 +232,8 @@ int smcd_init(struct smcd *d, struct cfg *cfg, const char *cfg_path, int ready_f
 	char errbuf[512] = "";
 	uv_signal_t *sigs[] = { &d->sig_term, &d->sig_int, &d->sig_hup };
 	int signums[] = { SIGTERM, SIGINT, SIGHUP };
-	uint64_t every;
+	const struct proxy *p0;
+	unsigned n_workers;
 	int err, i;
 
 	*d = (struct smcd){ .cfg = cfg, .ready_fd = ready_fd };
@@ -259,27 +249,32 @@ int smcd_init(struct smcd *d, struct cfg *cfg, const char *cfg_path, int ready_f
 	}
 	d->start_ms = uv_now(&d->loop);
 	n_inherited = smcd_inherited_listeners(inherited, 64);
-	proxy_adopt_listeners(&d->proxy, inherited, n_inherited);
-	err = proxy_init(&d->proxy, &d->loop, cfg, &smcd_proxy_ops, errbuf, sizeof(errbuf));
-	if (d->proxy.n_adopt_unused)
-		log_warn("socket activation: %zu passed sockets match no \"listen\" address;"
-			 " closed them", d->proxy.n_adopt_unused);
+	n_workers = cfg->workers ? cfg->workers : worker_default_count();
+	err = worker_pool_init(&d->workers, &d->loop, n_workers, cfg, inherited, n_inherited,
+			       errbuf, sizeof(errbuf));
 	if (err) {
 		log_err("%s; exiting", errbuf);
 		return err;
 	}
+	d->workers.data = d;
+	d->workers.on_notify = smcd_on_workers_notify;
+	/* Every worker listens on the same addresses: worker 0 speaks for all. */
+	p0 = &d->workers.workers[0].proxy;
+	if (p0->n_adopt_unused)
+		log_warn("socket activation: %zu passed sockets match no \"listen\" address;"
+			 " closed them", p0->n_adopt_unused);
 	if (n_inherited)
-		log_info("socket activation: using %zu of %zu passed sockets",
-			 d->proxy.n_adopted, n_inherited);
+		log_info("socket activation: using %zu of %zu passed sockets%s",
+			 p0->n_adopted, n_inherited,
+			 n_workers > 1 ? ", shared by every worker" : "");
 	for (size_t i = 0; i < cfg->n_listen && i < 64; i++) {
 		char a[ADDR_STRLEN];
 
-		if (d->proxy.listen_skipped & (1ull << i))
+		if (p0->listen_skipped & (1ull << i))
 			log_warn("not listening on %s: IPv6 is not available on this host",
 				 addr_format((const struct sockaddr *)&cfg->listen[i].ss,
 					     a, sizeof(a)));
 	}
-	d->proxy.data = d;
 	err = ctl_server_init(&d->ctl, &d->loop, cfg->stats.socket, cfg->stats.mode,
 			      smcd_ctl_handle, errbuf, sizeof(errbuf));
 	if (err) {
@@ -298,30 +293,52 @@ int smcd_init(struct smcd *d, struct cfg *cfg, const char *cfg_path, int ready_f
 	d->housekeeping.data = d->drain_timer.data = d;
 	d->open_handles = 5;
 
-	/* The watchdog is fed from the loop, so a stuck loop gets us
-	 * restarted; half the interval leaves room for a slow tick. */
+	/* Half the watchdog interval leaves room for a slow tick. */
 	if (sd_watchdog_enabled(0, &d->watchdog_usec) <= 0)
 		d->watchdog_usec = 0;
-	every = STATUS_EVERY_MS;
-	if (d->watchdog_usec && d->watchdog_usec / 2000 < every)
-		every = d->watchdog_usec / 2000 ? d->watchdog_usec / 2000 : 1;
-	uv_timer_start(&d->housekeeping, smcd_on_housekeeping, every, every);
+	d->housekeeping_ms = STATUS_EVERY_MS;
+	if (d->watchdog_usec && d->watchdog_usec / 2000 < d->housekeeping_ms)
+		d->housekeeping_ms = d->watchdog_usec / 2000 ? d->watchdog_usec / 2000 : 1;
 	return 0;
 }
 
 int smcd_run(struct smcd *d)
 {
+	const struct proxy *p0 = &d->workers.workers[0].proxy;
+	uint64_t beat;
 	char a[ADDR_STRLEN];
 	size_t i;
+	int err;
 
-	proxy_start(&d->proxy);
-	for (i = 0; i < d->proxy.n_listeners; i++)
+	for (i = 0; i < p0->n_listeners; i++)
 		log_info("listening on %s",
-			 addr_format((const struct sockaddr *)&d->proxy.listeners[i].addr,
+			 addr_format((const struct sockaddr *)&p0->listeners[i].addr,
 				     a, sizeof(a)));
-	log_info("ready (config %s, stats socket %s)", d->cfg->source, d->cfg->stats.socket);
+	/* With the watchdog, each worker's heartbeat runs four times per
+	 * check, so one late turn of its loop does not look like a stall. */
+	beat = d->watchdog_usec ? (d->housekeeping_ms / 4 ? d->housekeeping_ms / 4 : 1) : 0;
+	err = worker_pool_start(&d->workers, beat);
+	if (err) {
+		log_err("cannot start the worker threads: %s; exiting", strerror(-err));
+		if (d->ready_fd >= 0) {
+			(void)!write(d->ready_fd, (char[]){ 1 }, 1);
+			close(d->ready_fd);
+			d->ready_fd = -1;
+		}
+		smcd_finish(d);
+		uv_run(&d->loop, UV_RUN_DEFAULT);
+		uv_loop_close(&d->loop);
+		cfg_free(d->cfg);
+		free(d->cfg_path);
+		return 1;
+	}
+	log_info("ready: %u worker%s (config %s, stats socket %s)", d->workers.n,
+		 d->workers.n == 1 ? "" : "s", d->cfg->source, d->cfg->stats.socket);
 	sd_notify(0, "READY=1");
 	smcd_notify_status(d);
+	uv_update_time(&d->loop);
+	uv_timer_start(&d->housekeeping, smcd_on_housekeeping, d->housekeeping_ms,
+		       d->housekeeping_ms);
 	if (d->ready_fd >= 0) {
 		(void)!write(d->ready_fd, "", 1);
 		close(d->ready_fd);

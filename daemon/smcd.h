@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The daemon: owns the config, the event loop, the data plane and the
- * control socket, and ties them to signals and systemd. */
+/* The daemon: owns the config, the main event loop, the worker threads
+ * (the data plane) and the control socket, and ties them to signals and
+ * systemd. */
 #ifndef SMCPROXY_SMCD_H
 #define SMCPROXY_SMCD_H
 
@@ -8,8 +9,8 @@
 
 #include "cfg.h"
 #include "ctl_server.h"
-#include "proxy.h"
 #include "smcd-t.h"
+#include "worker.h"
 
 /* Sets up everything; on failure logs why and returns -errno. */
 int smcd_init(struct smcd *d, struct cfg *cfg, const char *cfg_path, int ready_fd);
