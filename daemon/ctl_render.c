@@ -352,7 +352,7 @@ static bool stats_key_in_header(const char *key)
 {
 	static const char *const keys[] = {
 		"version", "pid", "uptime_ms", "workers", "reloads",
-		"flows", "fallback",
+		"flows", "fallback", "per_worker",
 	};
 
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
@@ -448,6 +448,51 @@ static int stats_flows_table(FILE *out, const json_t *flows)
 	return rc;
 }
 
+/*
+ * "per_worker": one row per worker, to see how the kernel spread the
+ * connections over them. Members other than the known ones are left to
+ * --json.
+ */
+static int stats_workers_table(FILE *out, const json_t *workers)
+{
+	static const struct {
+		const char *key, *head;
+	} col[] = {
+		{ "worker", "worker" },
+		{ "flows_active", "active" },
+		{ "flows_accepted", "accepted" },
+		{ "bytes_in", "bytes in" },
+		{ "bytes_out", "bytes out" },
+	};
+	const size_t ncol = sizeof(col) / sizeof(col[0]);
+	const json_t *w;
+	struct tbl t;
+	char buf[64];
+	size_t i;
+	int rc;
+
+	tbl_init(&t, ncol);
+	tbl_row(&t);
+	for (size_t c = 0; c < ncol; c++) {
+		t.right[c] = c > 0;
+		tbl_set(&t, c, "%s", col[c].head);
+	}
+	json_array_foreach(workers, i, w) {
+		tbl_row(&t);
+		for (size_t c = 0; c < ncol; c++) {
+			const json_t *v = json_object_get(w, col[c].key);
+
+			if (c == 0 && json_is_integer(v))
+				tbl_set(&t, c, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+			else
+				tbl_set(&t, c, "%s", fmt_value(buf, sizeof(buf), v));
+		}
+	}
+	rc = tbl_print(out, &t, "");
+	tbl_free(&t);
+	return rc;
+}
+
 static int render_stats_table(FILE *out, const json_t *st)
 {
 	const json_t *v, *sub;
@@ -478,6 +523,14 @@ static int render_stats_table(FILE *out, const json_t *st)
 
 	if (json_is_object(json_object_get(st, "flows"))) {
 		rc = stats_flows_table(out, json_object_get(st, "flows"));
+		if (rc < 0)
+			return rc;
+		fputc('\n', out);
+	}
+
+	v = json_object_get(st, "per_worker");
+	if (json_is_array(v) && json_array_size(v)) {
+		rc = stats_workers_table(out, v);
 		if (rc < 0)
 			return rc;
 		fputc('\n', out);
@@ -594,6 +647,26 @@ static int render_flows_table(FILE *out, const json_t *reply, const json_t *flow
 		fputs(" listed; more are active (the daemon lists at most 10000)", out);
 	fputc('\n', out);
 	return 0;
+}
+
+/* A worker that did not answer within the daemon's deadline: its entries
+ * are missing from the list, and the reader must know. */
+static void note_not_answering(FILE *out, const json_t *reply, const char *what)
+{
+	const json_t *late = json_object_get(reply, "workers_not_answering"), *v;
+	size_t i;
+
+	if (!json_is_array(late) || !json_array_size(late))
+		return;
+	fputs("(not listed: the ", out);
+	fputs(what, out);
+	fprintf(out, " of worker%s", json_array_size(late) == 1 ? "" : "s");
+	json_array_foreach(late, i, v) {
+		if (json_is_integer(v))
+			fprintf(out, "%s%" JSON_INTEGER_FORMAT, i ? ", " : " ",
+				json_integer_value(v));
+	}
+	fputs(", which did not answer in time)\n", out);
 }
 
 /*
@@ -839,6 +912,45 @@ static const struct {
 	  "Flows closed by relay.idle_timeout." },
 };
 
+/* The per_worker counters, labelled worker="<index>". */
+static void prom_per_worker(FILE *out, const json_t *workers)
+{
+	static const struct {
+		const char *key, *name, *type, *help, *extra;
+	} fam[] = {
+		{ "flows_active", "smcproxy_worker_flows_active", "gauge",
+		  "Flows open now, by worker thread.", NULL },
+		{ "flows_accepted", "smcproxy_worker_flows_accepted_total", "counter",
+		  "Redirected connections accepted, by worker thread.", NULL },
+		{ "bytes_in", "smcproxy_worker_bytes_total", "counter",
+		  "Bytes relayed by worker thread: in = from clients toward servers, out = from servers back to clients.",
+		  "in" },
+		{ "bytes_out", "smcproxy_worker_bytes_total", NULL, NULL, "out" },
+	};
+	const json_t *w, *v, *idx;
+	size_t f, i;
+
+	if (!json_is_array(workers) || !json_array_size(workers))
+		return;
+	for (f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+		if (fam[f].type)
+			prom_family(out, fam[f].name, fam[f].type, fam[f].help);
+		json_array_foreach(workers, i, w) {
+			v = json_object_get(w, fam[f].key);
+			idx = json_object_get(w, "worker");
+			if (!json_is_number(v))
+				continue;
+			fprintf(out, "%s{worker=\"%" JSON_INTEGER_FORMAT "\"", fam[f].name,
+				json_is_integer(idx) ? json_integer_value(idx) : (json_int_t)i);
+			if (fam[f].extra)
+				fprintf(out, ",direction=\"%s\"", fam[f].extra);
+			fputs("} ", out);
+			prom_number(out, v);
+			fputc('\n', out);
+		}
+	}
+}
+
 static int render_stats_prometheus(FILE *out, const json_t *st)
 {
 	const json_t *flows = json_object_get(st, "flows");
@@ -879,6 +991,7 @@ static int render_stats_prometheus(FILE *out, const json_t *st)
 	prom_labelled(out, "smcproxy_bytes_total", "counter",
 		      "Bytes relayed: in = from clients toward servers, out = from servers back to clients.",
 		      "direction", json_object_get(st, "bytes"));
+	prom_per_worker(out, json_object_get(st, "per_worker"));
 	for (i = 0; i < sizeof(prom_stats_scalars) / sizeof(prom_stats_scalars[0]); i++) {
 		v = json_object_get(st, prom_stats_scalars[i].key);
 		if (json_is_number(v))
@@ -1050,6 +1163,8 @@ int ctl_render(FILE *out, enum ctl_format fmt, enum ctl_cmd cmd,
 			break;
 		case CTL_CMD_FLOWS:
 			rc = render_flows_table(out, reply, body);
+			if (rc == 0)
+				note_not_answering(out, reply, "flows");
 			break;
 		case CTL_CMD_RELOAD:
 			rc = render_reload_table(out, body);
@@ -1057,6 +1172,8 @@ int ctl_render(FILE *out, enum ctl_format fmt, enum ctl_cmd cmd,
 		case CTL_CMD_LINKS:
 		case CTL_CMD_PEERS:
 			rc = render_list_table(out, name, body);
+			if (rc == 0)
+				note_not_answering(out, reply, name);
 			break;
 		default:
 			rc = -ENOTSUP;

@@ -314,6 +314,9 @@ static const char stats_reply[] =
 	"\"bytes\":{\"in\":12345,\"out\":678},"
 	"\"connect_failures\":1,\"connect_timeouts\":0,\"resets\":1,"
 	"\"accept_pauses\":0,\"loops_refused\":0,\"idle_timeouts\":0,"
+	"\"per_worker\":[{\"worker\":0,\"flows_active\":2,\"flows_accepted\":1234000,"
+	"\"bytes_in\":12000,\"bytes_out\":600},{\"worker\":1,\"flows_active\":0,"
+	"\"flows_accepted\":567,\"bytes_in\":345,\"bytes_out\":78}],"
 	"\"brand_new\":5}}\n";
 
 static const char flows_reply[] =
@@ -420,6 +423,12 @@ static void test_render_stats_prometheus(void **state)
 	assert_true(has_line(text, "smcproxy_accept_pauses_total 0"));
 	assert_true(has_line(text, "# TYPE smcproxy_brand_new untyped"));
 	assert_true(has_line(text, "smcproxy_brand_new 5"));
+	/* One series per worker, labelled with its index. */
+	assert_true(has_line(text, "smcproxy_worker_flows_active{worker=\"0\"} 2"));
+	assert_true(has_line(text, "smcproxy_worker_flows_accepted_total{worker=\"1\"} 567"));
+	assert_true(has_line(text,
+		"smcproxy_worker_bytes_total{worker=\"1\",direction=\"out\"} 78"));
+	assert_null(strstr(text, "per_worker"));
 	/* pid is not a measurement. */
 	assert_null(strstr(text, "pid"));
 	free(text);
@@ -464,6 +473,14 @@ static void test_render_flows(void **state)
 				CTL_FORMAT_TABLE, CTL_CMD_FLOWS, &text), 0);
 	assert_string_equal(text, "no active flows\n");
 	free(text);
+
+	/* A worker that did not answer: its flows are missing, and we say so. */
+	assert_int_equal(render("{\"v\":1,\"ok\":true,\"flows\":[],\"truncated\":false,"
+				"\"workers_not_answering\":[1,3]}",
+				CTL_FORMAT_TABLE, CTL_CMD_FLOWS, &text), 0);
+	assert_string_equal(text, "no active flows\n(not listed: the flows of workers 1, 3,"
+			    " which did not answer in time)\n");
+	free(text);
 }
 
 static void test_render_stats_table(void **state)
@@ -479,6 +496,11 @@ static void test_render_stats_table(void **state)
 	assert_non_null(strstr(text, "connect failures"));
 	assert_non_null(strstr(text, "bytes in"));
 	assert_non_null(strstr(text, "brand new"));
+	/* The per-worker table, not a row of JSON. */
+	assert_true(has_line(text, "worker  active   accepted  bytes in  bytes out"));
+	assert_true(has_line(text, "0            2  1,234,000    12,000        600"));
+	assert_true(has_line(text, "1            0        567       345         78"));
+	assert_null(strstr(text, "per worker"));
 	/* Aligned: the rows of the flows table end at the "total" column's
 	 * right edge, and no line ends in a blank. */
 	size_t edge = 0;
