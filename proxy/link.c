@@ -64,6 +64,18 @@ static int link_post_conn(struct link *lnk, struct conn *c)
 	return 0;
 }
 
+/* Work waits for room or a completion: have the transport tell us. */
+static void link_want_progress(struct link *lnk)
+{
+	if (lnk->want_progress)
+		return;		/* asked already, and not answered yet */
+	lnk->want_progress = true;
+	lnk->lgr->ops->want_progress(lnk);
+	/* A completion that came between our check and the request would
+	 * not be reported: the end of the batch looks once more. */
+	proxy__kick_link(lnk->lgr->proxy, lnk);
+}
+
 void link_conn_work(struct conn *c, unsigned work)
 {
 	struct link *lnk = c->link;
@@ -77,8 +89,10 @@ void link_conn_work(struct conn *c, unsigned work)
 		conn_tx_posted(c);
 		return;
 	}
-	if (c->tx_work && lnk->lgr->state != LGR_DOWN)
+	if (c->tx_work && lnk->lgr->state != LGR_DOWN) {
 		list_add_tail(&c->tx_node, &lnk->tx_wait);
+		link_want_progress(lnk);
+	}
 }
 
 void link_conn_forget(struct conn *c)
@@ -110,6 +124,7 @@ void link_post_decline(struct link *lnk, uint32_t token, unsigned reason)
 		lnk->decline_q[lnk->n_decline_q].token = token;
 		lnk->decline_q[lnk->n_decline_q].reason = (uint8_t)reason;
 		lnk->n_decline_q++;
+		link_want_progress(lnk);
 	}
 }
 
@@ -130,16 +145,7 @@ void link_cork(struct conn *c)
 		c->corked = true;
 		list_add_tail(&c->cork_node, &lnk->corked);
 	}
-	if (!lnk->want_progress) {
-		lnk->want_progress = true;
-		lnk->lgr->ops->want_progress(lnk);
-	}
-	/* A completion that came between our check and the request would
-	 * not be reported: the flush at the end of the batch looks again. */
-	if (!lnk->kick) {
-		lnk->kick = true;
-		proxy__kick_link(lnk->lgr->proxy, lnk);
-	}
+	link_want_progress(lnk);
 }
 
 /* Conns whose sends all completed get what they hold pushed. */
@@ -160,12 +166,13 @@ static void link_uncork(struct link *lnk)
 	}
 }
 
-void link_tx_progress(struct link *lnk)
+/* Posts what waited for room, pushes what autocork held, and asks for
+ * progress again if anything still waits. */
+static void link_run(struct link *lnk)
 {
 	struct lgr *lgr = lnk->lgr;
 	uint8_t msg[LINK_MSG_LEN];
 
-	lnk->want_progress = false;
 	while (lnk->n_decline_q && lgr->ops->tx_room(lnk)) {
 		struct llc_msg m = { .type = LLC_FLOW_DECLINE };
 		unsigned i;
@@ -195,21 +202,28 @@ void link_tx_progress(struct link *lnk)
 	if (lgr->state == LGR_DOWN)
 		return;
 	/* Still waiting for room or completions: ask to be told. */
-	if ((!list_empty(&lnk->tx_wait) || lnk->n_decline_q || !list_empty(&lnk->corked)) &&
-	    !lnk->want_progress) {
-		lnk->want_progress = true;
-		lgr->ops->want_progress(lnk);
-	}
+	if (!list_empty(&lnk->tx_wait) || lnk->n_decline_q || !list_empty(&lnk->corked))
+		link_want_progress(lnk);
 }
 
+void link_tx_progress(struct link *lnk)
+{
+	/* The transport answered (or woke us anyway): a new request is
+	 * needed for the next completion. */
+	lnk->want_progress = false;
+	link_run(lnk);
+}
+
+/* The end of a batch: one doorbell if anything was posted, then a second
+ * look for completions that raced a progress request. */
 void link_flush(struct link *lnk)
 {
 	if (lnk->kick) {
 		lnk->kick = false;
 		lnk->lgr->ops->flush(lnk);
 	}
-	if (!list_empty(&lnk->corked))
-		link_uncork(lnk);
+	if (!list_empty(&lnk->tx_wait) || lnk->n_decline_q || !list_empty(&lnk->corked))
+		link_run(lnk);
 }
 
 void link_rx(struct link *lnk, const uint8_t *msg, size_t len)

@@ -272,13 +272,9 @@ static void test_data_with_fin_not_held(void **state)
  * A held write must not ring the peer's doorbell: nothing was posted,
  * and a doorbell per held write costs the peer a wakeup, which is most
  * of what autocork is there to save on shm.
- *
- * LEAD BUG (disabled, see the report): link_cork() (proxy/link.c) sets
- * lnk->kick so that link_flush() runs at the end of the batch and looks
- * for a completion again; but link_flush() then calls ops->flush() (the
- * doorbell) because kick is set, though nothing was posted.
+ * (Regression: link_cork() used to set the doorbell flag to get the
+ * end-of-batch second look.)
  */
-#if 0
 static void test_held_write_rings_no_doorbell(void **state)
 {
 	struct world *w = *state;
@@ -295,7 +291,6 @@ static void test_held_write_rings_no_doorbell(void **state)
 	assert_int_equal(w->fake.n_msgs, 1);
 	assert_int_equal(w->fake.flushes, flushes);
 }
-#endif
 
 /* ------------------------------------------------------------------ */
 /* A full send queue. */
@@ -388,13 +383,9 @@ static void test_full_queue_mid_flow(void **state)
  * (shm rings us back after consuming our messages only when we set its
  * "waiting" flag), so the flow would stall until the peer happens to
  * send us something.
- *
- * LEAD BUG (disabled, see the report): link_conn_work() and
- * link_post_decline() (proxy/link.c) put the work on lnk->tx_wait /
- * lnk->decline_q without calling ops->want_progress(); only
- * link_tx_progress() and link_cork() ask.
+ * (Regression: link_conn_work() and link_post_decline() used to queue
+ * work without asking.)
  */
-#if 0
 static void test_full_queue_asks_for_progress(void **state)
 {
 	struct world *w = *state;
@@ -422,7 +413,6 @@ static void test_full_queue_decline_asks_for_progress(void **state)
 	assert_int_equal(world_llc(w, 0).type, LLC_FLOW_DECLINE);
 	assert_int_equal(world_llc(w, 0).decline.token, 0x4321);
 }
-#endif
 
 /*
  * The acceptor's FLOW_ACCEPT and the CDC of the destination's first bytes
@@ -513,16 +503,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_disabled_never_holds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fin_never_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_data_with_fin_not_held, setup, teardown),
-#if 0	/* lead bug: a held write rings the doorbell */
 		cmocka_unit_test_setup_teardown(test_held_write_rings_no_doorbell, setup, teardown),
-#endif
 		cmocka_unit_test_setup_teardown(test_full_queue_keeps_opens_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_queue_one_cdc_per_flow, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_queue_mid_flow, setup, teardown),
-#if 0	/* lead bug: queued work does not ask for progress */
 		cmocka_unit_test_setup_teardown(test_full_queue_asks_for_progress, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_queue_decline_asks_for_progress, setup, teardown),
-#endif
 		cmocka_unit_test_setup_teardown(test_full_queue_accept_before_cdc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_corked_then_queue_full, setup, teardown),
 	};
