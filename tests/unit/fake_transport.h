@@ -57,6 +57,7 @@ struct fake {
 	/* Send queue: what the test controls. */
 	unsigned room;			/* free slots; each post takes one */
 	uint32_t done;			/* first sequence not completed */
+	int post_err, write_err;	/* returned by post() / write() when set */
 	/* What the link did. */
 	struct fake_msg msgs[FAKE_MSGS];
 	unsigned n_msgs;
@@ -67,7 +68,7 @@ struct fake {
 	uint8_t *peer;
 	struct {
 		uint32_t off, len;
-	} writes[FAKE_WRITES];
+	} writes[FAKE_WRITES];		/* the first FAKE_WRITES */
 	unsigned n_writes;
 	uint64_t written;
 };
@@ -90,6 +91,8 @@ static int fake_post(struct link *lnk, const uint8_t msg[LINK_MSG_LEN])
 		f->bad_calls++;
 		return -ENOSPC;
 	}
+	if (f->post_err)
+		return f->post_err;
 	f->room--;
 	f->msgs[f->n_msgs].seq = lnk->tx_seq;
 	memcpy(f->msgs[f->n_msgs].b, msg, LINK_MSG_LEN);
@@ -132,12 +135,16 @@ static int fake_write(struct conn *c, uint32_t off, uint32_t len)
 {
 	struct fake *f = c->lgr->tp;
 
-	if (!len || off >= c->tx_size || len > c->tx_size - off || f->n_writes == FAKE_WRITES) {
+	if (!len || off >= c->tx_size || len > c->tx_size - off) {
 		f->bad_calls++;
 		return -EINVAL;
 	}
-	f->writes[f->n_writes].off = off;
-	f->writes[f->n_writes].len = len;
+	if (f->write_err)
+		return f->write_err;
+	if (f->n_writes < FAKE_WRITES) {
+		f->writes[f->n_writes].off = off;
+		f->writes[f->n_writes].len = len;
+	}
 	f->n_writes++;
 	f->written += len;
 	return 0;

@@ -1,0 +1,791 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The data path of one SMC-mode flow (proxy/conn.c) on an in-memory
+ * transport (fake_transport.h), the test playing the peer: it writes into
+ * our receive ring and hands conn_on_cdc() the CDC messages a link would,
+ * and reads the messages the flow posts. The application socket is a
+ * real loopback connection. Checked: delivery in order across the ring's
+ * wrap, the window update rule, stale and impossible cursors, FIN, RST
+ * and CLOSED both ways, and back-pressure when the peer's ring is full.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fake_transport.h"
+
+#define RING	(16u * 1024)		/* our rings and the peer's, unless said */
+#define REGION	(1u << 20)
+
+static int setup(void **state)
+{
+	*state = world_new(RING, REGION, 64 * 1024);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	world_free(*state);
+	return 0;
+}
+
+static uint8_t *random_bytes(size_t n, unsigned seed)
+{
+	uint8_t *b = malloc(n);
+	size_t i;
+
+	assert_non_null(b);
+	for (i = 0; i < n; i++) {
+		seed = seed * 1103515245 + 12345;
+		b[i] = seed >> 16;
+	}
+	return b;
+}
+
+/*
+ * Reads what the application socket has, up to n bytes, running the loop
+ * while it waits; stops at EOF (*eof set), at n, or when nothing more
+ * comes for a while. Returns the bytes read.
+ */
+static size_t app_read(struct world *w, struct wflow *f, uint8_t *buf, size_t n, bool *eof)
+{
+	size_t got = 0;
+	int idle = 0;
+
+	*eof = false;
+	while (got < n && idle < 200) {
+		ssize_t r = recv(f->app, buf + got, n - got, MSG_DONTWAIT);
+
+		if (r > 0) {
+			got += r;
+			idle = 0;
+			continue;
+		}
+		if (r == 0) {
+			*eof = true;
+			break;
+		}
+		assert_int_equal(errno, EAGAIN);
+		uv_run(&w->loop, UV_RUN_NOWAIT);
+		usleep(500);
+		idle++;
+	}
+	return got;
+}
+
+/* Exactly n bytes, no EOF before them. */
+static void app_read_exact(struct world *w, struct wflow *f, uint8_t *buf, size_t n)
+{
+	bool eof;
+
+	assert_int_equal(app_read(w, f, buf, n, &eof), n);
+}
+
+/* The application sees an RST. */
+static void assert_app_reset(struct wflow *f)
+{
+	char c;
+
+	assert_int_equal(recv(f->app, &c, 1, MSG_DONTWAIT), -1);
+	assert_int_equal(errno, ECONNRESET);
+}
+
+/* The peer's side of the ring our flow writes into: it takes every
+ * message posted so far (room back, all sends completed) and returns
+ * the last CDC's consumer cursor in *cons. */
+static unsigned peer_take_msgs(struct world *w, struct smc_cursor *cons)
+{
+	unsigned i, n = w->fake.n_msgs;
+
+	for (i = 0; i < n; i++) {
+		struct cdc_msg m = world_cdc(w, i);
+
+		assert_int_equal(m.conn_flags, 0);
+		*cons = m.cons;
+	}
+	w->fake.n_msgs = 0;
+	w->fake.room = 64;
+	w->fake.done = w->lnk->tx_seq;
+	return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* Receiving. */
+
+/*
+ * Random amounts, never more than the free space the flow announced,
+ * for many rounds of the ring: the application gets every byte in order,
+ * and the flow's consumer cursor is where the peer's producer is.
+ */
+static void test_delivery_across_wrap(void **state)
+{
+	const size_t total = 1u << 20;
+	struct world *w = *state;
+	struct wflow *f = world_open(w, 0, RING);
+	uint8_t *data = random_bytes(total, 7), *got = malloc(total);
+	struct smc_cursor announced = { 0 };
+	size_t sent = 0, recvd = 0;
+	unsigned seed = 3, updates = 0;
+
+	while (recvd < total) {
+		uint32_t room = RING - (uint32_t)cursor_diff(announced, f->peer_prod, RING);
+		uint32_t n;
+
+		seed = seed * 1103515245 + 12345;
+		n = (seed >> 8) % (room + 1);
+		if (n > total - sent)
+			n = total - sent;
+		if (n) {
+			world_peer_write(w, f, data + sent, n);
+			sent += n;
+			world_peer_cdc(w, f, 0, 0);
+		}
+		recvd += app_read(w, f, got + recvd, sent - recvd, &(bool){ false });
+		updates += peer_take_msgs(w, &announced);
+		assert_int_equal(f->c.state, CONN_ACTIVE);
+	}
+	assert_memory_equal(got, data, total);
+	assert_true(cursor_equal(f->c.rx_cons, f->peer_prod));
+	assert_true(f->c.rx_cons.wrap >= total / RING - 1);
+	assert_int_equal(f->c.bytes_rx, total);
+	assert_int_equal(w->p.stats.bytes_out, total);	/* the opener's side: toward the client */
+	assert_int_equal(w->p.stats.window_updates, updates);
+	assert_int_equal(w->p.stats.bad_messages, 0);
+	free(data);
+	free(got);
+}
+
+/* SMC's rule: the consumer cursor goes back once a tenth of the ring was
+ * freed since the last one we sent, not before. */
+static void test_window_update_threshold(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f = world_open(w, 0, RING);
+	uint8_t *data = random_bytes(RING, 8), buf[RING];
+	struct cdc_msg m;
+
+	world_peer_write(w, f, data, RING / 10 - 1);
+	world_peer_cdc(w, f, 0, 0);
+	app_read_exact(w, f, buf, RING / 10 - 1);
+	assert_int_equal(w->fake.n_msgs, 0);
+	assert_int_equal(w->p.stats.window_updates, 0);
+
+	world_peer_write(w, f, data, 1);
+	world_peer_cdc(w, f, 0, 0);
+	app_read_exact(w, f, buf, 1);
+	assert_int_equal(w->fake.n_msgs, 1);
+	assert_int_equal(w->p.stats.window_updates, 1);
+	m = world_cdc(w, 0);
+	assert_int_equal(m.token, PEER_TOKEN);
+	assert_int_equal(m.cons.wrap, 0);
+	assert_int_equal(m.cons.count, RING / 10);
+	assert_int_equal(m.prod.count, 0);		/* we sent nothing */
+	assert_int_equal(m.conn_flags, 0);
+
+	/* Counted from the last update, not from the start. */
+	world_peer_write(w, f, data, RING / 10 - 1);
+	world_peer_cdc(w, f, 0, 0);
+	app_read_exact(w, f, buf, RING / 10 - 1);
+	assert_int_equal(w->fake.n_msgs, 1);
+	world_peer_write(w, f, data, 1);
+	world_peer_cdc(w, f, 0, 0);
+	app_read_exact(w, f, buf, 1);
+	assert_int_equal(w->fake.n_msgs, 2);
+	assert_int_equal(world_cdc(w, 1).cons.count, 2 * (RING / 10));
+	assert_int_equal(w->p.stats.window_updates, 2);
+	free(data);
+}
+
+/* A peer that said it is blocked on our ring gets the update at once. */
+static void test_window_update_when_peer_blocked(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f = world_open(w, 0, RING);
+	uint8_t buf[10];
+
+	world_peer_write(w, f, (const uint8_t *)"0123456789", 10);
+	world_peer_cdc(w, f, CDC_PF_WRITE_BLOCKED, 0);
+	app_read_exact(w, f, buf, 10);
+	assert_int_equal(w->fake.n_msgs, 1);
+	assert_int_equal(world_cdc(w, 0).cons.count, 10);
+	assert_false(f->c.peer_write_blocked);
+}
+
+/* A full ring (exactly its size announced) is fine, and counted. */
+static void test_full_ring_accepted(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f = world_open(w, 0, RING);
+	uint8_t *data = random_bytes(RING, 9), *got = malloc(RING);
+
+	world_peer_write(w, f, data, RING);
+	assert_int_equal(f->peer_prod.wrap, 1);
+	assert_int_equal(f->peer_prod.count, 0);
+	world_peer_cdc(w, f, 0, 0);
+	app_read_exact(w, f, got, RING);
+	assert_memory_equal(got, data, RING);
+	assert_int_equal(w->p.stats.ring_full_local, 1);
+	assert_int_equal(w->p.stats.bad_messages, 0);
+	assert_int_equal(f->c.state, CONN_ACTIVE);
+	free(data);
+	free(got);
+}
+
+/* Cursors behind the ones we have are stale: ignored, nothing delivered
+ * twice, the flow goes on. */
+static void test_stale_cursor_ignored(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f = world_open(w, 0, RING);
+	struct smc_cursor now;
+	uint8_t *data = random_bytes(RING, 10), *got = malloc(RING);
+	bool eof;
+
+	world_peer_write(w, f, data, 5000);
+	world_peer_cdc(w, f, 0, 0);
+	app_read_exact(w, f, got, 5000);
+	now = f->peer_prod;
+
+	f->peer_prod = (struct smc_cursor){ 0, 4000 };
+	world_peer_cdc(w, f, 0, 0);
+	f->peer_prod = (struct smc_cursor){ UINT32_MAX, 6000 };	/* a wrap behind */
+	world_peer_cdc(w, f, 0, 0);
+	assert_int_equal(app_read(w, f, got, RING, &eof), 0);
+	assert_false(eof);
+	assert_true(cursor_equal(f->c.rx_prod, now));
+	assert_int_equal(f->c.state, CONN_ACTIVE);
+	assert_int_equal(w->p.stats.bad_messages, 0);
+
+	/* And the stream goes on from where it was. */
+	f->peer_prod = now;
+	world_peer_write(w, f, data + 5000, 100);
+	world_peer_cdc(w, f, 0, 0);
+	app_read_exact(w, f, got + 5000, 100);
+	assert_memory_equal(got, data, 5100);
+	free(data);
+	free(got);
+}
+
+/* The same cursor again (a duplicate) is no new data either. */
+static void test_duplicate_cursor_ignored(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f = world_open(w, 0, RING);
+	uint8_t buf[8];
+	bool eof;
+
+	world_peer_write(w, f, (const uint8_t *)"abc", 3);
+	world_peer_cdc(w, f, 0, 0);
+	world_peer_cdc(w, f, 0, 0);
+	app_read_exact(w, f, buf, 3);
+	assert_int_equal(app_read(w, f, buf, sizeof(buf), &eof), 0);
+	assert_int_equal(f->c.bytes_rx, 3);
+}
+
+/*
+ * A protocol error resets the flow: counted, ABORT to the peer, RST to
+ * the application, the owner told; the ring stays ours until the peer's
+ * CLOSED says it stopped writing into it.
+ */
+static void assert_reset_by_protocol(struct world *w, struct wflow *f)
+{
+	struct cdc_msg m;
+
+	assert_int_equal(w->p.stats.bad_messages, 1);
+	assert_int_equal(f->ended, CONN_END_PROTOCOL + 1);
+	assert_int_equal(f->c.state, CONN_CLOSED);
+	assert_app_reset(f);
+	assert_int_equal(w->fake.n_msgs, 1);
+	m = world_cdc(w, 0);
+	assert_int_equal(m.token, PEER_TOKEN);
+	assert_true(m.conn_flags & CDC_CF_ABORT);
+	assert_int_equal(f->closed, 0);
+	assert_int_equal(w->lgr->rmbs.n_used, 1);
+
+	world_peer_cdc(w, f, 0, CDC_CF_CLOSED);
+	assert_int_equal(f->closed, 1);
+	assert_int_equal(w->lgr->rmbs.n_used, 0);
+	assert_int_equal(w->lgr->n_conns, 0);
+	assert_int_equal(w->p.stats.bad_messages, 1);
+}
+
+/* A producer count that is not below the ring size. */
+static void test_cursor_count_beyond_ring_resets(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f = world_open(w, 0, RING);
+
+	f->peer_prod = (struct smc_cursor){ 0, RING };
+	world_peer_cdc(w, f, 0, 0);
+	assert_reset_by_protocol(w, f);
+}
+
+/* A producer more than a ring ahead of what we consumed. */
+static void test_cursor_more_than_ring_resets(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f = world_open(w, 0, RING);
+
+	f->peer_prod = (struct smc_cursor){ 1, 1 };
+	world_peer_cdc(w, f, 0, 0);
+	assert_reset_by_protocol(w, f);
+}
+
+/* A consumer cursor beyond what we ever wrote into the peer's ring. */
+static void test_consumer_beyond_produced_resets(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f = world_open(w, 0, RING);
+
+	f->peer_cons = (struct smc_cursor){ 0, 1 };
+	world_peer_cdc(w, f, 0, 0);
+	assert_reset_by_protocol(w, f);
+}
+
+/* Bytes announced after DONE_WRITING. */
+static void test_data_after_fin_resets(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f = world_open(w, 0, RING);
+	uint8_t buf[4];
+	bool eof;
+
+	world_peer_write(w, f, (const uint8_t *)"end", 3);
+	world_peer_cdc(w, f, 0, CDC_CF_DONE_WRITING);
+	assert_int_equal(app_read(w, f, buf, sizeof(buf), &eof), 3);
+	assert_true(eof);
+	world_peer_write(w, f, (const uint8_t *)"x", 1);
+	world_peer_cdc(w, f, 0, 0);
+	assert_int_equal(w->p.stats.bad_messages, 1);
+	assert_int_equal(f->ended, CONN_END_PROTOCOL + 1);
+	assert_true(world_cdc(w, w->fake.n_msgs - 1).conn_flags & CDC_CF_ABORT);
+}
+
+/*
+ * DONE_WRITING with a full ring the application reads slowly: the socket
+ * blocks, and its write side is shut only after the last byte, so the
+ * application reads everything, then EOF. Then the application's FIN
+ * ends the flow cleanly and gives the ring back.
+ */
+static void test_done_writing_after_last_byte(void **state)
+{
+	const uint32_t ring = 256u * 1024;
+	struct world *w = world_new(ring, REGION, 64 * 1024);
+	uint8_t *data = random_bytes(ring, 11), *got = malloc(ring);
+	struct wflow *f;
+	size_t n = 0;
+	bool eof = false;
+
+	world_free(*state);
+	*state = w;
+	f = world_open_only(w, 0, 4096, 4096);
+	world_batch_end(w);
+	w->fake.n_msgs = 0;
+	world_accept(w, 0, RING);
+
+	world_peer_write(w, f, data, ring);
+	world_peer_cdc(w, f, 0, CDC_CF_DONE_WRITING);
+	assert_true(f->c.peer_fin);
+	assert_true(f->c.out_blocked);		/* else the test proves nothing */
+	assert_false(f->c.app_shut);
+
+	while (!eof) {
+		size_t r = app_read(w, f, got + n, ring - n + 1, &eof);
+
+		assert_true(r > 0 || eof);
+		n += r;
+		peer_take_msgs(w, &(struct smc_cursor){ 0 });
+	}
+	assert_int_equal(n, ring);
+	assert_memory_equal(got, data, ring);
+	assert_true(f->c.app_shut);
+	assert_int_equal(f->ended, 0);		/* our direction is still open */
+
+	shutdown(f->app, SHUT_WR);
+	assert_true(world_run_until(w, f->ended));
+	world_batch_end(w);
+	assert_int_equal(f->ended, CONN_END_CLEAN + 1);
+	assert_true(f->c.fin_sent);
+	assert_int_equal(f->closed, 1);
+	assert_int_equal(w->lgr->rmbs.n_used, 0);
+	free(data);
+	free(got);
+}
+
+/* ABORT from the peer: RST to the application, CLOSED back, and the
+ * flow's token and ring are free at once. */
+static void test_peer_abort(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f = world_open(w, 0, RING);
+	uint32_t token = f->c.token;
+	struct cdc_msg m;
+
+	world_peer_cdc(w, f, 0, CDC_CF_ABORT);
+	assert_int_equal(f->ended, CONN_END_RESET + 1);
+	assert_int_equal(f->end_err, -ECONNRESET);
+	assert_app_reset(f);
+	assert_int_equal(w->fake.n_msgs, 1);
+	m = world_cdc(w, 0);
+	assert_int_equal(m.token, PEER_TOKEN);
+	assert_int_equal(m.conn_flags, CDC_CF_CLOSED);
+	assert_int_equal(f->closed, 1);
+	assert_null(lgr_conn_find(w->lgr, token));
+	assert_int_equal(w->lgr->rmbs.n_used, 0);
+	assert_int_equal(w->p.stats.bad_messages, 0);
+}
+
+/* The same with the send queue full: the CLOSED waits for room, and the
+ * ring is released only once it left. */
+static void test_peer_abort_queue_full(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f = world_open(w, 0, RING);
+
+	w->fake.room = 0;
+	world_peer_cdc(w, f, 0, CDC_CF_ABORT);
+	assert_int_equal(f->ended, CONN_END_RESET + 1);
+	assert_app_reset(f);
+	assert_int_equal(w->fake.n_msgs, 0);
+	assert_int_equal(f->closed, 0);
+	w->fake.room = 4;
+	link_tx_progress(w->lnk);
+	world_batch_end(w);
+	assert_int_equal(w->fake.n_msgs, 1);
+	assert_int_equal(world_cdc(w, 0).conn_flags, CDC_CF_CLOSED);
+	assert_int_equal(f->closed, 1);
+}
+
+/* CLOSED without ABORT before the flow finished breaks the protocol. */
+static void test_peer_closed_early_resets(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f = world_open(w, 0, RING);
+
+	world_peer_cdc(w, f, 0, CDC_CF_CLOSED);
+	assert_int_equal(f->ended, CONN_END_PROTOCOL + 1);
+	assert_int_equal(w->p.stats.bad_messages, 1);
+	assert_app_reset(f);
+	assert_true(world_cdc(w, 0).conn_flags & CDC_CF_ABORT);
+	/* The peer already let go: nothing to wait for. */
+	assert_int_equal(f->closed, 1);
+}
+
+/* ------------------------------------------------------------------ */
+/* Sending. */
+
+/*
+ * The peer's ring fills: the flow stops reading the socket (counted once)
+ * and says WRITE_BLOCKED; the peer's window update resumes the reads, and
+ * the bytes land after the wrap in order.
+ */
+static void test_full_peer_ring_stops_reading(void **state)
+{
+	const size_t total = RING + 5000;
+	struct world *w = *state;
+	struct wflow *f = world_open(w, 0, RING);
+	uint8_t *data = random_bytes(total, 12);
+	struct cdc_msg m;
+
+	assert_int_equal(write(f->app, data, total), (ssize_t)total);
+	assert_true(world_run_until(w, f->c.bytes_tx == RING));
+	world_settle(w);
+	assert_int_equal(f->c.bytes_tx, RING);
+	assert_int_equal(w->p.stats.ring_full_remote, 1);
+	assert_true(f->c.in_pending);
+	m = world_cdc(w, w->fake.n_msgs - 1);
+	assert_int_equal(m.prod.wrap, 1);
+	assert_int_equal(m.prod.count, 0);
+	assert_true(m.prod_flags & CDC_PF_WRITE_BLOCKED);
+	assert_memory_equal(w->fake.peer, data, RING);
+
+	/* A CDC that frees nothing changes nothing. */
+	world_peer_cdc(w, f, 0, 0);
+	world_settle(w);
+	assert_int_equal(f->c.bytes_tx, RING);
+
+	/* The peer consumed 8000 bytes, and our sends completed. */
+	w->fake.n_msgs = 0;
+	w->fake.done = w->lnk->tx_seq;
+	f->peer_cons = (struct smc_cursor){ 0, 8000 };
+	world_peer_cdc(w, f, 0, 0);
+	assert_true(world_run_until(w, f->c.bytes_tx == total));
+	assert_false(f->c.in_pending);
+	assert_false(f->c.write_blocked);
+	assert_int_equal(w->p.stats.ring_full_remote, 1);
+	m = world_cdc(w, w->fake.n_msgs - 1);
+	assert_int_equal(m.prod.wrap, 1);
+	assert_int_equal(m.prod.count, 5000);
+	assert_false(m.prod_flags & CDC_PF_WRITE_BLOCKED);
+	assert_memory_equal(w->fake.peer, data + RING, 5000);
+	assert_memory_equal(w->fake.peer + 5000, data + 5000, RING - 5000);
+	assert_int_equal(w->fake.written, total);
+	free(data);
+}
+
+/*
+ * The application filled the peer's ring exactly and then wrote nothing
+ * more: once the peer frees space, the flow is not blocked any more and
+ * must not say so (a WRITE_BLOCKED makes the peer answer at once with a
+ * window update, and bypasses autocork).
+ *
+ * LEAD BUG (disabled, see the report): conn.c clears c->write_blocked
+ * only after a successful socket read (conn_fill). Here the read after
+ * the window update finds EAGAIN, so the flag stays set, and conn_push()
+ * (which never holds or skips a flow with write_blocked) posts a CDC with
+ * nothing new in it but WRITE_BLOCKED; every later conn_push() without a
+ * read does the same.
+ */
+#if 0
+static void test_write_blocked_cleared_when_room_returns(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f = world_open(w, 0, RING);
+	uint8_t *data = random_bytes(RING, 14);
+	unsigned i, n;
+
+	assert_int_equal(write(f->app, data, RING), (ssize_t)RING);
+	assert_true(world_run_until(w, f->c.bytes_tx == RING));
+	world_settle(w);
+	assert_true(world_cdc(w, w->fake.n_msgs - 1).prod_flags & CDC_PF_WRITE_BLOCKED);
+	n = w->fake.n_msgs;
+
+	w->fake.done = w->lnk->tx_seq;
+	f->peer_cons = (struct smc_cursor){ 1, 0 };	/* the peer took it all */
+	world_peer_cdc(w, f, 0, 0);
+	world_settle(w);
+	assert_false(f->c.write_blocked);
+	for (i = n; i < w->fake.n_msgs; i++)
+		assert_false(world_cdc(w, i).prod_flags & CDC_PF_WRITE_BLOCKED);
+	free(data);
+}
+#endif
+
+/* A socket read that crosses the end of the peer's ring is handed to the
+ * transport as two ranges. */
+static void test_send_across_wrap_two_writes(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f = world_open(w, 0, RING);
+	uint8_t *data = random_bytes(20000, 13);
+
+	assert_int_equal(write(f->app, data, 10000), 10000);
+	assert_true(world_run_until(w, f->c.bytes_tx == 10000));
+	f->peer_cons = (struct smc_cursor){ 0, 10000 };
+	w->fake.done = w->lnk->tx_seq;
+	world_peer_cdc(w, f, 0, 0);
+	w->fake.n_writes = 0;
+	assert_int_equal(write(f->app, data + 10000, 10000), 10000);
+	assert_true(world_run_until(w, f->c.bytes_tx == 20000));
+	assert_int_equal(w->fake.writes[0].off, 10000);
+	assert_int_equal(w->fake.writes[0].len, RING - 10000);
+	assert_int_equal(w->fake.writes[1].off, 0);
+	assert_int_equal(w->fake.writes[1].len, 20000 - RING);
+	assert_memory_equal(w->fake.peer + 10000, data + 10000, RING - 10000);
+	assert_memory_equal(w->fake.peer, data + RING, 20000 - RING);
+	free(data);
+}
+
+/* ------------------------------------------------------------------ */
+/* Opening, and transport failures. */
+
+/* The link full (max_flows_per_link): -ENOSPC, the ring back, the
+ * socket untouched for the caller's TCP fallback. */
+static void test_open_link_full(void **state)
+{
+	struct sockaddr_in dest = { .sin_family = AF_INET, .sin_port = htons(80) };
+	struct world *w = *state;
+	struct conn *extra = calloc(1, sizeof(*extra));
+	int fd = dup(1);
+
+	w->lgr->max_flows_per_link = 1;
+	world_open(w, 0, RING);
+	assert_int_equal(conn_open(extra, w->lgr, fd, (struct sockaddr *)&dest,
+				   &world_conn_ops), -ENOSPC);
+	assert_int_equal(w->lgr->rmbs.n_used, 1);
+	assert_int_equal(w->lgr->n_conns, 1);
+	assert_int_equal(fcntl(fd, F_GETFD), 0);
+	assert_int_equal(w->fake.n_msgs, 0);
+	close(fd);
+	free(extra);
+}
+
+/* No ring left: -ENOMEM, nothing taken. */
+static void test_open_no_ring(void **state)
+{
+	struct sockaddr_in dest = { .sin_family = AF_INET, .sin_port = htons(80) };
+	struct world *w = world_new(RING, RING, 64 * 1024);	/* room for one ring */
+	struct conn *extra = calloc(1, sizeof(*extra));
+	int fd = dup(1);
+
+	world_free(*state);
+	*state = w;
+	world_open(w, 0, RING);
+	assert_int_equal(conn_open(extra, w->lgr, fd, (struct sockaddr *)&dest,
+				   &world_conn_ops), -ENOMEM);
+	assert_int_equal(w->lgr->n_conns, 1);
+	assert_int_equal(w->lgr->rmbs.n_used, 1);
+	assert_int_equal(fcntl(fd, F_GETFD), 0);
+	close(fd);
+	free(extra);
+}
+
+/* An accept naming a ring outside the peer's region: the flow is reset
+ * (ABORT to the peer token it just learnt, RST to the application). */
+static void test_accept_bad_ring_resets(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f = world_open_only(w, 0, 0, 0);
+	struct llc_flow_accept a = {
+		.token = f->c.token,
+		.peer_token = PEER_TOKEN,
+		.rmb = { .offset = FAKE_PEER_SIZE - RING / 2, .size = RING },
+	};
+
+	world_batch_end(w);
+	w->fake.n_msgs = 0;
+	conn_on_accept(&f->c, &a);
+	world_batch_end(w);
+	assert_reset_by_protocol(w, f);
+}
+
+/* A post the transport refuses fails the link group: every flow on it
+ * is reset, nothing is leaked. */
+static void test_post_failure_fails_link_group(void **state)
+{
+	struct world *w = *state;
+	struct wflow *a = world_open(w, 0, RING), *b = world_open(w, 1, RING);
+
+	w->fake.post_err = -EIO;
+	assert_int_equal(write(a->app, "x", 1), 1);
+	assert_true(world_run_until(w, a->ended));
+	w->lgr = NULL;			/* freed at the end of that batch */
+	world_settle(w);
+	assert_int_equal(a->ended, CONN_END_LINK_DOWN + 1);
+	assert_int_equal(b->ended, CONN_END_LINK_DOWN + 1);
+	assert_app_reset(a);
+	assert_app_reset(b);
+	assert_int_equal(a->closed, 1);
+	assert_int_equal(b->closed, 1);
+	assert_int_equal(w->p.stats.lgr_failures, 1);
+	assert_int_equal(w->p.rmb_budget.used, 0);
+}
+
+/*
+ * A write the transport could not carry (rdma: the RDMA WRITE post
+ * failed) must not be announced: the peer would deliver whatever its ring
+ * holds at those offsets. The flow (or the link group) has to go.
+ *
+ * LEAD BUG (disabled, see the report): conn_fill() (proxy/conn.c) ignores
+ * the return value of ops->write() and advances tx_prod regardless; the
+ * next CDC announces the bytes. shm's write() cannot fail, so this only
+ * bites with rdma, which transport-t.h says is next.
+ */
+#if 0
+static void test_write_failure_not_announced(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f = world_open(w, 0, RING);
+	unsigned i;
+
+	w->fake.write_err = -EIO;
+	assert_int_equal(write(f->app, "x", 1), 1);
+	world_settle(w);
+	for (i = 0; i < w->fake.n_msgs; i++)
+		assert_int_equal(world_cdc(w, i).prod.count, 0);
+	if (w->p.stats.lgr_failures)
+		w->lgr = NULL;		/* freed: the fix may fail the group */
+	assert_int_not_equal(f->ended, 0);
+}
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Through the link's receive path. */
+
+/* A CDC found by its token is handled; one for a token of a flow that is
+ * gone (an older generation of the index) is dropped quietly. */
+static void test_link_rx_token(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f = world_open(w, 0, RING);
+	struct cdc_msg m = { .token = f->c.token, .prod = { 0, 3 } };
+	uint8_t msg[LINK_MSG_LEN], buf[3];
+
+	world_peer_write(w, f, (const uint8_t *)"xyz", 3);
+	cdc_encode(&m, msg);
+	link_rx(w->lnk, msg, sizeof(msg));
+	world_batch_end(w);
+	app_read_exact(w, f, buf, 3);
+	assert_memory_equal(buf, "xyz", 3);
+
+	m.token = f->c.token + 0x10000;		/* next generation, same index */
+	m.conn_flags = CDC_CF_ABORT;
+	cdc_encode(&m, msg);
+	link_rx(w->lnk, msg, sizeof(msg));
+	world_batch_end(w);
+	assert_int_equal(f->c.state, CONN_ACTIVE);
+	assert_int_equal(w->p.stats.bad_messages, 0);
+	assert_int_equal(w->p.stats.cdc_received, 1);
+}
+
+/* The link group fails: RST to the application, the owner told, the
+ * ring back in the budget. */
+static void test_link_group_failure(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f = world_open(w, 0, RING);
+
+	lgr_fail(w->lgr, -ECONNRESET);
+	w->lgr = NULL;			/* freed at the end of the batch */
+	world_batch_end(w);
+	assert_int_equal(f->ended, CONN_END_LINK_DOWN + 1);
+	assert_app_reset(f);
+	assert_int_equal(f->closed, 1);
+	assert_int_equal(w->p.stats.lgr_failures, 1);
+	assert_int_equal(w->p.stats.flows_reset_link, 1);
+	assert_int_equal(w->p.rmb_budget.used, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_delivery_across_wrap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_window_update_threshold, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_window_update_when_peer_blocked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_full_ring_accepted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stale_cursor_ignored, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_duplicate_cursor_ignored, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cursor_count_beyond_ring_resets, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cursor_more_than_ring_resets, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_consumer_beyond_produced_resets, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_data_after_fin_resets, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_done_writing_after_last_byte, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_peer_abort, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_peer_abort_queue_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_peer_closed_early_resets, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_full_peer_ring_stops_reading, setup, teardown),
+#if 0	/* lead bug: WRITE_BLOCKED stays set after room returns */
+		cmocka_unit_test_setup_teardown(test_write_blocked_cleared_when_room_returns, setup, teardown),
+#endif
+		cmocka_unit_test_setup_teardown(test_send_across_wrap_two_writes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_link_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_no_ring, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_accept_bad_ring_resets, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_post_failure_fails_link_group, setup, teardown),
+#if 0	/* lead bug: a failed ops->write() is announced anyway */
+		cmocka_unit_test_setup_teardown(test_write_failure_not_announced, setup, teardown),
+#endif
+		cmocka_unit_test_setup_teardown(test_link_rx_token, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_link_group_failure, setup, teardown),
+	};
+
+	return cmocka_run_group_tests_name("conn", tests, NULL, NULL);
+}
