@@ -68,6 +68,11 @@ $(B)/tools/%: tests/tools/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LDLIBS) -lm
 
+# smcpeer speaks the wire protocol with the daemon's own codecs.
+$(B)/tools/smcpeer: tests/tools/smcpeer.c $(B)/libsmcproxy.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libsmcproxy.a $(LDLIBS)
+
 # Fuzz targets: replayed over their corpus by a plain driver in make check,
 # fuzzed for real with clang's libFuzzer by make fuzz.
 $(B)/fuzz/%-replay: tests/fuzz/%.c tests/fuzz/replay.c $(B)/libsmcproxy.a

@@ -1,0 +1,198 @@
+#!/bin/bash
+# Guards DESIGN §4 "the control port is not an open relay": proposals from outside the peer prefixes, or without the shared secret, are declined with policy and counted (the flows go over TCP, bytes intact), and a peer inside the prefix can open flows only to the acceptor host's own addresses: never loopback, another host, or the acceptor's redirect listener.
+. "$(dirname "$0")/lib.sh"
+it_init "$@"
+
+DS_POLICY='declines_sent.policy|stats.declines.sent.policy'
+DR_POLICY='declines_received.policy|stats.declines.received.policy'
+LO_PORT=9002		# a service on the server host's loopback only
+
+# it_eq WHAT GOT WANT
+it_eq() { [ "$2" -eq "$3" ] || it_fail "$1 is $2, expected $3"; }
+
+# ---------------------------------------------------------------------
+# (a) The peer daemon's prefixes leave the client host out. (Its control
+# port is IPv4, as the default "0.0.0.0:7002": IPv4 flows only.)
+it_setup_shm_split peers='[{"prefix": "10.66.1.128/25"}, {"prefix": "fd66::8000/113"}]' --
+
+out=$(it_smcpeer_c propose --connect "$S4:$CPORT")
+echo "  (a) smcpeer from $C4: $out"
+[ "$out" = "declined-handshake policy" ] ||
+	it_fail "a proposal from outside the peer prefixes got '$out', not a policy decline"
+it_run_ok a4 "flows to a peer that refuses us must go over TCP intact" --flows 4 --max-size 64KiB
+read -r ctcp cshm cfb crecv < <(it_stat flows.closed.tcp flows.closed.shm fallback.policy \
+	"$DR_POLICY" | tr '\n' ' ')
+read -r prefused psent pacc < <(it_peer_stat refused.proposals "$DS_POLICY" lgr.accepted |
+	tr '\n' ' ')
+echo "  (a) client daemon: closed.tcp $ctcp closed.shm $cshm fallback.policy $cfb declines received (policy) $crecv"
+echo "  (a) peer daemon: proposals refused $prefused, policy declines sent $psent, groups accepted $pacc"
+it_eq "(a) client flows.closed.tcp" "$ctcp" 4
+it_eq "(a) client flows.closed.shm" "$cshm" 0
+it_eq "(a) client fallback.policy" "$cfb" 4
+# One proposal per worker that had a flow (each keeps its own groups).
+[ "$crecv" -ge 1 ] || it_fail "(a) the client daemon received no policy decline"
+it_eq "(a) peer refused.proposals (the client daemon's and smcpeer's)" "$prefused" $((crecv + 1))
+it_eq "(a) peer policy declines sent" "$psent" "$prefused"
+it_eq "(a) peer groups accepted" "$pacc" 0
+
+# ---------------------------------------------------------------------
+# (b) auth.psk_file: the same secret on both daemons, then different ones.
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$IT_DIR/psk-a"
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$IT_DIR/psk-b"
+auth_a="{\"psk_file\": \"$IT_DIR/psk-a\"}"
+auth_b="{\"psk_file\": \"$IT_DIR/psk-b\"}"
+
+it_shm_daemons_restart auth="$auth_a" -- auth="$auth_a"
+it_run_ok b1 "flows between daemons with the same secret" --flows 4 --max-size 64KiB
+read -r cshm ctcp cauth < <(it_stat flows.closed.shm flows.closed.tcp refused.auth | tr '\n' ' ')
+echo "  (b) same secret: client closed.shm $cshm closed.tcp $ctcp auth failures $cauth"
+it_eq "(b) same secret: client flows.closed.shm" "$cshm" 4
+it_eq "(b) same secret: client flows.closed.tcp" "$ctcp" 0
+it_eq "(b) same secret: client auth failures" "$cauth" 0
+
+# smcpeer as a third proposer: the right secret, none, a wrong one. The
+# peer daemon is the side that checks in the last two.
+for psk in a none b; do
+	args=()
+	[ $psk = none ] || args=(--psk "$IT_DIR/psk-$psk")
+	out=$(it_smcpeer_c propose --connect "$S4:$CPORT" "${args[@]}" 2>"$IT_DIR/smcpeer.err")
+	echo "  (b) smcpeer with secret $psk: $out"
+	case $psk in
+	a) [ "$out" = established ] || it_fail "(b) smcpeer with the right secret got '$out'" ;;
+	*) [ "$out" = "declined-handshake policy" ] ||
+		it_fail "(b) smcpeer with secret $psk got '$out', not a policy decline" ;;
+	esac
+done
+grep -q "MAC does not verify" "$IT_DIR/smcpeer.err" ||
+	it_fail "(b) the peer daemon's accept MAC verified with the wrong secret"
+read -r pauth psent pacc < <(it_peer_stat refused.auth "$DS_POLICY" lgr.accepted | tr '\n' ' ')
+echo "  (b) peer daemon: auth failures $pauth, policy declines sent $psent, groups accepted $pacc"
+it_eq "(b) peer auth failures (no proof, wrong proof)" "$pauth" 2
+it_eq "(b) peer policy declines sent" "$psent" 2
+
+it_shm_daemons_restart auth="$auth_a" -- auth="$auth_b"
+it_run_ok b2 "flows between daemons with different secrets must go over TCP intact" \
+	--flows 4 --max-size 64KiB
+read -r ctcp cshm cfb cauth csent chs < <(it_stat flows.closed.tcp flows.closed.shm \
+	fallback.policy refused.auth "$DS_POLICY" lgr.handshakes | tr '\n' ' ')
+# The client's decline reaches the peer daemon while the flows go on.
+SOCK=$PSOCK it_wait_stat "$DR_POLICY" -ge "$cauth" 3
+read -r pauth precv pacc < <(it_peer_stat refused.auth "$DR_POLICY" lgr.accepted | tr '\n' ' ')
+echo "  (b) different secrets: client closed.tcp $ctcp closed.shm $cshm fallback.policy $cfb auth failures $cauth policy declines sent $csent"
+echo "  (b) different secrets: peer auth failures $pauth policy declines received $precv groups accepted $pacc"
+it_eq "(b) different secrets: client flows.closed.tcp" "$ctcp" 4
+it_eq "(b) different secrets: client flows.closed.shm" "$cshm" 0
+it_eq "(b) different secrets: client fallback.policy" "$cfb" 4
+[ "$cauth" -ge 1 ] || it_fail "(b) the client daemon, which checks the accept MAC, counted no auth failure"
+it_eq "(b) client policy declines sent" "$csent" "$cauth"
+it_eq "(b) peer policy declines received" "$precv" "$cauth"
+it_eq "(b) peer auth failures (it never judged a proof)" "$pauth" 0
+it_eq "(b) client link groups up" "$chs" 0
+it_eq "(b) peer groups accepted" "$pacc" 0
+
+# ---------------------------------------------------------------------
+# (c) Where a peer inside the prefix may open flows to. The peer daemon's
+# redirect listener answers on every IPv4 address of its host and on its
+# IPv6 address; a service on its loopback must stay out of reach.
+# --verbose: the canary logs every connection it gets.
+ip netns exec "$NS_S" "$FLOWCHECK" serve --verbose --listen "127.0.0.1:$LO_PORT" \
+	>"$IT_DIR/lo.log" 2>&1 &
+IT_PIDS+=("$!")
+it_wait_file "$IT_DIR/lo.log" '^serve: listening' 5 || it_fail "loopback flowcheck did not start"
+it_shm_daemons_restart listen="[\"0.0.0.0:$LPORT\", \"[$S6]:$LPORT\"]" --
+
+# DEST EXPECTED: the server host's own addresses are served; loopback
+# (IPv4, IPv6, v4-mapped), the unspecified addresses, other hosts (one on
+# the link, the client itself) and the redirect listener are not.
+checks=(
+	"$S4:$SPORT accept"
+	"[$S6]:$SPORT accept"
+	"[::ffff:$S4]:$SPORT accept"
+	"127.0.0.1:$LO_PORT policy"
+	"127.1.2.3:$LO_PORT policy"
+	"[::1]:$LO_PORT policy"
+	"[::ffff:127.0.0.1]:$LO_PORT policy"
+	"0.0.0.0:$LO_PORT policy"
+	"[::]:$LO_PORT policy"
+	"$NX4:$SPORT policy"
+	"$C4:$SPORT policy"
+	"[$C6]:$SPORT policy"
+	"[fd66::99]:$SPORT policy"
+	"$S4:$LPORT policy"
+	"[$S6]:$LPORT policy"
+)
+args=()
+for c in "${checks[@]}"; do
+	args+=(--open "${c% *}")
+done
+mapfile -t got < <(it_smcpeer_c propose --connect "$S4:$CPORT" "${args[@]}")
+[ ${#got[@]} -eq ${#checks[@]} ] ||
+	it_fail "(c) smcpeer printed ${#got[@]} answers for ${#checks[@]} opens: ${got[*]}"
+n_policy=0
+for i in "${!checks[@]}"; do
+	dest=${checks[$i]% *}
+	want=${checks[$i]##* }
+	printf '  (c) FLOW_OPEN %-24s %s\n' "$dest" "${got[$i]}"
+	case $want in
+	accept) [[ ${got[$i]} == "accept "* ]] || it_fail "(c) $dest: '${got[$i]}', expected accept" ;;
+	*) [ "${got[$i]}" = "decline $want" ] || it_fail "(c) $dest: '${got[$i]}', expected decline $want"
+	   n_policy=$((n_policy + 1)) ;;
+	esac
+done
+read -r pdest psent < <(it_peer_stat refused.destinations "$DS_POLICY" | tr '\n' ' ')
+echo "  (c) peer daemon: destinations refused $pdest, policy declines sent $psent"
+it_eq "(c) peer refused.destinations" "$pdest" "$n_policy"
+it_eq "(c) peer policy declines sent" "$psent" "$n_policy"
+
+# Destinations the daemon gets wrong today: each check stays written as
+# it should hold, and is skipped while the bug is there.
+bugs=(
+	"[::ffff:0.0.0.0]:$LO_PORT"
+	"[::ffff:$S4]:$LPORT"
+	"10.66.1.255:$SPORT"
+	"224.0.0.1:$SPORT"
+)
+args=()
+for d in "${bugs[@]}"; do
+	args+=(--open "$d")
+done
+mapfile -t got < <(it_smcpeer_c propose --connect "$S4:$CPORT" "${args[@]}")
+for i in "${!bugs[@]}"; do
+	printf '  (c) FLOW_OPEN %-24s %s\n' "${bugs[$i]}" "${got[$i]:-}"
+done
+# BUG: lgr_check_dest() (proxy/lgr.c) judges a v4-mapped IPv6 destination
+# as IPv6: ::ffff:0.0.0.0 is neither "any" nor loopback to it and binds,
+# so the daemon accepts and its dual-stack connect() reaches 127.0.0.1 --
+# a relay into loopback-only services. Fix: map ::ffff:a.b.c.d to AF_INET
+# before the checks (or decline every v4-mapped destination).
+it_known_bug "(c) [::ffff:0.0.0.0]:$LO_PORT (loopback through a v4-mapped any) must be declined with policy, got '${got[0]:-}'" \
+	[ "${got[0]:-}" = "decline policy" ]
+sleep 0.2
+it_known_bug "(c) a flow reached the loopback-only service: $(grep -vE '^serve: listening' "$IT_DIR/lo.log" | head -3)" \
+	[ -z "$(grep -vE '^serve: listening' "$IT_DIR/lo.log")" ]
+# BUG: same cause: proxy_check_loop() compares families, so
+# ::ffff:10.66.1.2 slips past the 0.0.0.0 listener; the daemon accepts and
+# connects to its own redirect listener (caught there, as loops_refused).
+it_known_bug "(c) [::ffff:$S4]:$LPORT (the redirect listener, v4-mapped) must be declined with policy, got '${got[1]:-}'" \
+	[ "${got[1]:-}" = "decline policy" ]
+# BUG: addr_is_local() is a bind() test, and bind() takes broadcast and
+# multicast addresses: the daemon tries the connect and declines with
+# internal, uncounted in refused.destinations. Fix: refuse
+# IN_MULTICAST/broadcast (or require RTN_LOCAL) in lgr_check_dest().
+it_known_bug "(c) 10.66.1.255 (broadcast) must be declined with policy, got '${got[2]:-}'" \
+	[ "${got[2]:-}" = "decline policy" ]
+it_known_bug "(c) 224.0.0.1 (multicast) must be declined with policy, got '${got[3]:-}'" \
+	[ "${got[3]:-}" = "decline policy" ]
+read -r pdest2 < <(it_peer_stat refused.destinations)
+it_known_bug "(c) refused.destinations counted $((pdest2 - pdest)) of ${#bugs[@]}" \
+	[ $((pdest2 - pdest)) -eq ${#bugs[@]} ]
+
+# The honest path is unharmed: the client daemon's flows go over shm.
+it_run_ok c "flows through the client daemon after the hostile opens" --flows 4 --max-size 64KiB
+read -r cshm ctcp < <(it_stat flows.closed.shm flows.closed.tcp | tr '\n' ' ')
+it_eq "(c) client flows.closed.shm" "$cshm" 4
+it_eq "(c) client flows.closed.tcp" "$ctcp" 0
+it_ctl --json stats >/dev/null && it_peer_ctl --json stats >/dev/null ||
+	it_fail "a daemon stopped answering"
+
+it_pass "outsiders declined ($prefused proposals), PSK mismatch declined both ways, $n_policy forbidden destinations declined and counted"

@@ -1,0 +1,1369 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * smcpeer: a scriptable, deliberately hostile peer daemon for the
+ * integration tests. It speaks smcproxy-protocol(7) from the proposer's
+ * side with the daemon's own codecs (clc, llc, cdc from libsmcproxy.a), so
+ * that a test can ask a real smcproxyd for what a well-behaved peer daemon
+ * never would: flows to loopback or to other hosts, a wrong proof of the
+ * shared secret, malformed handshake messages, garbage link messages and
+ * queue indices that point anywhere.
+ *
+ *   smcpeer propose --connect ADDR:PORT [--psk FILE] [--shm-dir DIR] [--links N]
+ *                   [--open DEST:PORT]... [--mark N] [--timeout MS]
+ *   smcpeer raw     --connect ADDR:PORT [--mark N] [--timeout MS] [--half-close] FILE...
+ *   smcpeer links   --connect ADDR:PORT --shm-dir DIR [--psk FILE] [--mark N]
+ *                   [--timeout MS] FILE...
+ *
+ * propose: the handshake (with --psk, a proof made with that file's
+ * secret, right or wrong: a wrong accept MAC is reported on stderr and the
+ * handshake goes on, so that the daemon is the one to judge the confirm),
+ * the shm rendezvous (our sealed memfd and one eventfd per link out, the
+ * daemon's back, its region mapped), then a FLOW_OPEN per --open, each with
+ * its own 64 KiB ring in our region. Prints exactly one line per --open,
+ * in order: "accept 0xTOKEN" (the daemon's token) or "decline REASON", or
+ * "closed" (the link group was torn down first) or "timeout". A handshake
+ * or rendezvous that does not succeed prints one line instead:
+ * "declined-handshake REASON", "closed", "timeout", "bad-answer" or
+ * "rendezvous-declined REASON". Without --open, a link group that comes up
+ * prints "established". Accepted flows are aborted (CDC ABORT) before exit.
+ *
+ * raw: per FILE a fresh TCP connection to the control port; the file's
+ * bytes go out as they are, and what comes back within the timeout is
+ * printed as "NAME: WHAT": the decoded messages ("decline REASON",
+ * "accept", "confirm", "garbage"), then "closed" if the daemon closed
+ * without a decline, "reset", "timeout" if it neither answered nor closed,
+ * or "not closed" after a decline the daemon did not close behind.
+ * --half-close shuts our side down after the bytes, so a truncated message
+ * ends at once instead of at the daemon's handshake deadline.
+ *
+ * links: brings a link group up as propose does, then per FILE writes the
+ * file's bytes as link messages into the daemon's queue of link 0 (64-byte
+ * slots, the last one zero-padded; an empty file is one zero slot), then a
+ * FLOW_OPEN to 127.0.0.1:1 as a sync marker, moves the producer index and
+ * rings the doorbell. The daemon takes a queue in order, so the decline of
+ * the marker proves that everything before it was handled without killing
+ * the group; end of file on the rendezvous socket is the daemon failing
+ * the group. Prints "NAME: alive (MSGS)" / "NAME: failed" / "NAME: timeout",
+ * MSGS being what the daemon answered to the file itself. A failed group
+ * is replaced by a fresh one for the next file. Then the index attacks,
+ * each on a live group: "prod-far" (producer index far beyond the queue),
+ * "prod-back" (producer index behind the consumer's) and "cons-lie" (our
+ * own queue's consumer index claims far more than the daemon produced, so
+ * the daemon must hold its answers back; then the truth, and the answer
+ * must come): "prod-far: failed", "prod-back: failed", "cons-lie: stalled
+ * then answered" are what a robust daemon gives.
+ *
+ * Exit status: 0 when every step got an answer of some kind (the test
+ * judges which), 1 on a local error (cannot connect, a file, memfd, mmap),
+ * 2 on usage errors.
+ *
+ * The rendezvous message and the byte offsets of a region's queues are
+ * those of proxy/shm.c: smcproxy-protocol(7) leaves them to the
+ * implementation ("CAVEATS"), and this tool must match the daemon it tests.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cdc.h"
+#include "cfg.h"
+#include "clc.h"
+#include "llc.h"
+
+/* proxy/shm.c's layout (layout version 1). */
+#define SHM_MAGIC	"SMCPSHM1"
+#define SHM_RV_MAGIC	"SMCPRV01"
+#define SHM_VERSION	1
+#define SHM_SLOTS	1024u
+#define SHM_HDR_SIZE	4096u
+#define Q_PROD		0		/* each index on its own cache line */
+#define Q_CONS		64
+#define Q_WAITING	128
+#define Q_SLOTS		192
+#define SHM_Q_SIZE	((Q_SLOTS + SHM_SLOTS * LINK_MSG_LEN + 4095u) & ~4095u)
+
+struct shm_rv_msg {
+	char magic[8];
+	uint8_t lgr_id[CLC_LGR_ID_LEN];
+	uint32_t links;
+	uint32_t size;			/* of the sender's memfd */
+	uint32_t status;		/* reply: 0, or a decline reason */
+};
+_Static_assert(sizeof(struct shm_rv_msg) == 36, "proxy/shm.c's rendezvous message");
+
+struct shm_hdr {
+	char magic[8];
+	uint32_t version;
+	uint32_t links;
+	uint32_t slots;
+	uint32_t size;
+};
+
+#define LINKS_MAX	16
+#define RING_SIZE	65536u		/* each FLOW_OPEN's ring in our region */
+#define OPENS_MAX	256
+#define FILE_MAX	(64 * LINK_MSG_LEN)
+#define SYNC_TOKEN	0x53590000u	/* "SY": the links mode's markers */
+#define OPEN_TOKEN	0x00010000u	/* generation 1, index i + 1 */
+
+struct opts {
+	struct cfg_addr connect;
+	bool have_connect;
+	const char *psk_file;
+	const char *shm_dir;
+	unsigned links;
+	uint32_t mark;
+	int timeout_ms;
+	bool half_close;
+	struct cfg_addr opens[OPENS_MAX];
+	unsigned n_opens;
+	char **files;
+	int n_files;
+};
+
+static const char *prog = "smcpeer";
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int left_ms(int64_t deadline)
+{
+	int64_t d = deadline - now_ms();
+
+	return d < 0 ? 0 : (int)d;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+/* ------------------------------------------------------------------ */
+/* TCP to the control port. */
+
+/* A connected blocking socket, or -errno. */
+static int tcp_connect(const struct opts *o, int64_t deadline)
+{
+	struct pollfd pfd;
+	int fd, one = 1, err = 0;
+	socklen_t len = sizeof(err);
+
+	fd = socket(o->connect.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* The client host's REDIRECT rule spares only marked traffic. */
+	if (o->mark && setsockopt(fd, SOL_SOCKET, SO_MARK, &o->mark, sizeof(o->mark)) < 0)
+		goto out_errno;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(fd, (const struct sockaddr *)&o->connect.ss, o->connect.len) < 0) {
+		if (errno != EINPROGRESS)
+			goto out_errno;
+		pfd = (struct pollfd){ .fd = fd, .events = POLLOUT };
+		if (poll(&pfd, 1, left_ms(deadline)) == 0) {
+			close(fd);
+			return -ETIMEDOUT;
+		}
+		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+			goto out_errno;
+		if (err) {
+			close(fd);
+			return -err;
+		}
+	}
+	return fd;
+
+out_errno:
+	err = -errno;
+	close(fd);
+	return err;
+}
+
+static int send_all(int fd, const uint8_t *buf, size_t len, int64_t deadline)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+	size_t off = 0;
+	ssize_t n;
+
+	while (off < len) {
+		n = send(fd, buf + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n > 0) {
+			off += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			return -errno;
+		if (poll(&pfd, 1, left_ms(deadline)) == 0)
+			return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+/* Exactly len bytes: 0, -ECONNRESET on end of file (or a reset),
+ * -ETIMEDOUT, -errno. */
+static int recv_all(int fd, uint8_t *buf, size_t len, int64_t deadline)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	size_t off = 0;
+	ssize_t n;
+
+	while (off < len) {
+		n = recv(fd, buf + off, len - off, MSG_DONTWAIT);
+		if (n > 0) {
+			off += (size_t)n;
+			continue;
+		}
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
+			return -ECONNRESET;
+		if (errno != EAGAIN && errno != EINTR)
+			return -errno;
+		if (poll(&pfd, 1, left_ms(deadline)) == 0)
+			return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+/* One whole handshake message: 0, -EBADMSG for anything clc_decode()
+ * refuses, or recv_all()'s codes. */
+static int clc_recv(int fd, struct clc_msg *m, int64_t deadline)
+{
+	uint8_t buf[CLC_MSG_MAX];
+	struct clc_hdr hdr;
+	int err;
+
+	err = recv_all(fd, buf, CLC_HDR_LEN, deadline);
+	if (err)
+		return err;
+	if (clc_decode_hdr(buf, CLC_HDR_LEN, &hdr))
+		return -EBADMSG;
+	err = recv_all(fd, buf + CLC_HDR_LEN, hdr.length - CLC_HDR_LEN, deadline);
+	if (err)
+		return err;
+	return clc_decode(buf, hdr.length, m) ? -EBADMSG : 0;
+}
+
+static int clc_send(int fd, const struct clc_msg *m, int64_t deadline)
+{
+	uint8_t buf[CLC_MSG_MAX];
+	int len = clc_encode(m, buf, sizeof(buf));
+
+	if (len < 0)
+		return len;
+	return send_all(fd, buf, (size_t)len, deadline);
+}
+
+/* ------------------------------------------------------------------ */
+/* The handshake, proposer's side. */
+
+/* Outcomes other than success, printed as they are. */
+struct outcome {
+	char text[64];
+};
+
+static void outcome_set(struct outcome *out, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(out->text, sizeof(out->text), fmt, ap);
+	va_end(ap);
+}
+
+/* The daemon's way of naming this host: /proc's boot id as 16 bytes. */
+static int read_host_id(uint8_t id[CLC_HOST_ID_LEN])
+{
+	char buf[64];
+	ssize_t n;
+	int fd, i, k = 0;
+
+	fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	memset(id, 0, CLC_HOST_ID_LEN);
+	for (i = 0; buf[i] && k < 2 * CLC_HOST_ID_LEN; i++) {
+		char c = buf[i];
+		int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+
+		if (v < 0)
+			continue;
+		id[k / 2] |= (uint8_t)(k % 2 ? v : v << 4);
+		k++;
+	}
+	return k == 2 * CLC_HOST_ID_LEN ? 0 : -EINVAL;
+}
+
+struct hs {
+	struct clc_proposal prop;
+	struct clc_accept acc;
+};
+
+static const char *clc_err_name(int err)
+{
+	return err == -ETIMEDOUT ? "timeout" : err == -ECONNRESET ? "closed" : "bad-answer";
+}
+
+/*
+ * Proposal, accept, confirm, ready. 1 with the accept in hs; 0 with
+ * *out saying how the daemon refused; -errno for a local error.
+ */
+static int hs_run(const struct opts *o, struct hs *hs, struct outcome *out)
+{
+	int64_t deadline = now_ms() + o->timeout_ms;
+	struct clc_msg m = { .hdr.type = CLC_PROPOSAL };
+	uint8_t psk[CLC_PSK_MAX], mac[CLC_MAC_LEN];
+	size_t psk_len = 0;
+	int fd, err;
+
+	if (o->psk_file) {
+		err = clc_psk_load(o->psk_file, psk, &psk_len);
+		if (err) {
+			say("%s: %s", o->psk_file, strerror(-err));
+			return err;
+		}
+		m.proposal.features = CLC_FEAT_PSK;
+	}
+	m.proposal.transports = CLC_TR_SHM;
+	err = read_host_id(m.proposal.host_id);
+	if (err) {
+		say("boot id: %s", strerror(-err));
+		return err;
+	}
+	if (getrandom(m.proposal.nonce, CLC_NONCE_LEN, 0) != CLC_NONCE_LEN)
+		return -EIO;
+	m.proposal.ring_size = RING_SIZE;
+	m.proposal.links = (uint16_t)o->links;
+	m.proposal.max_flows_per_link = 255;
+	hs->prop = m.proposal;
+
+	fd = tcp_connect(o, deadline);
+	if (fd < 0) {
+		say("connect: %s", strerror(-fd));
+		return fd;
+	}
+	err = clc_send(fd, &m, deadline);
+	if (err)
+		goto out_closed;
+	err = clc_recv(fd, &m, deadline);
+	if (err)
+		goto out_closed;
+	if (m.hdr.type == CLC_DECLINE)
+		goto out_declined;
+	if (m.hdr.type != CLC_ACCEPT || m.accept.transport != CLC_TR_SHM ||
+	    !m.accept.shm_name_len || !m.accept.links || m.accept.links > o->links) {
+		err = -EBADMSG;
+		goto out_closed;
+	}
+	hs->acc = m.accept;
+	if (psk_len && (clc_mac_accept(psk, psk_len, &hs->prop, &hs->acc, mac) ||
+			!clc_mac_equal(mac, hs->acc.mac)))
+		say("the accept's MAC does not verify with %s: confirming anyway", o->psk_file);
+
+	m = (struct clc_msg){ .hdr.type = CLC_CONFIRM };
+	if (psk_len && clc_mac_confirm(psk, psk_len, &hs->prop, &hs->acc, m.confirm.mac)) {
+		close(fd);
+		return -EIO;
+	}
+	err = clc_send(fd, &m, deadline);
+	if (err)
+		goto out_closed;
+	err = clc_recv(fd, &m, deadline);
+	if (err)
+		goto out_closed;
+	if (m.hdr.type == CLC_DECLINE)
+		goto out_declined;
+	if (m.hdr.type != CLC_CONFIRM) {
+		err = -EBADMSG;
+		goto out_closed;
+	}
+	close(fd);
+	return 1;
+
+out_declined:
+	outcome_set(out, "declined-handshake %s", clc_decline_name(m.decline.reason));
+	close(fd);
+	return 0;
+out_closed:
+	/* A send that fails means the daemon closed on us, too. */
+	outcome_set(out, "%s", err == -EPIPE ? "closed" : clc_err_name(err));
+	close(fd);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The shm link group. */
+
+struct grp {
+	int sock;			/* rendezvous; its end of file is the group's */
+	bool failed;
+	unsigned links;
+	uint8_t *local;			/* ours: the daemon writes, we read */
+	size_t local_size;
+	uint8_t *peer;			/* the daemon's: we write */
+	size_t peer_size;
+	uint32_t ring_base;
+	int efd_rx[LINKS_MAX];		/* the daemon rings these */
+	int efd_tx[LINKS_MAX];		/* we ring these */
+	uint32_t tx_prod[LINKS_MAX];
+	uint32_t rx_cons[LINKS_MAX];
+};
+
+typedef void (*grp_msg_cb)(void *ctx, unsigned link, const uint8_t slot[LINK_MSG_LEN]);
+
+static uint8_t *queue_of(uint8_t *region, unsigned link)
+{
+	return region + SHM_HDR_SIZE + (size_t)link * SHM_Q_SIZE;
+}
+
+static uint32_t *q_index(uint8_t *q, unsigned off)
+{
+	return (uint32_t *)(void *)(q + off);
+}
+
+static void grp_reset(struct grp *g)
+{
+	unsigned i;
+
+	*g = (struct grp){ .sock = -1 };
+	for (i = 0; i < LINKS_MAX; i++)
+		g->efd_rx[i] = g->efd_tx[i] = -1;
+}
+
+static void grp_close(struct grp *g)
+{
+	unsigned i;
+
+	if (g->sock >= 0)
+		close(g->sock);
+	for (i = 0; i < LINKS_MAX; i++) {
+		if (g->efd_rx[i] >= 0)
+			close(g->efd_rx[i]);
+		if (g->efd_tx[i] >= 0)
+			close(g->efd_tx[i]);
+	}
+	if (g->local)
+		munmap(g->local, g->local_size);
+	if (g->peer)
+		munmap(g->peer, g->peer_size);
+	grp_reset(g);
+}
+
+/* Our region: header, a queue per link, then rings for n_rings flows. */
+static int grp_region(struct grp *g, unsigned n_rings, int *memfd)
+{
+	struct shm_hdr *hdr;
+	int fd, err;
+
+	g->ring_base = SHM_HDR_SIZE + g->links * SHM_Q_SIZE;
+	g->local_size = g->ring_base + (size_t)n_rings * RING_SIZE;
+	fd = memfd_create("smcpeer", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	/* Sealed as the daemon demands: it must not fear a SIGBUS from us.
+	 * (The hostile part of this tool is in what it writes.) */
+	if (ftruncate(fd, (off_t)g->local_size) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		goto out_errno;
+	g->local = mmap(NULL, g->local_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (g->local == MAP_FAILED) {
+		g->local = NULL;
+		goto out_errno;
+	}
+	hdr = (struct shm_hdr *)(void *)g->local;
+	memcpy(hdr->magic, SHM_MAGIC, sizeof(hdr->magic));
+	hdr->version = SHM_VERSION;
+	hdr->links = g->links;
+	hdr->slots = SHM_SLOTS;
+	hdr->size = (uint32_t)g->local_size;
+	*memfd = fd;
+	return 0;
+
+out_errno:
+	err = -errno;
+	close(fd);
+	return err;
+}
+
+static int rv_send(int sock, const struct shm_rv_msg *m, const int *fds, unsigned n)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * (1 + LINKS_MAX))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { (void *)m, sizeof(*m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+
+	memset(&u, 0, sizeof(u));
+	mh.msg_control = u.buf;
+	mh.msg_controllen = CMSG_SPACE(sizeof(int) * n);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
+	memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
+	return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof(*m) ? 0 : -EIO;
+}
+
+/* The daemon's answer: the length of the message (0 at end of file),
+ * its fds in fds[0..*n_fds), or -errno. */
+static ssize_t rv_recv(int sock, struct shm_rv_msg *m, int *fds, unsigned *n_fds,
+		       int64_t deadline)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * (1 + LINKS_MAX + 4))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { m, sizeof(*m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct pollfd pfd = { .fd = sock, .events = POLLIN };
+	struct cmsghdr *cm;
+	ssize_t n;
+
+	*n_fds = 0;
+	if (poll(&pfd, 1, left_ms(deadline)) == 0)
+		return -ETIMEDOUT;
+	n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	if (n < 0)
+		return -errno;
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		unsigned k, i;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (unsigned)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (i = 0; i < k; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (*n_fds < 1 + LINKS_MAX)
+				fds[(*n_fds)++] = fd;
+			else
+				close(fd);
+		}
+	}
+	return n;
+}
+
+/*
+ * The handshake, then the rendezvous: 1 with g up, 0 with *out saying
+ * what the daemon did instead, -errno on a local error.
+ */
+static int grp_up(const struct opts *o, struct grp *g, unsigned n_rings, struct outcome *out)
+{
+	int64_t deadline;
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct shm_rv_msg m = { .status = 0 };
+	struct hs hs;
+	struct stat st;
+	int fds[1 + LINKS_MAX], memfd = -1, err;
+	unsigned i, n_fds;
+	ssize_t n;
+
+	grp_close(g);
+	err = hs_run(o, &hs, out);
+	if (err <= 0)
+		return err;
+	g->links = hs.acc.links;
+	if ((size_t)snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/%s", o->shm_dir,
+			     hs.acc.shm_name) >= sizeof(sun.sun_path))
+		return -ENAMETOOLONG;
+	err = grp_region(g, n_rings, &memfd);
+	if (err)
+		goto out_err;
+	for (i = 0; i < g->links; i++) {
+		g->efd_rx[i] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (g->efd_rx[i] < 0) {
+			err = -errno;
+			goto out_err;
+		}
+	}
+	g->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (g->sock < 0 || connect(g->sock, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+		err = -errno;
+		say("rendezvous %s: %s", sun.sun_path, strerror(errno));
+		goto out_err;
+	}
+	memcpy(m.magic, SHM_RV_MAGIC, sizeof(m.magic));
+	memcpy(m.lgr_id, hs.acc.lgr_id, CLC_LGR_ID_LEN);
+	m.links = g->links;
+	m.size = (uint32_t)g->local_size;
+	fds[0] = memfd;
+	for (i = 0; i < g->links; i++)
+		fds[1 + i] = g->efd_rx[i];
+	err = rv_send(g->sock, &m, fds, 1 + g->links);
+	close(memfd);
+	memfd = -1;
+	if (err) {
+		outcome_set(out, "closed");
+		return 0;
+	}
+
+	deadline = now_ms() + o->timeout_ms;
+	n = rv_recv(g->sock, &m, fds, &n_fds, deadline);
+	if (n != (ssize_t)sizeof(m) || memcmp(m.magic, SHM_RV_MAGIC, sizeof(m.magic)) ||
+	    memcmp(m.lgr_id, hs.acc.lgr_id, CLC_LGR_ID_LEN)) {
+		outcome_set(out, "%s", n == -ETIMEDOUT ? "timeout" : n <= 0 ? "closed" : "bad-answer");
+		goto out_fds;
+	}
+	if (m.status) {
+		outcome_set(out, "rendezvous-declined %s", clc_decline_name(m.status));
+		goto out_fds;
+	}
+	/* The daemon's region: sized as it says, and the file agrees. */
+	if (m.links != g->links || n_fds != 1 + g->links || fstat(fds[0], &st) < 0 ||
+	    (uint64_t)st.st_size != m.size || m.size < SHM_HDR_SIZE + g->links * SHM_Q_SIZE) {
+		outcome_set(out, "bad-answer");
+		goto out_fds;
+	}
+	g->peer_size = m.size;
+	g->peer = mmap(NULL, g->peer_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	if (g->peer == MAP_FAILED) {
+		g->peer = NULL;
+		err = -errno;
+		for (i = 0; i < n_fds; i++)
+			close(fds[i]);
+		goto out_err;
+	}
+	close(fds[0]);
+	for (i = 0; i < g->links; i++) {
+		g->efd_tx[i] = fds[1 + i];
+		/* Both queues start at zero (proxy/shm.c reads ours once). */
+		g->tx_prod[i] = __atomic_load_n(q_index(queue_of(g->peer, i), Q_PROD),
+						__ATOMIC_ACQUIRE);
+		g->rx_cons[i] = 0;
+	}
+	return 1;
+
+out_fds:
+	for (i = 0; i < n_fds; i++)
+		close(fds[i]);
+	grp_close(g);
+	return 0;
+out_err:
+	if (memfd >= 0)
+		close(memfd);
+	grp_close(g);
+	return err;
+}
+
+/* Queues a slot on link l of the daemon's region; the doorbell is
+ * separate, as a daemon rings once per batch. */
+static int grp_post(struct grp *g, unsigned l, const uint8_t slot[LINK_MSG_LEN])
+{
+	uint8_t *q = queue_of(g->peer, l);
+	uint32_t cons = __atomic_load_n(q_index(q, Q_CONS), __ATOMIC_ACQUIRE);
+
+	if (g->tx_prod[l] - cons >= SHM_SLOTS)
+		return -ENOBUFS;	/* the daemon is not consuming */
+	memcpy(q + Q_SLOTS + (size_t)(g->tx_prod[l] % SHM_SLOTS) * LINK_MSG_LEN, slot,
+	       LINK_MSG_LEN);
+	g->tx_prod[l]++;
+	__atomic_store_n(q_index(q, Q_PROD), g->tx_prod[l], __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* The hostile one: a producer index of our choosing, not what we wrote. */
+static void grp_set_prod(struct grp *g, unsigned l, uint32_t prod)
+{
+	__atomic_store_n(q_index(queue_of(g->peer, l), Q_PROD), prod, __ATOMIC_RELEASE);
+}
+
+static void grp_ring(struct grp *g, unsigned l)
+{
+	uint64_t one = 1;
+
+	if (write(g->efd_tx[l], &one, sizeof(one)) < 0 && errno != EAGAIN)
+		say("doorbell: %s", strerror(errno));
+}
+
+/* Takes what the daemon queued for us; a daemon that lies about its
+ * producer index is reported and not followed. */
+static void grp_drain(struct grp *g, grp_msg_cb cb, void *ctx)
+{
+	uint8_t slot[LINK_MSG_LEN];
+	unsigned l;
+
+	for (l = 0; l < g->links; l++) {
+		uint8_t *q = queue_of(g->local, l);
+		uint32_t prod = __atomic_load_n(q_index(q, Q_PROD), __ATOMIC_ACQUIRE);
+		bool took = false;
+
+		if (prod - g->rx_cons[l] > SHM_SLOTS) {
+			say("link %u: the daemon's producer index %" PRIu32 " is %" PRIu32
+			      " slots ahead", l, prod, prod - g->rx_cons[l]);
+			continue;
+		}
+		while (g->rx_cons[l] != prod) {
+			memcpy(slot, q + Q_SLOTS + (size_t)(g->rx_cons[l] % SHM_SLOTS) * LINK_MSG_LEN,
+			       sizeof(slot));
+			g->rx_cons[l]++;
+			took = true;
+			cb(ctx, l, slot);
+		}
+		if (took)
+			__atomic_store_n(q_index(q, Q_CONS), g->rx_cons[l], __ATOMIC_SEQ_CST);
+		if (__atomic_exchange_n(q_index(q, Q_WAITING), 0, __ATOMIC_SEQ_CST))
+			grp_ring(g, l);
+	}
+}
+
+/*
+ * Waits for doorbells or the end of the group until done(ctx) or the
+ * deadline; every message goes to cb. Sets g->failed at end of file on the
+ * rendezvous socket (the daemon tore the group down).
+ */
+static void grp_wait(struct grp *g, int64_t deadline, grp_msg_cb cb, bool (*done)(void *),
+		     void *ctx)
+{
+	struct pollfd pfd[1 + LINKS_MAX];
+	unsigned i, n = 0;
+
+	pfd[n++] = (struct pollfd){ .fd = g->sock, .events = POLLIN | POLLRDHUP };
+	for (i = 0; i < g->links; i++)
+		pfd[n++] = (struct pollfd){ .fd = g->efd_rx[i], .events = POLLIN };
+	for (;;) {
+		grp_drain(g, cb, ctx);
+		if (done(ctx))
+			return;
+		if (poll(pfd, n, left_ms(deadline)) <= 0)
+			return;
+		for (i = 1; i < n; i++) {
+			uint64_t v;
+
+			if (pfd[i].revents && read(pfd[i].fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				say("eventfd: %s", strerror(errno));
+		}
+		if (pfd[0].revents) {
+			char c;
+			ssize_t r = recv(g->sock, &c, 1, MSG_DONTWAIT);
+
+			if (r == 0 || (r < 0 && errno != EAGAIN)) {
+				grp_drain(g, cb, ctx);	/* what came before the end */
+				g->failed = true;
+				return;
+			}
+		}
+	}
+}
+
+static void flow_open_slot(uint8_t slot[LINK_MSG_LEN], uint32_t token, uint32_t rmb_off,
+			   const struct cfg_addr *dest)
+{
+	struct llc_msg m = { .type = LLC_FLOW_OPEN };
+
+	m.open.token = token;
+	m.open.rmb.offset = rmb_off;
+	m.open.rmb.size = RING_SIZE;
+	if (dest->ss.ss_family == AF_INET) {
+		const struct sockaddr_in *sin = (const void *)&dest->ss;
+
+		m.open.family = 4;
+		m.open.port = ntohs(sin->sin_port);
+		memcpy(m.open.addr, &sin->sin_addr, 4);
+	} else {
+		const struct sockaddr_in6 *sin6 = (const void *)&dest->ss;
+
+		m.open.family = 6;
+		m.open.port = ntohs(sin6->sin6_port);
+		memcpy(m.open.addr, &sin6->sin6_addr, 16);
+	}
+	llc_encode(&m, slot);
+}
+
+/* "flow_decline policy", "cdc 0x.. flags 0x..", ...: what a slot is. */
+static void describe_slot(const uint8_t slot[LINK_MSG_LEN], char *buf, size_t len)
+{
+	struct llc_msg m;
+	struct cdc_msg c;
+
+	if (!cdc_decode(slot, LINK_MSG_LEN, &c)) {
+		snprintf(buf, len, "cdc token 0x%08" PRIx32 " flags 0x%02x", c.token, c.conn_flags);
+		return;
+	}
+	if (llc_decode(slot, LINK_MSG_LEN, &m)) {
+		snprintf(buf, len, "malformed 0x%02x", slot[0]);
+		return;
+	}
+	switch (m.type) {
+	case LLC_FLOW_ACCEPT:
+		snprintf(buf, len, "flow_accept 0x%08" PRIx32, m.accept.peer_token);
+		break;
+	case LLC_FLOW_DECLINE:
+		snprintf(buf, len, "flow_decline %s", clc_decline_name(m.decline.reason));
+		break;
+	case LLC_FLOW_OPEN:
+		snprintf(buf, len, "flow_open");
+		break;
+	case LLC_TEST_LINK:
+		snprintf(buf, len, "test_link");
+		break;
+	default:
+		snprintf(buf, len, "test_link_rsp");
+		break;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* propose */
+
+enum answer_state { ANS_PENDING, ANS_ACCEPT, ANS_DECLINE };
+
+struct answers {
+	unsigned n;
+	unsigned pending;
+	struct {
+		enum answer_state state;
+		uint32_t peer_token;
+		unsigned reason;
+		unsigned link;
+	} a[OPENS_MAX];
+};
+
+static void answers_on_msg(void *ctx, unsigned link, const uint8_t slot[LINK_MSG_LEN])
+{
+	struct answers *ans = ctx;
+	struct llc_msg m;
+	uint32_t token = 0, i;
+	char what[64];
+
+	if (!llc_decode(slot, LINK_MSG_LEN, &m) &&
+	    (m.type == LLC_FLOW_ACCEPT || m.type == LLC_FLOW_DECLINE))
+		token = m.type == LLC_FLOW_ACCEPT ? m.accept.token : m.decline.token;
+	i = (token & 0xffff) - 1;
+	if ((token & 0xffff0000) != OPEN_TOKEN || i >= ans->n || ans->a[i].state != ANS_PENDING) {
+		/* The daemon's CDCs for accepted flows, or anything else. */
+		describe_slot(slot, what, sizeof(what));
+		say("link %u: %s", link, what);
+		return;
+	}
+	if (m.type == LLC_FLOW_ACCEPT) {
+		ans->a[i].state = ANS_ACCEPT;
+		ans->a[i].peer_token = m.accept.peer_token;
+	} else {
+		ans->a[i].state = ANS_DECLINE;
+		ans->a[i].reason = m.decline.reason;
+	}
+	ans->pending--;
+}
+
+static bool answers_done(void *ctx)
+{
+	return ((struct answers *)ctx)->pending == 0;
+}
+
+static void ignore_msg(void *ctx, unsigned link, const uint8_t slot[LINK_MSG_LEN])
+{
+}
+
+static bool never_done(void *ctx)
+{
+	return false;
+}
+
+static int cmd_propose(const struct opts *o)
+{
+	static struct answers ans;
+	struct outcome out;
+	struct grp g;
+	uint8_t slot[LINK_MSG_LEN];
+	unsigned i;
+	int err;
+
+	grp_reset(&g);
+	err = grp_up(o, &g, o->n_opens ? o->n_opens : 1, &out);
+	if (err < 0)
+		return 1;
+	if (err == 0) {
+		printf("%s\n", out.text);
+		return 0;
+	}
+	if (!o->n_opens)
+		printf("established\n");
+	ans.n = ans.pending = o->n_opens;
+	for (i = 0; i < o->n_opens; i++) {
+		ans.a[i].link = i % g.links;
+		flow_open_slot(slot, OPEN_TOKEN | (i + 1), g.ring_base + i * RING_SIZE, &o->opens[i]);
+		if (grp_post(&g, ans.a[i].link, slot)) {
+			say("the daemon's queue of link %u is full", ans.a[i].link);
+			grp_close(&g);
+			return 1;
+		}
+	}
+	for (i = 0; i < g.links && i < o->n_opens; i++)
+		grp_ring(&g, i);
+	grp_wait(&g, now_ms() + o->timeout_ms, answers_on_msg, answers_done, &ans);
+	for (i = 0; i < o->n_opens; i++) {
+		switch (ans.a[i].state) {
+		case ANS_ACCEPT:
+			printf("accept 0x%08" PRIx32 "\n", ans.a[i].peer_token);
+			break;
+		case ANS_DECLINE:
+			printf("decline %s\n", clc_decline_name(ans.a[i].reason));
+			break;
+		default:
+			printf("%s\n", g.failed ? "closed" : "timeout");
+			break;
+		}
+	}
+	fflush(stdout);
+	/* Accepted flows end with an abort, as an application's reset would:
+	 * the daemon closes its side to the destination at once. */
+	if (!g.failed) {
+		bool any = false;
+
+		for (i = 0; i < o->n_opens; i++) {
+			struct cdc_msg c = { .token = ans.a[i].peer_token,
+					     .conn_flags = CDC_CF_ABORT };
+
+			if (ans.a[i].state != ANS_ACCEPT)
+				continue;
+			cdc_encode(&c, slot);
+			if (!grp_post(&g, ans.a[i].link, slot))
+				any = true;
+		}
+		if (any) {
+			for (i = 0; i < g.links; i++)
+				grp_ring(&g, i);
+			grp_wait(&g, now_ms() + 50, ignore_msg, never_done, NULL);
+		}
+	}
+	grp_close(&g);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* links */
+
+struct probe {
+	uint32_t sync;			/* the marker's token */
+	bool synced;
+	char msgs[512];			/* answers to anything but the marker */
+	size_t len;
+};
+
+static void probe_on_msg(void *ctx, unsigned link, const uint8_t slot[LINK_MSG_LEN])
+{
+	struct probe *pr = ctx;
+	struct llc_msg m;
+	char what[64];
+
+	if (!llc_decode(slot, LINK_MSG_LEN, &m) && m.type == LLC_FLOW_DECLINE &&
+	    m.decline.token == pr->sync) {
+		pr->synced = true;
+		if (m.decline.reason != CLC_DECL_POLICY)
+			say("the marker 127.0.0.1:1 was declined with %s, not policy",
+			      clc_decline_name(m.decline.reason));
+		return;
+	}
+	describe_slot(slot, what, sizeof(what));
+	if (pr->len < sizeof(pr->msgs))
+		pr->len += (size_t)snprintf(pr->msgs + pr->len, sizeof(pr->msgs) - pr->len,
+					    "%s%s", pr->len ? ", " : "", what);
+}
+
+static bool probe_done(void *ctx)
+{
+	return ((struct probe *)ctx)->synced;
+}
+
+/* Queues the marker: a FLOW_OPEN every daemon must decline at once. */
+static int post_sync(struct grp *g, struct probe *pr, uint32_t n)
+{
+	struct cfg_addr lo = { .len = sizeof(struct sockaddr_in) };
+	struct sockaddr_in *sin = (struct sockaddr_in *)&lo.ss;
+	uint8_t slot[LINK_MSG_LEN];
+
+	sin->sin_family = AF_INET;
+	sin->sin_port = htons(1);
+	sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	*pr = (struct probe){ .sync = SYNC_TOKEN | (n & 0xffff) };
+	flow_open_slot(slot, pr->sync, g->ring_base, &lo);
+	return grp_post(g, 0, slot);
+}
+
+static void print_probe(const char *name, const struct grp *g, const struct probe *pr)
+{
+	printf("%s: %s%s%s%s\n", name, g->failed ? "failed" : pr->synced ? "alive" : "timeout",
+	       pr->len ? " (" : "", pr->msgs, pr->len ? ")" : "");
+	fflush(stdout);
+}
+
+/* A live group in g, made anew if the last one failed. */
+static int ensure_up(const struct opts *o, struct grp *g)
+{
+	struct outcome out;
+	int err;
+
+	if (g->sock >= 0 && !g->failed)
+		return 0;
+	err = grp_up(o, g, 1, &out);
+	if (err > 0)
+		return 0;
+	if (err == 0)
+		say("no link group: %s", out.text);
+	return -1;
+}
+
+static int cmd_links(const struct opts *o)
+{
+	struct probe pr;
+	struct grp g;
+	uint8_t buf[FILE_MAX + 1], slot[LINK_MSG_LEN];
+	uint32_t n_sync = 0;
+	int i, rc = 0;
+
+	grp_reset(&g);
+	for (i = 0; i < o->n_files; i++) {
+		const char *name = base_name(o->files[i]);
+		size_t len = 0, off;
+		FILE *f = fopen(o->files[i], "rb");
+
+		if (!f) {
+			say("%s: %s", o->files[i], strerror(errno));
+			rc = 1;
+			continue;
+		}
+		len = fread(buf, 1, sizeof(buf), f);
+		fclose(f);
+		if (len > FILE_MAX) {
+			say("%s: longer than %d slots", o->files[i], FILE_MAX / LINK_MSG_LEN);
+			rc = 1;
+			continue;
+		}
+		if (ensure_up(o, &g))
+			goto out_fail;
+		off = 0;
+		do {
+			size_t n = len - off < LINK_MSG_LEN ? len - off : LINK_MSG_LEN;
+
+			memset(slot, 0, sizeof(slot));
+			memcpy(slot, buf + off, n);
+			if (grp_post(&g, 0, slot))
+				goto out_full;
+			off += n;
+		} while (off < len);
+		if (post_sync(&g, &pr, ++n_sync))
+			goto out_full;
+		grp_ring(&g, 0);
+		grp_wait(&g, now_ms() + o->timeout_ms, probe_on_msg, probe_done, &pr);
+		print_probe(name, &g, &pr);
+	}
+
+	/* A producer index far beyond the queue: the daemon must not read
+	 * slots that are not there, nor trust the count. */
+	if (ensure_up(o, &g))
+		goto out_fail;
+	grp_set_prod(&g, 0, g.tx_prod[0] + SHM_SLOTS * 1000);
+	grp_ring(&g, 0);
+	pr = (struct probe){ .sync = 0 };
+	grp_wait(&g, now_ms() + o->timeout_ms, probe_on_msg, never_done, &pr);
+	print_probe("prod-far", &g, &pr);
+
+	/* One behind what the daemon already consumed: as far as unsigned
+	 * arithmetic goes, 2^32 - 1 new slots. */
+	if (ensure_up(o, &g) || post_sync(&g, &pr, ++n_sync))
+		goto out_fail;
+	grp_ring(&g, 0);
+	grp_wait(&g, now_ms() + o->timeout_ms, probe_on_msg, probe_done, &pr);
+	if (!pr.synced)
+		goto out_fail;
+	grp_set_prod(&g, 0, g.tx_prod[0] - 1);
+	grp_ring(&g, 0);
+	pr = (struct probe){ .sync = 0 };
+	grp_wait(&g, now_ms() + o->timeout_ms, probe_on_msg, never_done, &pr);
+	print_probe("prod-back", &g, &pr);
+
+	/* Our queue's consumer index claims a billion slots taken: the
+	 * daemon must see no room (not write over slots we did not read),
+	 * then answer once we tell the truth. */
+	if (ensure_up(o, &g))
+		goto out_fail;
+	__atomic_store_n(q_index(queue_of(g.local, 0), Q_CONS), g.rx_cons[0] + 0x40000000u,
+			 __ATOMIC_SEQ_CST);
+	if (post_sync(&g, &pr, ++n_sync))
+		goto out_full;
+	grp_ring(&g, 0);
+	grp_wait(&g, now_ms() + o->timeout_ms / 4, probe_on_msg, probe_done, &pr);
+	if (g.failed || pr.synced) {
+		printf("cons-lie: %s\n", g.failed ? "failed" : "answered at once");
+	} else {
+		__atomic_store_n(q_index(queue_of(g.local, 0), Q_CONS), g.rx_cons[0],
+				 __ATOMIC_SEQ_CST);
+		grp_ring(&g, 0);
+		grp_wait(&g, now_ms() + o->timeout_ms, probe_on_msg, probe_done, &pr);
+		printf("cons-lie: stalled then %s\n",
+		       g.failed ? "failed" : pr.synced ? "answered" : "silent");
+	}
+	grp_close(&g);
+	return rc;
+
+out_full:
+	say("the daemon's queue of link 0 is full");
+out_fail:
+	grp_close(&g);
+	return 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* raw */
+
+/* Appends ", what" to a line that stays NUL-terminated when full. */
+static void said_add(char *said, size_t size, const char *what)
+{
+	size_t len = strlen(said);
+
+	snprintf(said + len, size - len, "%s%s", len ? ", " : "", what);
+}
+
+/* Sends one file's bytes on a fresh connection and says what came back. */
+static int raw_one(const struct opts *o, const char *path)
+{
+	int64_t deadline = now_ms() + o->timeout_ms;
+	const char *name = base_name(path);
+	uint8_t out[8192], in[4 * CLC_MSG_MAX];
+	char said[256] = "", tmp[48];
+	size_t len, have = 0;
+	bool declined = false, eof = false, reset = false, flood = false;
+	struct pollfd pfd;
+	FILE *f;
+	int fd, err;
+
+	f = fopen(path, "rb");
+	if (!f) {
+		say("%s: %s", path, strerror(errno));
+		return 1;
+	}
+	len = fread(out, 1, sizeof(out), f);
+	fclose(f);
+	fd = tcp_connect(o, deadline);
+	if (fd < 0) {
+		printf("%s: connect: %s\n", name, strerror(-fd));
+		return 1;
+	}
+	/* The daemon may decline and close before it read everything. */
+	err = send_all(fd, out, len, deadline);
+	if (err && err != -EPIPE && err != -ECONNRESET) {
+		printf("%s: send: %s\n", name, strerror(-err));
+		close(fd);
+		return 1;
+	}
+	if (o->half_close)
+		shutdown(fd, SHUT_WR);
+	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+	while (!eof && !reset && !flood) {
+		ssize_t n = recv(fd, in + have, sizeof(in) - have, MSG_DONTWAIT);
+
+		if (n == 0) {
+			eof = true;
+		} else if (n < 0 && errno == ECONNRESET) {
+			reset = true;
+		} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			printf("%s: recv: %s\n", name, strerror(errno));
+			close(fd);
+			return 1;
+		} else if (n < 0) {
+			if (poll(&pfd, 1, left_ms(deadline)) == 0)
+				break;
+			continue;
+		} else {
+			have += (size_t)n;
+		}
+		/* Whole messages, judged as a proposer would. */
+		for (;;) {
+			struct clc_hdr hdr;
+			struct clc_msg m;
+			int h = clc_decode_hdr(in, have, &hdr);
+
+			if (h == -EAGAIN || (!h && hdr.length > have))
+				break;
+			if (h || clc_decode(in, hdr.length, &m)) {
+				said_add(said, sizeof(said), "garbage");
+				have = 0;
+				continue;
+			}
+			memmove(in, in + hdr.length, have - hdr.length);
+			have -= hdr.length;
+			switch (m.hdr.type) {
+			case CLC_DECLINE:
+				snprintf(tmp, sizeof(tmp), "decline %s",
+					 clc_decline_name(m.decline.reason));
+				said_add(said, sizeof(said), tmp);
+				declined = true;
+				break;
+			case CLC_ACCEPT:
+				said_add(said, sizeof(said), "accept");
+				break;
+			case CLC_CONFIRM:
+				said_add(said, sizeof(said), "confirm");
+				break;
+			default:
+				said_add(said, sizeof(said), "proposal");
+				break;
+			}
+		}
+		if (have == sizeof(in))
+			flood = true;
+	}
+	if (flood)
+		said_add(said, sizeof(said), "flood");
+	else if (reset)
+		said_add(said, sizeof(said), "reset");
+	else if (eof && !declined)
+		said_add(said, sizeof(said), "closed");
+	else if (!eof)
+		said_add(said, sizeof(said), declined ? "not closed" : "timeout");
+	printf("%s: %s\n", name, said);
+	close(fd);
+	return 0;
+}
+
+static int cmd_raw(const struct opts *o)
+{
+	int i, rc = 0;
+
+	for (i = 0; i < o->n_files; i++)
+		rc |= raw_one(o, o->files[i]);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+
+static void usage(void) __attribute__((noreturn));
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: smcpeer propose --connect ADDR:PORT [--psk FILE] [--shm-dir DIR] [--links N]\n"
+		"                       [--open DEST:PORT]... [--mark N] [--timeout MS]\n"
+		"       smcpeer raw     --connect ADDR:PORT [--mark N] [--timeout MS] [--half-close] FILE...\n"
+		"       smcpeer links   --connect ADDR:PORT --shm-dir DIR [--psk FILE] [--mark N]\n"
+		"                       [--timeout MS] FILE...\n");
+	exit(2);
+}
+
+static const char *arg_value(int *i, int argc, char **argv)
+{
+	if (*i + 1 >= argc) {
+		say("%s needs a value", argv[*i]);
+		usage();
+	}
+	return argv[++*i];
+}
+
+static void parse_addr(const char *s, struct cfg_addr *a)
+{
+	if (cfg_parse_addr(s, a) < 0) {
+		say("not an address with a port: %s", s);
+		usage();
+	}
+}
+
+static unsigned long parse_num(const char *s, unsigned long max)
+{
+	char *end;
+	unsigned long v = strtoul(s, &end, 0);
+
+	if (!*s || *end || v > max) {
+		say("not a number up to %lu: %s", max, s);
+		usage();
+	}
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	static struct opts o = { .links = 1, .shm_dir = "/run/smcproxy" };
+	const char *cmd;
+	int i;
+
+	if (argc < 2)
+		usage();
+	cmd = argv[1];
+	if (strcmp(cmd, "propose") && strcmp(cmd, "raw") && strcmp(cmd, "links"))
+		usage();
+	o.timeout_ms = strcmp(cmd, "raw") ? 1000 : 300;
+	o.files = calloc((size_t)argc, sizeof(*o.files));
+	if (!o.files)
+		return 1;
+	for (i = 2; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--connect")) {
+			parse_addr(arg_value(&i, argc, argv), &o.connect);
+			o.have_connect = true;
+		} else if (!strcmp(a, "--psk")) {
+			o.psk_file = arg_value(&i, argc, argv);
+		} else if (!strcmp(a, "--shm-dir")) {
+			o.shm_dir = arg_value(&i, argc, argv);
+		} else if (!strcmp(a, "--links")) {
+			o.links = (unsigned)parse_num(arg_value(&i, argc, argv), LINKS_MAX);
+			if (!o.links)
+				usage();
+		} else if (!strcmp(a, "--open")) {
+			if (o.n_opens == OPENS_MAX) {
+				say("at most %d --open", OPENS_MAX);
+				usage();
+			}
+			parse_addr(arg_value(&i, argc, argv), &o.opens[o.n_opens++]);
+		} else if (!strcmp(a, "--mark")) {
+			o.mark = (uint32_t)parse_num(arg_value(&i, argc, argv), UINT32_MAX);
+		} else if (!strcmp(a, "--timeout")) {
+			o.timeout_ms = (int)parse_num(arg_value(&i, argc, argv), 600000);
+		} else if (!strcmp(a, "--half-close")) {
+			o.half_close = true;
+		} else if (a[0] == '-' && a[1]) {
+			say("unknown option %s", a);
+			usage();
+		} else {
+			o.files[o.n_files++] = argv[i];
+		}
+	}
+	if (!o.have_connect)
+		usage();
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strcmp(cmd, "propose"))
+		return o.n_files ? (usage(), 2) : cmd_propose(&o);
+	if (!o.n_files)
+		usage();
+	return !strcmp(cmd, "raw") ? cmd_raw(&o) : cmd_links(&o);
+}
