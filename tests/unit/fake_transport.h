@@ -381,12 +381,24 @@ static inline struct llc_msg world_llc(struct world *w, unsigned i)
 	return m;
 }
 
+/* A flow's original destination, 10.0.0.1:80, in the sockaddr_storage
+ * that flow.c hands conn_open() (conn.c copies a whole storage). */
+static inline struct sockaddr_storage world_dest(void)
+{
+	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+
+	in->sin_family = AF_INET;
+	in->sin_port = htons(80);
+	in->sin_addr.s_addr = htonl(0x0a000001);
+	return ss;
+}
+
 /* Flow i opened by an application, up to the FLOW_OPEN on the link (if
  * the queue has room). */
 static inline struct wflow *world_open_only(struct world *w, unsigned i, int rcvbuf, int sndbuf)
 {
-	struct sockaddr_in dest = { .sin_family = AF_INET, .sin_port = htons(80),
-				    .sin_addr.s_addr = htonl(0x0a000001) };
+	struct sockaddr_storage dest = world_dest();
 	struct wflow *f = &w->flows[i];
 	int fd = world_socket(&f->app, rcvbuf, sndbuf);
 

@@ -601,7 +601,7 @@ static void test_send_across_wrap_two_writes(void **state)
  * socket untouched for the caller's TCP fallback. */
 static void test_open_link_full(void **state)
 {
-	struct sockaddr_in dest = { .sin_family = AF_INET, .sin_port = htons(80) };
+	struct sockaddr_storage dest = world_dest();
 	struct world *w = *state;
 	struct conn *extra = calloc(1, sizeof(*extra));
 	int fd = dup(1);
@@ -618,10 +618,38 @@ static void test_open_link_full(void **state)
 	free(extra);
 }
 
+/*
+ * conn_open() takes a struct sockaddr: a sockaddr_in is a valid one.
+ * Only under AddressSanitizer (make check-asan) does this test fail.
+ *
+ * LEAD BUG (disabled, see the report): conn_open() and conn_accept()
+ * (proxy/conn.c, "c->dest = *(const struct sockaddr_storage *)dest")
+ * copy sizeof(struct sockaddr_storage) = 128 bytes from dest, reading
+ * past a 16-byte sockaddr_in. Today's callers (flow.c, lgr.c) happen to
+ * pass a sockaddr_storage.
+ */
+#if 0
+static void test_open_dest_sockaddr_in(void **state)
+{
+	struct sockaddr_in *dest = malloc(sizeof(*dest));	/* heap: exact bounds */
+	struct world *w = *state;
+	struct wflow *f = &w->flows[0];
+	int fd = world_socket(&f->app, 0, 0);
+
+	*dest = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(443),
+				      .sin_addr.s_addr = htonl(0x0a000002) };
+	assert_int_equal(conn_open(&f->c, w->lgr, fd, (struct sockaddr *)dest,
+				   &world_conn_ops), 0);
+	free(dest);
+	world_batch_end(w);
+	assert_int_equal(world_llc(w, 0).open.port, 443);
+}
+#endif
+
 /* No ring left: -ENOMEM, nothing taken. */
 static void test_open_no_ring(void **state)
 {
-	struct sockaddr_in dest = { .sin_family = AF_INET, .sin_port = htons(80) };
+	struct sockaddr_storage dest = world_dest();
 	struct world *w = world_new(RING, RING, 64 * 1024);	/* room for one ring */
 	struct conn *extra = calloc(1, sizeof(*extra));
 	int fd = dup(1);
@@ -778,6 +806,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_send_across_wrap_two_writes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_link_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_no_ring, setup, teardown),
+#if 0	/* lead bug: conn_open() reads a whole sockaddr_storage from dest */
+		cmocka_unit_test_setup_teardown(test_open_dest_sockaddr_in, setup, teardown),
+#endif
 		cmocka_unit_test_setup_teardown(test_accept_bad_ring_resets, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_post_failure_fails_link_group, setup, teardown),
 #if 0	/* lead bug: a failed ops->write() is announced anyway */
