@@ -2,7 +2,8 @@
  * smcperf: a small TCP benchmark for the smcproxy bench (tests/bench/run).
  *
  *   smcperf serve --listen ADDR:PORT [--listen ...] [--threads N] [--for SECS]
- *   smcperf bw  --connect ADDR:PORT [-s SIZE] [-t SECS] [-c CONNS]
+ *   smcperf bw  --connect ADDR:PORT [-s SIZE] [-t SECS] [-c CONNS] [-n WRITES]
+ *               [--threads T]
  *   smcperf lat --connect ADDR:PORT [-s SIZE] [-t SECS] [-c CONNS] [-n COUNT]
  *   smcperf crr --connect ADDR:PORT [-t SECS] [-c LOOPS] [-n COUNT]
  *
@@ -17,6 +18,14 @@
  *   'C'  connect/request/response: the mode byte is the 1-byte request; the
  *        server answers one byte and closes when the client has closed.
  *        The client closes first, so TIME_WAIT stays on the client host.
+ *
+ * bw runs a thread per connection (at most 64); with --threads T it runs
+ * the connections (up to 10000) non-blocking over T epoll threads instead,
+ * for aggregate throughput over many flows, and reports how evenly the
+ * flows were served (flow_min_bytes, flow_max_bytes).  -n bounds the writes
+ * of each connection (a fixed transfer: -s 65536 -n 1024 is 64 MiB).
+ * --sndbuf sets SO_SNDBUF on client sockets, so that many connections do
+ * not queue gigabytes in the kernel between them.
  *
  * Every client run is bounded by time (-t) and by count (-n where it makes
  * sense), and an alarm aborts a run that hangs (a wedged relay must not wedge
@@ -54,6 +63,7 @@
 
 #define MAX_LISTEN	8
 #define MAX_THREADS	64
+#define MAX_CONNS	10000	/* bw --threads: connections over epoll threads */
 #define MAX_SIZE	(16u << 20)
 #define MAX_SECS	600
 #define LAT_SAMPLES_CAP	(4u << 20)	/* all threads together */
@@ -367,6 +377,8 @@ struct client_opts {
 	double secs;
 	int conns;
 	long count;	/* 0: no count bound besides the sample cap */
+	int threads;	/* bw: 0 = a thread per connection, else epoll threads */
+	int sndbuf;	/* SO_SNDBUF of client sockets; 0 = the kernel's autotuning */
 };
 
 static struct client_opts opt;
@@ -382,6 +394,8 @@ struct worker {
 	float *samples;		/* lat, crr: microseconds */
 	size_t nsamples, cap;
 	double t_done;
+	int n;			/* bw --threads: this thread's connections */
+	uint64_t min_bytes, max_bytes;	/* bw --threads: per connection */
 };
 
 static int client_connect(int nonblock)
@@ -391,6 +405,8 @@ static int client_connect(int nonblock)
 	if (fd < 0)
 		return -errno;
 	set_nodelay(fd);
+	if (opt.sndbuf)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &opt.sndbuf, sizeof(opt.sndbuf));
 	if (connect(fd, (struct sockaddr *)&opt.addr, opt.addrlen) < 0) {
 		int e = -errno;
 
@@ -429,7 +445,7 @@ static void *bw_worker(void *arg)
 		goto out;
 	}
 	memset(buf, 0x5a, opt.size);
-	while (now_s() < t_deadline) {
+	while (now_s() < t_deadline && (!opt.count || w->ops < opt.count)) {
 		if (write_all(fd, buf, opt.size) < 0) {
 			w->errors++;
 			goto out_close;
@@ -448,6 +464,196 @@ out_close:
 	close(fd);
 out:
 	w->t_done = now_s();
+	free(buf);
+	return NULL;
+}
+
+/*
+ * bw --threads: this thread's connections, non-blocking in an edge-
+ * triggered epoll set.  Each writable connection gets writes of opt.size
+ * until the socket would block (a partial write is finished first, so the
+ * server sees whole writes); at the deadline every connection is shut
+ * down and its sink count read back.
+ */
+struct mux_conn {
+	int fd;
+	size_t off;		/* into the current write */
+	long writes;
+	int state;		/* 0 writing, 1 waiting for the count, 2 done */
+	unsigned char ack[8];
+	size_t ackn;
+	uint64_t bytes;
+};
+
+static int mux_write(struct mux_conn *m, const char *buf, struct worker *w)
+{
+	for (;;) {
+		ssize_t n;
+
+		if (!m->off && ((opt.count && m->writes >= opt.count) || now_s() >= t_deadline))
+			return 1;	/* done writing */
+		n = write(m->fd, buf + m->off, opt.size - m->off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n <= 0)
+			return -1;
+		m->off += n;
+		w->sent += n;
+		if (m->off == opt.size) {
+			m->off = 0;
+			m->writes++;
+			w->ops++;
+		}
+	}
+}
+
+static int mux_read_ack(struct mux_conn *m)
+{
+	while (m->ackn < 8) {
+		ssize_t n = read(m->fd, m->ack + m->ackn, 8 - m->ackn);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n <= 0)
+			return -1;
+		m->ackn += n;
+	}
+	for (int i = 0; i < 8; i++)
+		m->bytes = (m->bytes << 8) | m->ack[i];
+	return 1;
+}
+
+static void *mux_worker(void *arg)
+{
+	struct worker *w = arg;
+	struct mux_conn *mc = calloc(w->n, sizeof(*mc));
+	char *buf = malloc(opt.size);
+	struct epoll_event ev[256];
+	int ep = epoll_create1(EPOLL_CLOEXEC), left = 0, writing = 0;
+
+	if (!mc || !buf || ep < 0) {
+		w->errors++;
+		sync_start();
+		goto out;
+	}
+	memset(buf, 0x5a, opt.size);
+	for (int i = 0; i < w->n; i++) {
+		struct mux_conn *m = &mc[i];
+
+		m->fd = client_connect(0);
+		if (m->fd >= 0 && write_all(m->fd, "B", 1) < 0) {
+			close(m->fd);
+			m->fd = -1;
+		}
+		if (m->fd < 0) {
+			w->errors++;
+			m->state = 2;
+			continue;
+		}
+		fcntl(m->fd, F_SETFL, fcntl(m->fd, F_GETFL) | O_NONBLOCK);
+		left++;
+		writing++;
+	}
+	sync_start();
+	/* Registering reports every socket writable: the first round. */
+	for (int i = 0; i < w->n; i++) {
+		struct epoll_event e = { .events = EPOLLOUT | EPOLLIN | EPOLLET, .data.ptr = &mc[i] };
+
+		if (mc[i].state == 0 && epoll_ctl(ep, EPOLL_CTL_ADD, mc[i].fd, &e) < 0) {
+			close(mc[i].fd);
+			mc[i].state = 2;
+			w->errors++;
+			left--;
+			writing--;
+		}
+	}
+	while (left > 0) {
+		double now = now_s();
+		int timeout = writing ? (int)((t_deadline - now) * 1000) + 1 : 1000;
+		int n;
+
+		if (timeout < 0)
+			timeout = 0;
+		n = epoll_wait(ep, ev, 256, timeout);
+		if (n < 0 && errno != EINTR)
+			break;
+		if (writing && now_s() >= t_deadline) {
+			/* Time is up: every connection still writing
+			 * finishes its current write and shuts down. */
+			for (int i = 0; i < w->n; i++) {
+				struct mux_conn *m = &mc[i];
+
+				if (m->state != 0)
+					continue;
+				while (m->off) {	/* finish a partial write */
+					struct pollfd p = { .fd = m->fd, .events = POLLOUT };
+					int r = mux_write(m, buf, w);
+
+					if (r < 0)
+						break;
+					if (m->off && poll(&p, 1, 5000) <= 0)
+						break;
+				}
+				shutdown(m->fd, SHUT_WR);
+				m->state = 1;
+				writing--;
+			}
+		}
+		for (int i = 0; i < n; i++) {
+			struct mux_conn *m = ev[i].data.ptr;
+			int r;
+
+			if (m->state == 0) {
+				r = mux_write(m, buf, w);
+				if (r > 0) {
+					shutdown(m->fd, SHUT_WR);
+					m->state = 1;
+					writing--;
+				}
+				if (r < 0)
+					goto fail;
+			}
+			if (m->state == 1) {
+				r = mux_read_ack(m);
+				if (r == 0)
+					continue;
+				if (r < 0)
+					goto fail;
+				w->bytes += m->bytes;
+				m->state = 2;
+				close(m->fd);
+				left--;
+			}
+			continue;
+fail:
+			if (m->state == 0)
+				writing--;
+			w->errors++;
+			m->state = 2;
+			close(m->fd);
+			left--;
+		}
+	}
+	w->min_bytes = UINT64_MAX;
+	for (int i = 0; i < w->n; i++) {
+		if (mc[i].state != 2) {		/* epoll failed */
+			close(mc[i].fd);
+			w->errors++;
+		}
+		if (mc[i].bytes < w->min_bytes)
+			w->min_bytes = mc[i].bytes;
+		if (mc[i].bytes > w->max_bytes)
+			w->max_bytes = mc[i].bytes;
+	}
+out:
+	w->t_done = now_s();
+	if (ep >= 0)
+		close(ep);
+	free(mc);
 	free(buf);
 	return NULL;
 }
@@ -612,9 +818,10 @@ static void on_alarm(int sig)
 static int cmd_client(const char *mode)
 {
 	void *(*fn)(void *);
-	struct worker *w = calloc(opt.conns, sizeof(*w));
+	int nw = opt.threads ? opt.threads : opt.conns;
+	struct worker *w = calloc(nw, sizeof(*w));
 	struct rusage r0, r1;
-	uint64_t bytes = 0, sent = 0;
+	uint64_t bytes = 0, sent = 0, min_b = UINT64_MAX, max_b = 0;
 	long ops = 0, errors = 0;
 	double t_end = 0, secs, cpu_u, cpu_s;
 	size_t nall = 0;
@@ -623,12 +830,16 @@ static int cmd_client(const char *mode)
 	if (!w)
 		die("calloc");
 	if (!strcmp(mode, "bw"))
-		fn = bw_worker;
+		fn = opt.threads ? mux_worker : bw_worker;
 	else if (!strcmp(mode, "lat"))
 		fn = lat_worker;
 	else
 		fn = crr_worker;
-	if (fn != bw_worker) {
+	if (fn == mux_worker) {
+		for (int i = 0; i < nw; i++)
+			w[i].n = (int)((long)opt.conns * (i + 1) / nw - (long)opt.conns * i / nw);
+	}
+	if (fn != bw_worker && fn != mux_worker) {
 		for (int i = 0; i < opt.conns; i++) {
 			w[i].cap = LAT_SAMPLES_CAP / opt.conns;
 			if (opt.count && (size_t)opt.count < w[i].cap)
@@ -640,14 +851,21 @@ static int cmd_client(const char *mode)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGALRM, on_alarm);
-	alarm((unsigned)opt.secs + 30);
-	pthread_barrier_init(&start_barrier, NULL, opt.conns);
+	/* Many connections take a while to set up before the clock starts. */
+	alarm((unsigned)opt.secs + 30 + (fn == mux_worker ? opt.conns / 50 : 0));
+	pthread_barrier_init(&start_barrier, NULL, nw);
 	getrusage(RUSAGE_SELF, &r0);
-	for (int i = 0; i < opt.conns; i++)
+	for (int i = 0; i < nw; i++)
 		if (pthread_create(&w[i].tid, NULL, fn, &w[i]))
 			die("pthread_create");
-	for (int i = 0; i < opt.conns; i++) {
+	for (int i = 0; i < nw; i++) {
 		pthread_join(w[i].tid, NULL);
+		if (fn == mux_worker && w[i].n) {
+			if (w[i].min_bytes < min_b)
+				min_b = w[i].min_bytes;
+			if (w[i].max_bytes > max_b)
+				max_b = w[i].max_bytes;
+		}
 		bytes += w[i].bytes;
 		sent += w[i].sent;
 		ops += w[i].ops;
@@ -666,12 +884,18 @@ static int cmd_client(const char *mode)
 	cpu_s = (r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
 		(r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) * 1e-6;
 
-	if (fn == bw_worker) {
+	if (fn == bw_worker || fn == mux_worker) {
 		printf("RESULT mode=bw size=%zu conns=%d secs=%.3f bytes=%llu sent=%llu "
-		       "writes=%ld gbps=%.4f cpu_user=%.3f cpu_sys=%.3f errors=%ld\n",
+		       "writes=%ld gbps=%.4f cpu_user=%.3f cpu_sys=%.3f errors=%ld",
 		       opt.size, opt.conns, secs, (unsigned long long)bytes,
 		       (unsigned long long)sent, ops, bytes * 8.0 / secs / 1e9,
 		       cpu_u, cpu_s, errors);
+		/* How evenly the flows were served. */
+		if (fn == mux_worker)
+			printf(" threads=%d flow_min_bytes=%llu flow_max_bytes=%llu",
+			       nw, (unsigned long long)(min_b == UINT64_MAX ? 0 : min_b),
+			       (unsigned long long)max_b);
+		printf("\n");
 	} else {
 		double sum = 0;
 
@@ -703,10 +927,13 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: smcperf serve --listen ADDR:PORT [--listen ...] [--threads N] [--for SECS]\n"
-		"       smcperf bw  --connect ADDR:PORT [-s SIZE] [-t SECS] [-c CONNS]\n"
+		"       smcperf bw  --connect ADDR:PORT [-s SIZE] [-t SECS] [-c CONNS] [-n WRITES]\n"
+		"                   [--threads T]   (T epoll threads for up to %d conns)\n"
+		"       (clients: --sndbuf BYTES sets SO_SNDBUF, bounding what each\n"
+		"        connection queues in the kernel)\n"
 		"       smcperf lat --connect ADDR:PORT [-s SIZE] [-t SECS] [-c CONNS] [-n COUNT]\n"
 		"       smcperf crr --connect ADDR:PORT [-t SECS] [-c LOOPS] [-n COUNT]\n"
-		"Prints one line 'RESULT key=value ...' per client run.\n");
+		"Prints one line 'RESULT key=value ...' per client run.\n", MAX_CONNS);
 }
 
 int main(int argc, char **argv)
@@ -720,11 +947,12 @@ int main(int argc, char **argv)
 		{ "time", required_argument, NULL, 't' },
 		{ "conns", required_argument, NULL, 'c' },
 		{ "count", required_argument, NULL, 'n' },
+		{ "sndbuf", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	const char *mode;
-	int nthreads = 2, have_addr = 0, ch;
+	int nthreads = 2, have_addr = 0, have_threads = 0, ch;
 	double for_secs = 0;
 
 	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
@@ -756,6 +984,7 @@ int main(int argc, char **argv)
 			break;
 		case 'T':
 			nthreads = atoi(optarg);
+			have_threads = 1;
 			break;
 		case 'F':
 			for_secs = atof(optarg);
@@ -772,6 +1001,9 @@ int main(int argc, char **argv)
 		case 'n':
 			opt.count = atol(optarg);
 			break;
+		case 'S':
+			opt.sndbuf = atoi(optarg);
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -780,13 +1012,23 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (have_threads && strcmp(mode, "serve")) {
+		if (strcmp(mode, "bw")) {
+			fprintf(stderr, "smcperf %s: --threads is for serve and bw\n", mode);
+			return 2;
+		}
+		opt.threads = nthreads;
+	}
 	if (nthreads < 1 || nthreads > MAX_THREADS || opt.conns < 1 ||
-	    opt.conns > MAX_THREADS || opt.size < 1 || opt.size > MAX_SIZE ||
-	    !(opt.secs > 0 && opt.secs <= MAX_SECS) || opt.count < 0) {
-		fprintf(stderr, "smcperf: option out of range (threads/conns 1..%d, "
-			"size 1..%u, time 0..%d s)\n", MAX_THREADS, MAX_SIZE, MAX_SECS);
+	    opt.conns > (opt.threads ? MAX_CONNS : MAX_THREADS) || opt.size < 1 ||
+	    opt.size > MAX_SIZE || !(opt.secs > 0 && opt.secs <= MAX_SECS) || opt.count < 0) {
+		fprintf(stderr, "smcperf: option out of range (threads 1..%d, conns 1..%d or"
+			" 1..%d with bw --threads, size 1..%u, time 0..%d s)\n", MAX_THREADS,
+			MAX_THREADS, MAX_CONNS, MAX_SIZE, MAX_SECS);
 		return 2;
 	}
+	if (opt.threads > opt.conns)
+		opt.threads = opt.conns;
 	if (!strcmp(mode, "serve"))
 		return cmd_serve(nthreads, for_secs);
 	if (strcmp(mode, "bw") && strcmp(mode, "lat") && strcmp(mode, "crr")) {
