@@ -4,6 +4,7 @@
  * SIGHUP reload, SIGTERM drain.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +146,15 @@ static void smcd_finish(struct smcd *d)
 	uv_close((uv_handle_t *)&d->sig_hup, smcd_on_handle_closed);
 	uv_close((uv_handle_t *)&d->housekeeping, smcd_on_handle_closed);
 	uv_close((uv_handle_t *)&d->drain_timer, smcd_on_handle_closed);
+	/*
+	 * Closing the last handle of a signal gives it back its default
+	 * action, which for these is to kill us: a second SIGTERM while the
+	 * workers close and are joined would turn a clean exit into status
+	 * 143. There is nothing left for it to do: ignore it.
+	 */
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
 }
 
 static void smcd_on_drain_timeout(uv_timer_t *t)
