@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
@@ -88,6 +89,43 @@ bool addr_is_local(const struct sockaddr *sa)
 	r = bind(fd, (struct sockaddr *)&ss, addr_len(sa));
 	close(fd);
 	return r == 0;
+}
+
+bool addr_is_iface_address(const struct sockaddr *sa)
+{
+	struct ifaddrs *ifs, *i;
+	bool found = false;
+
+	if (getifaddrs(&ifs) < 0)
+		return false;
+	for (i = ifs; i && !found; i = i->ifa_next) {
+		const struct sockaddr *a = i->ifa_addr;
+
+		if (!a || a->sa_family != sa->sa_family)
+			continue;
+		if (a->sa_family == AF_INET)
+			found = ((const struct sockaddr_in *)(const void *)a)->sin_addr.s_addr ==
+				((const struct sockaddr_in *)(const void *)sa)->sin_addr.s_addr;
+		else if (a->sa_family == AF_INET6)
+			found = !memcmp(&((const struct sockaddr_in6 *)(const void *)a)->sin6_addr,
+					&((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
+					sizeof(struct in6_addr));
+	}
+	freeifaddrs(ifs);
+	return found;
+}
+
+void addr_unmap_v4(struct sockaddr_storage *ss)
+{
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+
+	if (ss->ss_family != AF_INET6 || !IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr))
+		return;
+	sin.sin_port = sin6->sin6_port;
+	memcpy(&sin.sin_addr, &sin6->sin6_addr.s6_addr[12], 4);
+	memset(ss, 0, sizeof(*ss));
+	memcpy(ss, &sin, sizeof(sin));
 }
 
 unsigned addr_port(const struct sockaddr *sa)

@@ -20,6 +20,13 @@ bool addr_is_loopback(const struct sockaddr *sa);
 /* Whether sa's address is one of this host's (in our network namespace):
  * bind() to it succeeds. Costs a socket; not for every packet. */
 bool addr_is_local(const struct sockaddr *sa);
+/* Whether sa's address is one configured on an interface of this host (in
+ * our network namespace): stricter than addr_is_local(), which a subnet's
+ * broadcast address passes. Costs a netlink dump. */
+bool addr_is_iface_address(const struct sockaddr *sa);
+/* Rewrites a v4-mapped IPv6 address (::ffff:a.b.c.d) as the AF_INET one it
+ * stands for, so that checks made per family see what the kernel will use. */
+void addr_unmap_v4(struct sockaddr_storage *ss);
 unsigned addr_port(const struct sockaddr *sa);
 socklen_t addr_len(const struct sockaddr *sa);
 

@@ -320,14 +320,23 @@ void lgr__handshake_failed(struct lgr *lgr, enum fallback_reason reason)
 /* ------------------------------------------------------------------ */
 /* Server side: a flow the peer opens. */
 
-/* The peer may only reach addresses of this host, never loopback (which
- * would make us a relay into services bound to localhost) and never one
- * of our own listeners. */
+/*
+ * The peer may only reach addresses configured on this host's interfaces:
+ * never loopback (which would make us a relay into services bound to
+ * localhost), the unspecified address (which the kernel sends to
+ * loopback), a broadcast or multicast address, another host, or one of our
+ * own listeners or our control port. dest is unmapped from ::ffff:a.b.c.d
+ * first, as the kernel would connect.
+ */
 static unsigned lgr_check_dest(struct proxy *p, const struct sockaddr *dest)
 {
+	const struct cfg *cfg = p->cfg;
+
 	if (addr_is_loopback(dest) || addr_is_any(dest))
 		return CLC_DECL_POLICY;
 	if (proxy_check_loop(p, dest))
+		return CLC_DECL_POLICY;
+	if (cfg->has_control && addr_port(dest) == addr_port((const struct sockaddr *)&cfg->control.ss))
 		return CLC_DECL_POLICY;
 	if (!proxy__addr_is_local(p, dest))
 		return CLC_DECL_POLICY;
@@ -355,6 +364,7 @@ void lgr_on_flow_open(struct link *lnk, const struct llc_flow_open *m)
 		sin6->sin6_port = htons(m->port);
 		memcpy(&sin6->sin6_addr, m->addr, 16);
 	}
+	addr_unmap_v4(&dest);
 	reason = lgr_check_dest(p, (struct sockaddr *)&dest);
 	if (reason) {
 		p->stats.dest_refused++;

@@ -461,6 +461,7 @@ static void hs_on_control(uv_poll_t *h, int status, int events)
 			return;
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		addr_unmap_v4(&ss);
 		if (!hs_peer_allowed(p, (struct sockaddr *)&ss)) {
 			struct clc_msg m = { .hdr.type = CLC_DECLINE,
 					     .decline.reason = CLC_DECL_POLICY };
@@ -502,8 +503,15 @@ int lgr_listen(struct proxy *p, char *errbuf, size_t errlen)
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (p->reuseport)
 		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-	if (a->ss.ss_family == AF_INET6)
-		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	/* One control address serves both families only as "[::]:port":
+	 * leave that one dual-stack (v4 peers then come as ::ffff:a.b.c.d,
+	 * unmapped before the prefix check); any other IPv6 address is
+	 * IPv6 only. */
+	if (a->ss.ss_family == AF_INET6) {
+		int v6only = !addr_is_any((const struct sockaddr *)&a->ss);
+
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only));
+	}
 	if (bind(fd, (const struct sockaddr *)&a->ss, a->len) < 0 || listen(fd, 128) < 0) {
 		err = -errno;
 		close(fd);

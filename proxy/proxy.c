@@ -177,7 +177,7 @@ bool proxy__addr_is_local(struct proxy *p, const struct sockaddr *sa)
 	i = p->local_next++ % (sizeof(p->local_cache) / sizeof(p->local_cache[0]));
 	memcpy(&p->local_cache[i].addr, sa, addr_len(sa));
 	p->local_cache[i].checked_ms = now;
-	p->local_cache[i].local = addr_is_local(sa);
+	p->local_cache[i].local = addr_is_iface_address(sa);
 	return p->local_cache[i].local;
 }
 

@@ -505,16 +505,4 @@ it_shm_daemons_restart() {
 	it_peer_stop || it_fail "the peer smcproxyd did not stop cleanly (status $?)"
 	it_shm_daemons "$@"
 }
-
-it_known_bug() {
-	local what=$1
-	shift
-	if "$@"; then
-		it_log "known bug no longer shows, re-enable its check: $what"
-		return 0
-	fi
-	[ "${IT_STRICT:-0}" = 1 ] && it_fail "$what"
-	it_log "KNOWN BUG (check skipped): $what"
-	return 0
-}
 # ======================================================================

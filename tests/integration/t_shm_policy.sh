@@ -144,48 +144,40 @@ echo "  (c) peer daemon: destinations refused $pdest, policy declines sent $psen
 it_eq "(c) peer refused.destinations" "$pdest" "$n_policy"
 it_eq "(c) peer policy declines sent" "$psent" "$n_policy"
 
-# Destinations the daemon gets wrong today: each check stays written as
-# it should hold, and is skipped while the bug is there.
-bugs=(
+# Regression: destinations that slipped past the checks (a v4-mapped any
+# address reached loopback-only services, a v4-mapped listener address,
+# broadcast and multicast got "internal"), and the peer's control port.
+hostile=(
 	"[::ffff:0.0.0.0]:$LO_PORT"
 	"[::ffff:$S4]:$LPORT"
 	"10.66.1.255:$SPORT"
 	"224.0.0.1:$SPORT"
+	"$S4:$CPORT"
 )
 args=()
-for d in "${bugs[@]}"; do
+for d in "${hostile[@]}"; do
 	args+=(--open "$d")
 done
 mapfile -t got < <(it_smcpeer_c propose --connect "$S4:$CPORT" "${args[@]}")
-for i in "${!bugs[@]}"; do
-	printf '  (c) FLOW_OPEN %-24s %s\n' "${bugs[$i]}" "${got[$i]:-}"
+for i in "${!hostile[@]}"; do
+	printf '  (c) FLOW_OPEN %-24s %s\n' "${hostile[$i]}" "${got[$i]:-}"
 done
-# BUG: lgr_check_dest() (proxy/lgr.c) judges a v4-mapped IPv6 destination
-# as IPv6: ::ffff:0.0.0.0 is neither "any" nor loopback to it and binds,
-# so the daemon accepts and its dual-stack connect() reaches 127.0.0.1 --
-# a relay into loopback-only services. Fix: map ::ffff:a.b.c.d to AF_INET
-# before the checks (or decline every v4-mapped destination).
-it_known_bug "(c) [::ffff:0.0.0.0]:$LO_PORT (loopback through a v4-mapped any) must be declined with policy, got '${got[0]:-}'" \
-	[ "${got[0]:-}" = "decline policy" ]
+[ "${got[0]:-}" = "decline policy" ] ||
+	it_fail "(c) [::ffff:0.0.0.0]:$LO_PORT (loopback through a v4-mapped any) must be declined with policy, got '${got[0]:-}'"
 sleep 0.2
-it_known_bug "(c) a flow reached the loopback-only service: $(grep -vE '^serve: listening' "$IT_DIR/lo.log" | head -3)" \
-	[ -z "$(grep -vE '^serve: listening' "$IT_DIR/lo.log")" ]
-# BUG: same cause: proxy_check_loop() compares families, so
-# ::ffff:10.66.1.2 slips past the 0.0.0.0 listener; the daemon accepts and
-# connects to its own redirect listener (caught there, as loops_refused).
-it_known_bug "(c) [::ffff:$S4]:$LPORT (the redirect listener, v4-mapped) must be declined with policy, got '${got[1]:-}'" \
-	[ "${got[1]:-}" = "decline policy" ]
-# BUG: addr_is_local() is a bind() test, and bind() takes broadcast and
-# multicast addresses: the daemon tries the connect and declines with
-# internal, uncounted in refused.destinations. Fix: refuse
-# IN_MULTICAST/broadcast (or require RTN_LOCAL) in lgr_check_dest().
-it_known_bug "(c) 10.66.1.255 (broadcast) must be declined with policy, got '${got[2]:-}'" \
-	[ "${got[2]:-}" = "decline policy" ]
-it_known_bug "(c) 224.0.0.1 (multicast) must be declined with policy, got '${got[3]:-}'" \
-	[ "${got[3]:-}" = "decline policy" ]
+[ -z "$(grep -vE '^serve: listening' "$IT_DIR/lo.log")" ] ||
+	it_fail "(c) a flow reached the loopback-only service: $(grep -vE '^serve: listening' "$IT_DIR/lo.log" | head -3)"
+[ "${got[1]:-}" = "decline policy" ] ||
+	it_fail "(c) [::ffff:$S4]:$LPORT (the redirect listener, v4-mapped) must be declined with policy, got '${got[1]:-}'"
+[ "${got[2]:-}" = "decline policy" ] ||
+	it_fail "(c) 10.66.1.255 (broadcast) must be declined with policy, got '${got[2]:-}'"
+[ "${got[3]:-}" = "decline policy" ] ||
+	it_fail "(c) 224.0.0.1 (multicast) must be declined with policy, got '${got[3]:-}'"
+[ "${got[4]:-}" = "decline policy" ] ||
+	it_fail "(c) $S4:$CPORT (the peer's own control port) must be declined with policy, got '${got[4]:-}'"
 read -r pdest2 < <(it_peer_stat refused.destinations)
-it_known_bug "(c) refused.destinations counted $((pdest2 - pdest)) of ${#bugs[@]}" \
-	[ $((pdest2 - pdest)) -eq ${#bugs[@]} ]
+[ $((pdest2 - pdest)) -eq ${#hostile[@]} ] ||
+	it_fail "(c) refused.destinations counted $((pdest2 - pdest)) of ${#hostile[@]}"
 
 # The honest path is unharmed: the client daemon's flows go over shm.
 it_run_ok c "flows through the client daemon after the hostile opens" --flows 4 --max-size 64KiB
