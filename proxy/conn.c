@@ -121,7 +121,7 @@ int conn_open(struct conn *c, struct lgr *lgr, int fd, const struct sockaddr *de
 
 	conn_common_init(c, lgr, fd, ops);
 	c->state = CONN_OPENING;
-	c->dest = *(const struct sockaddr_storage *)dest;
+	memcpy(&c->dest, dest, addr_len(dest));
 	err = conn_init_rx(c, lgr);
 	if (err)
 		return err;
@@ -193,7 +193,7 @@ int conn_accept(struct conn *c, struct link *lnk, const struct llc_flow_open *m,
 
 	conn_common_init(c, lgr, -1, ops);
 	c->state = CONN_CONNECTING;
-	c->dest = *(const struct sockaddr_storage *)dest;
+	memcpy(&c->dest, dest, addr_len(dest));
 	c->peer_token = m->token;
 	err = conn_init_rx(c, lgr);
 	if (err)
@@ -476,6 +476,7 @@ void conn_on_cdc(struct conn *c, const struct cdc_msg *m)
 		if (cursor_diff(m->cons, c->tx_prod, c->tx_size) < 0)
 			goto out_proto;
 		c->tx_cons = m->cons;
+		c->write_blocked = false;	/* room again: nothing to tell */
 	}
 	if (m->prod_flags & CDC_PF_WRITE_BLOCKED)
 		c->peer_write_blocked = true;
@@ -651,12 +652,20 @@ static void conn_fill(struct conn *c)
 		n = readv(c->fd, iov, cnt);
 		if (n > 0) {
 			uint32_t len = (uint32_t)n;
+			int err;
 
 			if (len > first) {
-				c->lgr->ops->write(c, off, first);
-				c->lgr->ops->write(c, 0, len - first);
+				err = c->lgr->ops->write(c, off, first);
+				if (!err)
+					err = c->lgr->ops->write(c, 0, len - first);
 			} else {
-				c->lgr->ops->write(c, off, len);
+				err = c->lgr->ops->write(c, off, len);
+			}
+			if (err) {
+				/* Bytes that did not reach the peer must not be
+				 * announced: the link group is lost. */
+				lgr_fail(c->lgr, err);
+				return;
 			}
 			c->tx_prod = cursor_add(c->tx_prod, len, c->tx_size);
 			c->write_blocked = false;

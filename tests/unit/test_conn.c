@@ -537,14 +537,13 @@ static void test_full_peer_ring_stops_reading(void **state)
  * must not say so (a WRITE_BLOCKED makes the peer answer at once with a
  * window update, and bypasses autocork).
  *
- * LEAD BUG (disabled, see the report): conn.c clears c->write_blocked
+ * (Regression: conn.c cleared c->write_blocked
  * only after a successful socket read (conn_fill). Here the read after
  * the window update finds EAGAIN, so the flag stays set, and conn_push()
  * (which never holds or skips a flow with write_blocked) posts a CDC with
  * nothing new in it but WRITE_BLOCKED; every later conn_push() without a
- * read does the same.
+ * read does the same.)
  */
-#if 0
 static void test_write_blocked_cleared_when_room_returns(void **state)
 {
 	struct world *w = *state;
@@ -567,7 +566,6 @@ static void test_write_blocked_cleared_when_room_returns(void **state)
 		assert_false(world_cdc(w, i).prod_flags & CDC_PF_WRITE_BLOCKED);
 	free(data);
 }
-#endif
 
 /* A socket read that crosses the end of the peer's ring is handed to the
  * transport as two ranges. */
@@ -622,13 +620,12 @@ static void test_open_link_full(void **state)
  * conn_open() takes a struct sockaddr: a sockaddr_in is a valid one.
  * Only under AddressSanitizer (make check-asan) does this test fail.
  *
- * LEAD BUG (disabled, see the report): conn_open() and conn_accept()
- * (proxy/conn.c, "c->dest = *(const struct sockaddr_storage *)dest")
+ * (Regression: conn_open() and conn_accept()
+ * (proxy/conn.c, "c->dest = *(const struct sockaddr_storage *)dest") used to
  * copy sizeof(struct sockaddr_storage) = 128 bytes from dest, reading
  * past a 16-byte sockaddr_in. Today's callers (flow.c, lgr.c) happen to
- * pass a sockaddr_storage.
+ * pass a sockaddr_storage.)
  */
-#if 0
 static void test_open_dest_sockaddr_in(void **state)
 {
 	struct sockaddr_in *dest = malloc(sizeof(*dest));	/* heap: exact bounds */
@@ -644,7 +641,6 @@ static void test_open_dest_sockaddr_in(void **state)
 	world_batch_end(w);
 	assert_int_equal(world_llc(w, 0).open.port, 443);
 }
-#endif
 
 /* No ring left: -ENOMEM, nothing taken. */
 static void test_open_no_ring(void **state)
@@ -712,12 +708,11 @@ static void test_post_failure_fails_link_group(void **state)
  * failed) must not be announced: the peer would deliver whatever its ring
  * holds at those offsets. The flow (or the link group) has to go.
  *
- * LEAD BUG (disabled, see the report): conn_fill() (proxy/conn.c) ignores
+ * (Regression: conn_fill() (proxy/conn.c) ignored
  * the return value of ops->write() and advances tx_prod regardless; the
  * next CDC announces the bytes. shm's write() cannot fail, so this only
- * bites with rdma, which transport-t.h says is next.
+ * bites with rdma, which transport-t.h says is next.)
  */
-#if 0
 static void test_write_failure_not_announced(void **state)
 {
 	struct world *w = *state;
@@ -733,7 +728,6 @@ static void test_write_failure_not_announced(void **state)
 		w->lgr = NULL;		/* freed: the fix may fail the group */
 	assert_int_not_equal(f->ended, 0);
 }
-#endif
 
 /* ------------------------------------------------------------------ */
 /* Through the link's receive path. */
@@ -800,20 +794,14 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_peer_abort_queue_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_peer_closed_early_resets, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_peer_ring_stops_reading, setup, teardown),
-#if 0	/* lead bug: WRITE_BLOCKED stays set after room returns */
 		cmocka_unit_test_setup_teardown(test_write_blocked_cleared_when_room_returns, setup, teardown),
-#endif
 		cmocka_unit_test_setup_teardown(test_send_across_wrap_two_writes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_link_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_no_ring, setup, teardown),
-#if 0	/* lead bug: conn_open() reads a whole sockaddr_storage from dest */
 		cmocka_unit_test_setup_teardown(test_open_dest_sockaddr_in, setup, teardown),
-#endif
 		cmocka_unit_test_setup_teardown(test_accept_bad_ring_resets, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_post_failure_fails_link_group, setup, teardown),
-#if 0	/* lead bug: a failed ops->write() is announced anyway */
 		cmocka_unit_test_setup_teardown(test_write_failure_not_announced, setup, teardown),
-#endif
 		cmocka_unit_test_setup_teardown(test_link_rx_token, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_link_group_failure, setup, teardown),
 	};
