@@ -59,7 +59,7 @@ $(B)/smcproxyctl: $(B)/daemon/smcproxyctl.o $(B)/libsmcproxy.a
 # symbols it wraps in tests/unit/test_X.wrap (one symbol per line).
 $(B)/tests/%: tests/unit/%.c $(B)/libsmcproxy.a $(DAEMON_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< \
+	$(CC) $(CFLAGS) -Itests/unit -MMD -MP $(LDFLAGS) -o $@ $< \
 	  $(patsubst %,-Wl$(comma)--wrap=%,$(shell cat tests/unit/$*.wrap 2>/dev/null)) \
 	  $(filter-out $(B)/daemon/main.o,$(DAEMON_OBJ)) $(B)/libsmcproxy.a $(LDLIBS) $(CMOCKA_LIBS)
 comma := ,
