@@ -28,6 +28,7 @@ struct smcd {
 	bool stopping;
 	bool finishing;
 	bool stall_logged;		/* a worker's loop stopped: said once */
+	unsigned stalled_worker;	/* which, for the all-clear */
 	unsigned open_handles;
 	int ready_fd;			/* daemonized: tells the parent we are up */
 };

@@ -57,13 +57,14 @@ static void smcd_on_housekeeping(uv_timer_t *t)
 			sd_notify(0, "WATCHDOG=1");
 			if (d->stall_logged)
 				log_notice("worker %u is running again; feeding the watchdog",
-					   stalled);
+					   d->stalled_worker);
 			d->stall_logged = false;
 		} else if (!d->stall_logged) {
 			log_err("worker %u: its event loop has not run for %llu ms;"
 				" not feeding the watchdog", stalled,
 				(unsigned long long)d->housekeeping_ms);
 			d->stall_logged = true;
+			d->stalled_worker = stalled;
 		}
 	}
 	smcd_notify_status(d);
