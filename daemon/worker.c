@@ -306,7 +306,7 @@ static void *worker_main(void *arg)
  * nothing is left open.
  */
 static int worker_init(struct worker *w, struct worker_pool *pool, unsigned index,
-		       const struct cfg *cfg, const int *fds, size_t n_fds, bool reuseport,
+		       unsigned n_workers, const struct cfg *cfg, const int *fds, size_t n_fds, bool reuseport,
 		       char *errbuf, size_t errlen)
 {
 	size_t i;
@@ -324,6 +324,7 @@ static int worker_init(struct worker *w, struct worker_pool *pool, unsigned inde
 		return err;
 	}
 	w->proxy.worker = index;
+	w->proxy.n_workers = n_workers;
 	w->proxy.reuseport = reuseport;
 	proxy_adopt_listeners(&w->proxy, fds, n_fds);
 	err = proxy_init(&w->proxy, &w->loop, cfg, &worker_proxy_ops, errbuf, errlen);
@@ -402,6 +403,26 @@ static int worker_check_ports_free(const struct cfg *cfg, const int *adopt_fds,
 			return err;
 		}
 	}
+	/* The control port, which every worker binds too (lgr_listen()). */
+	if (cfg->has_control && cfg->n_peers) {
+		int v6only = !addr_is_any((const struct sockaddr *)&cfg->control.ss);
+
+		fd = socket(cfg->control.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return 0;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (cfg->control.ss.ss_family == AF_INET6)
+			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only));
+		err = bind(fd, (const struct sockaddr *)&cfg->control.ss, cfg->control.len) < 0 ?
+		      -errno : 0;
+		close(fd);
+		if (err == -EADDRINUSE) {
+			snprintf(errbuf, errlen, "control port %s: %s",
+				 addr_format((const struct sockaddr *)&cfg->control.ss, a, sizeof(a)),
+				 strerror(-err));
+			return err;
+		}
+	}
 	return 0;
 }
 
@@ -474,7 +495,7 @@ int worker_pool_init(struct worker_pool *pool, uv_loop_t *main_loop, unsigned n,
 			}
 			mine = fds;
 		}
-		err = worker_init(&pool->workers[i], pool, i, cfg, mine, n_adopt, n > 1,
+		err = worker_init(&pool->workers[i], pool, i, n, cfg, mine, n_adopt, n > 1,
 				  errbuf, errlen);
 		if (err) {
 			if (i > 0)

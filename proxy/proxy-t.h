@@ -57,6 +57,7 @@ struct proxy {
 	void *data;			/* the owner's */
 	/* Set by the owner before proxy_init(), which keeps them. */
 	unsigned worker;		/* index of the worker running this proxy */
+	unsigned n_workers;		/* how many there are (0 counts as 1) */
 	bool reuseport;			/* other workers bind the same addresses */
 
 	/* Captured at init: these need a restart to change, so a reload

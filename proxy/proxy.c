@@ -309,13 +309,16 @@ static int listener_open(struct listener *l, const struct cfg_addr *a, uint64_t 
 }
 
 /* Idle pipes hold two fds each: keep at most 1/16 of the fd limit. */
-static size_t proxy_pipe_pool_max(void)
+/* The fd share is the process's, split among the workers. */
+static size_t proxy_pipe_pool_max(unsigned n_workers)
 {
 	struct rlimit rl;
 	size_t max = PIPE_POOL_MAX;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur / 16 < max)
-		max = rl.rlim_cur / 16;
+	if (!n_workers)
+		n_workers = 1;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur / 16 / n_workers < max)
+		max = rl.rlim_cur / 16 / n_workers;
 	return max;
 }
 
@@ -365,7 +368,7 @@ int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
 {
 	const int *adopt_fds = p->adopt_fds;
 	size_t n_adopt = p->n_adopt;
-	unsigned worker = p->worker;
+	unsigned worker = p->worker, n_workers = p->n_workers;
 	bool reuseport = p->reuseport;
 	bool used[ADOPT_MAX] = { false };
 	char a[ADDR_STRLEN];
@@ -373,7 +376,8 @@ int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
 	int err, fd;
 
 	*p = (struct proxy){ .loop = loop, .cfg = cfg, .ops = ops,
-			     .worker = worker, .reuseport = reuseport,
+			     .worker = worker, .n_workers = n_workers,
+			     .reuseport = reuseport,
 			     .adopt_fds = adopt_fds,
 			     .n_adopt = n_adopt < ADOPT_MAX ? n_adopt : ADOPT_MAX };
 	p->epset.fd = -1;
@@ -388,7 +392,7 @@ int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
 	p->relay_env = (struct relay_env){ .loop = loop, .epset = &p->epset,
 					   .pipes = &p->pipes, .stats = &p->stats };
 
-	err = pipe_pool_init(&p->pipes, proxy_pipe_pool_max(), cfg->relay.buffer);
+	err = pipe_pool_init(&p->pipes, proxy_pipe_pool_max(p->n_workers), cfg->relay.buffer);
 	if (err)
 		goto out_close_unused;
 	p->listeners = calloc(cfg->n_listen, sizeof(*p->listeners));
