@@ -51,6 +51,12 @@ int epset_add(struct epset *s, int fd, uint32_t events, struct epset_entry *e)
 	return epoll_ctl(s->fd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
 
+void epset_del(struct epset *s, int fd)
+{
+	if (s->fd >= 0)
+		epoll_ctl(s->fd, EPOLL_CTL_DEL, fd, NULL);
+}
+
 static void epset_on_closed(uv_handle_t *h)
 {
 	struct epset *s = h->data;

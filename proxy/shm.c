@@ -197,8 +197,13 @@ static void shm_lgr_close(struct lgr *lgr)
 	if (!sg)
 		return;
 	for (i = 0; i < LGR_LINKS_MAX; i++) {
-		if (sg->links[i].efd_rx >= 0)
+		/* The peer holds a descriptor of this eventfd: closing ours
+		 * would leave it in our epoll set, and the peer's next
+		 * doorbell would name the freed link. */
+		if (sg->links[i].efd_rx >= 0) {
+			epset_del(&lgr->proxy->epset, sg->links[i].efd_rx);
 			close(sg->links[i].efd_rx);
+		}
 		if (sg->links[i].efd_tx >= 0)
 			close(sg->links[i].efd_tx);
 		if (i < lgr->n_links)
