@@ -28,6 +28,7 @@
 #include "cfg.h"
 #include "flow.h"
 #include "log.h"
+#include "lgr-t.h"
 #include "worker.h"
 
 /* The generic sum in worker_stats_add() depends on this. */
@@ -119,6 +120,38 @@ static void worker_on_proxy_event(struct proxy *p, enum proxy_event ev,
 	}
 }
 
+static void worker_on_lgr_event(struct proxy *p, enum proxy_lgr_event ev,
+				const struct lgr *lgr, int err)
+{
+	struct worker *w = p->data;
+	char a[ADDR_STRLEN], t[24];
+	const char *peer = addr_format((const struct sockaddr *)&lgr->peer, a, sizeof(a));
+
+	switch (ev) {
+	case PROXY_LGR_UP:
+		log_info("%slink group %s %s up: %s, %u links", worker_tag(w, t, sizeof(t)),
+			 lgr->role == LGR_ROLE_CLIENT ? "to" : "from", peer,
+			 lgr->ops ? lgr->ops->name : "?", lgr->n_links);
+		break;
+	case PROXY_LGR_NO_GROUP:
+		/* At most once per peer and negative_ttl: the cache holds it. */
+		log_notice("%sno link group to %s (%s): its flows use TCP for %llu ms",
+			   worker_tag(w, t, sizeof(t)), peer,
+			   fallback_reason_name(lgr->neg_reason),
+			   (unsigned long long)p->cfg->fallback.negative_ttl_ms);
+		break;
+	case PROXY_LGR_FAILED:
+		/* A peer can fail the groups it proposes at will. */
+		if (lgr->role == LGR_ROLE_SERVER &&
+		    !log_ratelimit_ok(&w->pool->rl_setup, uv_now(p->loop)))
+			break;
+		log_warn("%slink group %s %s failed: %s; its flows were reset",
+			 worker_tag(w, t, sizeof(t)),
+			 lgr->role == LGR_ROLE_CLIENT ? "to" : "from", peer, strerror(-err));
+		break;
+	}
+}
+
 /* Tells the main thread once: no longer accepting, and no flow left. */
 static void worker_check_drained(struct worker *w)
 {
@@ -137,6 +170,7 @@ static void worker_on_proxy_idle(struct proxy *p)
 
 static const struct proxy_ops worker_proxy_ops = {
 	.event = worker_on_proxy_event,
+	.lgr_event = worker_on_lgr_event,
 	.idle = worker_on_proxy_idle,
 };
 

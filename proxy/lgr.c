@@ -285,6 +285,14 @@ static void lgr_release_waiting(struct lgr *lgr, enum fallback_reason reason)
 	}
 }
 
+static void lgr_report(struct lgr *lgr, enum proxy_lgr_event ev, int err)
+{
+	struct proxy *p = lgr->proxy;
+
+	if (p->ops->lgr_event)
+		p->ops->lgr_event(p, ev, lgr, err);
+}
+
 void lgr__established(struct lgr *lgr)
 {
 	struct proxy *p = lgr->proxy;
@@ -295,6 +303,7 @@ void lgr__established(struct lgr *lgr)
 		p->stats.lgr_handshakes++;
 	else
 		p->stats.lgr_accepted++;
+	lgr_report(lgr, PROXY_LGR_UP, 0);
 	lgr_release_waiting(lgr, FB_NONE);
 }
 
@@ -314,6 +323,7 @@ void lgr__handshake_failed(struct lgr *lgr, enum fallback_reason reason)
 	lgr->state = LGR_NEGATIVE;
 	lgr->neg_reason = reason;
 	lgr->neg_until_ms = uv_now(p->loop) + p->cfg->fallback.negative_ttl_ms;
+	lgr_report(lgr, PROXY_LGR_NO_GROUP, 0);
 	lgr_release_waiting(lgr, reason);
 }
 
@@ -396,6 +406,7 @@ void lgr_fail(struct lgr *lgr, int err)
 	lgr->state = LGR_DOWN;
 	lgr->fail_err = err;
 	p->stats.lgr_failures++;
+	lgr_report(lgr, PROXY_LGR_FAILED, err);
 	for (i = 0; i < lgr->n_links; i++) {
 		lgr->links[i].state = LINK_DOWN;
 		list_del(&lgr->links[i].kick_node);

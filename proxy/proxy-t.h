@@ -43,9 +43,21 @@ enum proxy_event {
 	PROXY_EV_FLOW_ENDED,		/* flow; err: relay's, if any */
 };
 
+/* What happened to a link group, for the daemon's log. */
+enum proxy_lgr_event {
+	PROXY_LGR_UP,		/* the group is active */
+	PROXY_LGR_NO_GROUP,	/* client: the handshake failed; reason in lgr->neg_reason */
+	PROXY_LGR_FAILED,	/* an active group failed; err: why */
+};
+
+struct lgr;
+
 struct proxy_ops {
 	void (*event)(struct proxy *p, enum proxy_event ev,
 		      const struct flow *f, int err);
+	/* May be NULL. */
+	void (*lgr_event)(struct proxy *p, enum proxy_lgr_event ev,
+			  const struct lgr *lgr, int err);
 	/* The last flow ended (used by the shutdown drain). */
 	void (*idle)(struct proxy *p);
 };
