@@ -99,6 +99,7 @@ struct conn {
 	bool rdhup;			/* the socket reported FIN: read to the end */
 	bool urgent;			/* urgent data seen: reads stop short at the mark */
 	bool corked;			/* on link->corked */
+	bool late;			/* the open's answer is overdue: last chance */
 
 	unsigned tx_work;		/* CONN_TX_* */
 	struct list_head tx_node;	/* link->tx_wait */

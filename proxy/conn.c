@@ -39,6 +39,9 @@
 #include "rmb.h"
 
 #define CONN_EVENTS	(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI)
+/* How much longer than connect_timeout a peer may leave a flow open
+ * unanswered before its link group is given up. */
+#define CONN_OPEN_GRACE	4
 
 #define conn_of_ev(e)	((struct conn *)((char *)(e) - offsetof(struct conn, ev)))
 
@@ -307,9 +310,11 @@ static void conn_reset(struct conn *c, enum conn_end how, int err)
 		link_conn_work(c, CONN_TX_CDC);
 	}
 	/* An OPENING conn has no peer token to abort yet: it stays until
-	 * the peer's accept (then aborted) or decline, or the deadline. */
+	 * the peer's accept (then aborted) or decline, or its deadline. */
 	if (c->state == CONN_OPENING && !c->peer_token) {
-		if (c->tx_work & CONN_TX_OPEN) {
+		bool sent = !(c->tx_work & CONN_TX_OPEN);
+
+		if (!sent) {
 			/* The open never left: the peer knows nothing. */
 			c->tx_work = 0;
 			c->peer_closed = true;
@@ -317,6 +322,14 @@ static void conn_reset(struct conn *c, enum conn_end how, int err)
 			c->abort_pending = true;	/* sent when the accept comes */
 		}
 		conn_end(c, how, err, 0);
+		if (sent && !c->peer_closed) {
+			/* conn_end() took it off the deadline list: its ring
+			 * waits for the answer, but not for ever. */
+			c->late = true;
+			c->deadline_ms = uv_now(conn_proxy(c)->loop) +
+					 CONN_OPEN_GRACE * conn_proxy(c)->cfg->fallback.connect_timeout_ms;
+			list_add_tail(&c->wait_node, &c->lgr->connecting);
+		}
 		return;
 	}
 	conn_end(c, how, err, 0);
@@ -350,14 +363,34 @@ void conn_link_down(struct conn *c)
 
 void conn_on_deadline(struct conn *c)
 {
+	struct lgr *lgr = c->lgr;
+
 	if (c->state == CONN_CONNECTING) {
 		conn_reset(c, CONN_END_CONNECT_TIMEOUT, -ETIMEDOUT);
 		return;
 	}
-	/* A peer that neither accepts nor declines a flow in time is
-	 * wedged: fail its link group, which resets its flows and sends
-	 * new ones to TCP until it answers again. */
-	lgr_fail(c->lgr, -ETIMEDOUT);
+	/*
+	 * An open the peer has not answered in time. The peer may only be
+	 * busy (its connects slow, a burst of opens): the flow goes over TCP
+	 * at once, nothing of it having crossed the link, and its ring waits
+	 * for the late answer (an accept is then aborted). A peer that
+	 * answers nothing for CONN_OPEN_GRACE times longer is wedged: the
+	 * group fails, which resets its flows and sends new ones to TCP.
+	 */
+	if (c->late) {
+		lgr_fail(lgr, -ETIMEDOUT);
+		return;
+	}
+	c->late = true;
+	c->deadline_ms = uv_now(lgr->proxy->loop) +
+			 CONN_OPEN_GRACE * lgr->proxy->cfg->fallback.connect_timeout_ms;
+	list_add_tail(&c->wait_node, &lgr->connecting);
+	if (c->state == CONN_OPENING) {
+		c->state = CONN_CLOSED;
+		c->abort_pending = true;
+		c->ops->ended(c, CONN_END_DECLINED, 0, CLC_DECL_TIMEOUT);
+		conn_close_fd(c, true);
+	}
 }
 
 /* Both directions finished: FIN passed each way and everything we got
@@ -382,6 +415,7 @@ void conn_on_accept(struct conn *c, const struct llc_flow_accept *m)
 	c->peer_token = m->peer_token;
 	if (c->state == CONN_CLOSED) {
 		/* We gave up on this flow while it was opening. */
+		list_del(&c->wait_node);
 		link_conn_work(c, CONN_TX_CDC);
 		return;
 	}

@@ -289,7 +289,7 @@ static void lgr_report(struct lgr *lgr, enum proxy_lgr_event ev, int err)
 {
 	struct proxy *p = lgr->proxy;
 
-	if (p->ops->lgr_event)
+	if (p->ops && p->ops->lgr_event)
 		p->ops->lgr_event(p, ev, lgr, err);
 }
 
@@ -446,20 +446,23 @@ void lgr_sweep(struct proxy *p, uint64_t now)
 				lgr__free(lgr);
 			}
 			break;
-		case LGR_ACTIVE:
-			while (!list_empty(&lgr->connecting)) {
-				struct conn *c = list_entry(lgr->connecting.next, struct conn,
-							    wait_node);
+		case LGR_ACTIVE: {
+			struct list_head *cpos, *ctmp;
 
-				/* Deadlines are set in arrival order. */
+			/* Not in deadline order: an overdue open gets a
+			 * longer second deadline at the tail. */
+			list_for_each_safe(cpos, ctmp, &lgr->connecting) {
+				struct conn *c = list_entry(cpos, struct conn, wait_node);
+
 				if (now < c->deadline_ms)
-					break;
+					continue;
 				list_del(&c->wait_node);
 				conn_on_deadline(c);
 				if (lgr->state != LGR_ACTIVE)
 					break;
 			}
 			break;
+		}
 		case LGR_DOWN:
 			break;
 		}

@@ -776,6 +776,63 @@ static void test_link_group_failure(void **state)
 	assert_int_equal(w->p.rmb_budget.used, 0);
 }
 
+/*
+ * An open the peer does not answer in time: the flow goes over TCP (the
+ * owner hears a decline with reason timeout) but the group stays, and the
+ * ring waits for the late answer: an accept is aborted, and the peer's
+ * CLOSED frees it. (Regression: one late FLOW_ACCEPT, e.g. under a burst
+ * of opens on a peer with slow connects, failed the whole link group and
+ * reset every flow on it.)
+ */
+static void test_open_timeout_falls_back(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f = world_open_only(w, 0, 0, 0);
+	struct llc_flow_accept a = { .peer_token = PEER_TOKEN, .rmb = { .size = RING } };
+	uint32_t token = f->c.token;
+
+	world_batch_end(w);
+	w->fake.n_msgs = 0;
+	list_del(&f->c.wait_node);		/* as lgr_sweep() does */
+	conn_on_deadline(&f->c);
+	assert_int_equal(f->ended, CONN_END_DECLINED + 1);
+	assert_int_equal(w->lgr->state, LGR_ACTIVE);
+	assert_int_equal(w->p.stats.lgr_failures, 0);
+	assert_int_equal(f->closed, 0);		/* the ring waits */
+
+	a.token = token;
+	conn_on_accept(&f->c, &a);
+	world_batch_end(w);
+	assert_int_equal(w->fake.n_msgs, 1);
+	assert_true(world_cdc(w, 0).conn_flags & CDC_CF_ABORT);
+	assert_int_equal(f->closed, 0);
+	world_peer_cdc(w, f, 0, CDC_CF_CLOSED);
+	assert_int_equal(f->closed, 1);
+	assert_null(lgr_conn_find(w->lgr, token));
+	assert_int_equal(w->lgr->rmbs.n_used, 0);
+}
+
+/* A peer that still answers nothing CONN_OPEN_GRACE times later is
+ * wedged: then the group fails. */
+static void test_open_unanswered_fails_group(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f = world_open_only(w, 0, 0, 0);
+
+	world_batch_end(w);
+	list_del(&f->c.wait_node);
+	conn_on_deadline(&f->c);
+	assert_int_equal(w->lgr->state, LGR_ACTIVE);
+	assert_true(f->c.deadline_ms > uv_now(&w->loop));
+	list_del(&f->c.wait_node);
+	conn_on_deadline(&f->c);
+	assert_int_equal(w->p.stats.lgr_failures, 1);
+	w->lgr = NULL;			/* freed at the end of the batch */
+	world_batch_end(w);
+	assert_int_equal(f->closed, 1);
+	assert_int_equal(w->p.rmb_budget.used, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -804,6 +861,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_write_failure_not_announced, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_link_rx_token, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_link_group_failure, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_timeout_falls_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_unanswered_fails_group, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("conn", tests, NULL, NULL);
