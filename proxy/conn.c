@@ -19,6 +19,7 @@
  */
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -165,7 +166,7 @@ static int conn_attach_peer(struct conn *c, const struct llc_rmb *rmb)
 static int conn_socket_connect(struct conn *c, const struct sockaddr *dest,
 			       const struct relay_params *rp)
 {
-	int fd, err;
+	int fd, err, one = 1;
 
 	fd = socket(dest->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -174,7 +175,11 @@ static int conn_socket_connect(struct conn *c, const struct sockaddr *dest,
 		err = -errno;
 		goto out_close;
 	}
-	relay_tune_socket(fd, rp->keepalive_ms);
+	/* A leg to this host: keepalive would find nothing the kernel does
+	 * not report at once (a local peer's death is an RST), so only what
+	 * the data path needs. */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_OOBINLINE, &one, sizeof(one));
 	if (connect(fd, dest, addr_len(dest)) < 0 && errno != EINPROGRESS) {
 		err = -errno;
 		goto out_close;
