@@ -40,7 +40,7 @@ static const struct cfg__key links_keys[] = {
 
 static const struct cfg__key buffers_keys[] = {
 	{ "ring", CFG__SIZE, false, CFG__F_POW2, F(buffers.ring),
-	  16 * KiB, 64 * MiB, "\"256KiB\"", NULL },
+	  16 * KiB, 64 * MiB, "\"1MiB\"", NULL },
 	/* Must also be >= ring: checked in cfg.c after both are known. */
 	{ "pool", CFG__SIZE, false, 0, F(buffers.pool), 16 * KiB, 64 * GiB, "\"64MiB\"", NULL },
 	{ 0 },

@@ -207,7 +207,7 @@ static void test_defaults_values(void **state)
 		.mark = 5459267,
 		.workers = 0,
 		.links = { .per_peer = 2, .max_flows_per_link = 255 },
-		.buffers = { .ring = 256 * KiB, .pool = 64 * MiB },
+		.buffers = { .ring = 1 * MiB, .pool = 64 * MiB },
 		.autocork = { .enabled = true, .max_bytes = 64 * KiB },
 		.cq = { .pool = 0, .poll_budget = 16 },
 		.shm = { .dir = "/run/smcproxy" },
