@@ -136,9 +136,30 @@ static void proxy_on_epset_batch(struct epset *s)
 	proxy_batch_end((struct proxy *)((char *)s - offsetof(struct proxy, epset)));
 }
 
+/* Rounds of link work done before blocking, at most, so that sockets and
+ * timers get their turn under a steady stream of messages. */
+#define PROXY_IDLE_ROUNDS 8
+
 static void proxy_on_tick(uv_prepare_t *h)
 {
-	proxy_batch_end(h->data);
+	struct proxy *p = h->data;
+	struct list_head *pos, *tmp;
+	unsigned round;
+	bool more = true;
+
+	for (round = 0; more; round++) {
+		proxy_batch_end(p);
+		more = false;
+		/* The loop blocks next (if nothing is pending): transports
+		 * that skip doorbells to a running peer want to know. */
+		list_for_each_safe(pos, tmp, &p->lgrs) {
+			struct lgr *lgr = list_entry(pos, struct lgr, node);
+
+			if (lgr->state == LGR_ACTIVE && lgr->ops->idle &&
+			    lgr->ops->idle(lgr, round < PROXY_IDLE_ROUNDS))
+				more = true;
+		}
+	}
 }
 
 static void proxy_on_lgr_timer(uv_timer_t *t)

@@ -48,6 +48,11 @@ struct shm_hdr {
 	uint32_t links;
 	uint32_t slots;
 	uint32_t size;
+	/* Written by the owner: 1 while it runs, 0 when it may block waiting
+	 * for events. A producer skips the doorbell while it is 1: the owner
+	 * looks at its queues again before it blocks. A peer that never sets
+	 * it is simply always rung. */
+	_Alignas(64) uint32_t running;
 };
 
 /* A link's message queue in its consumer's region. */
@@ -70,8 +75,11 @@ struct shm_rv_msg {
 	uint32_t status;		/* reply: 0, or a decline reason */
 };
 
+struct shm_lgr;
+
 struct shm_link {
 	struct link *lnk;
+	struct shm_lgr *sg;
 	int efd_rx;			/* ours: the peer rings it */
 	int efd_tx;			/* the peer's */
 	struct epset_entry ev;
@@ -102,6 +110,8 @@ struct shm_rv {
 	int fd;
 	struct epset_entry ev;
 };
+
+static bool shm_drain(struct shm_link *sl);
 
 static uint32_t shm_rmb_base(unsigned links)
 {
@@ -146,9 +156,23 @@ static int shm_post(struct link *lnk, const uint8_t msg[LINK_MSG_LEN])
 	return 0;
 }
 
+/*
+ * The doorbell, unless the owner is running: it then finds our messages
+ * when it looks at its queues before blocking (shm_idle()). Our producer
+ * index store and its running store are each followed by a full fence
+ * before the other's load (Dekker), so one of us always sees the other.
+ */
 static void shm_flush(struct link *lnk)
 {
-	shm_ring(lnk->tp);
+	struct shm_link *sl = lnk->tp;
+	const struct shm_hdr *peer = (const void *)sl->sg->peer;
+
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&peer->running, __ATOMIC_RELAXED) == 1) {
+		sl->sg->lgr->proxy->stats.doorbells_saved++;
+		return;
+	}
+	shm_ring(sl);
 }
 
 /* A message is complete once the peer took it from its queue: the
@@ -165,6 +189,43 @@ static void shm_want_progress(struct link *lnk)
 	struct shm_link *sl = lnk->tp;
 
 	__atomic_store_n(&sl->txq->waiting, 1, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * Before the event loop blocks: say we may sleep, then look at the queues once
+ * more. Messages that came while we ran (their producers saw us running
+ * and skipped the doorbell) are taken now when run allows, and we stay
+ * awake (true: the caller comes back); else they ring our own doorbell.
+ */
+static bool shm_idle(struct lgr *lgr, bool run)
+{
+	struct shm_lgr *sg = lgr->tp;
+	struct shm_hdr *hdr;
+	bool ran = false;
+	unsigned i;
+
+	if (!sg || !sg->up)
+		return false;
+	hdr = (struct shm_hdr *)(void *)sg->local;
+	__atomic_store_n(&hdr->running, 0, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (i = 0; i < lgr->n_links; i++) {
+		struct shm_link *sl = &sg->links[i];
+		uint64_t one = 1;
+
+		if (__atomic_load_n(&sl->rxq->prod, __ATOMIC_RELAXED) == sl->rx_cons)
+			continue;
+		if (!run) {
+			if (write(sl->efd_rx, &one, sizeof(one)) < 0 && errno != EAGAIN)
+				continue;
+			continue;
+		}
+		__atomic_store_n(&hdr->running, 1, __ATOMIC_RELAXED);
+		ran = true;
+		if (!shm_drain(sl))
+			return true;	/* the group failed: sg is gone */
+	}
+	return ran;
 }
 
 static int shm_conn_attach(struct conn *c, const struct llc_rmb *rmb)
@@ -233,6 +294,7 @@ const struct smc_transport_ops shm_ops = {
 	.conn_attach = shm_conn_attach,
 	.conn_detach = shm_conn_detach,
 	.write = shm_write,
+	.idle = shm_idle,
 	.lgr_close = shm_lgr_close,
 };
 
@@ -246,41 +308,52 @@ const struct smc_transport_ops shm_ops = {
  * peer waiting for that (queue full, or autocork) gets a doorbell. Then
  * our own sends may go on: the same doorbell says the peer consumed ours.
  */
-static void shm_on_doorbell(struct epset_entry *e, uint32_t events)
+/* Takes every message queued on sl's link; false when the group failed
+ * meanwhile (sl is gone with it). */
+static bool shm_drain(struct shm_link *sl)
 {
-	struct shm_link *sl = shm_link_of(e);
 	struct link *lnk = sl->lnk;
-	struct lgr *lgr;
+	struct lgr *lgr = lnk->lgr;
 	uint8_t msg[LINK_MSG_LEN];
 	uint32_t prod;
 
-	if (!lnk)
-		return;
-	lgr = lnk->lgr;
 	/*
 	 * The eventfd is never read: an edge-triggered epoll reports every
 	 * write to it, whatever its counter, so resetting the counter would
 	 * only cost a system call per wake-up. (It would take 2^64 rings to
 	 * fill it.) Messages posted after our load of the producer index
-	 * come with a doorbell of their own.
+	 * come with a doorbell of their own, or are found by shm_idle().
 	 */
 	prod = __atomic_load_n(&sl->rxq->prod, __ATOMIC_ACQUIRE);
 	if (prod - sl->rx_cons > SHM_SLOTS) {
 		lgr->proxy->stats.bad_messages++;
 		lgr_fail(lgr, -EPROTO);
-		return;
+		return false;
 	}
 	while (sl->rx_cons != prod) {
 		memcpy(msg, sl->rxq->slots[sl->rx_cons % SHM_SLOTS], sizeof(msg));
 		sl->rx_cons++;
 		link_rx(lnk, msg, sizeof(msg));
 		if (lgr->state == LGR_DOWN)
-			return;		/* sl is gone with the group */
+			return false;
 	}
 	__atomic_store_n(&sl->rxq->cons, sl->rx_cons, __ATOMIC_SEQ_CST);
 	if (__atomic_exchange_n(&sl->rxq->waiting, 0, __ATOMIC_SEQ_CST))
 		shm_ring(sl);
 	link_tx_progress(lnk);
+	return lgr->state != LGR_DOWN;
+}
+
+static void shm_on_doorbell(struct epset_entry *e, uint32_t events)
+{
+	struct shm_link *sl = shm_link_of(e);
+
+	if (!sl->lnk)
+		return;
+	/* Running now: producers may skip the doorbell until we block. */
+	__atomic_store_n(&((struct shm_hdr *)(void *)sl->sg->local)->running, 1,
+			 __ATOMIC_RELAXED);
+	shm_drain(sl);
 }
 
 /* The rendezvous socket stays open: EOF is the peer daemon's death. */
@@ -341,6 +414,7 @@ int shm_lgr_prepare(struct lgr *lgr)
 		if (sl->efd_rx < 0)
 			goto out_errno;
 		sl->rxq = shm_queue(sg->local, i);
+		sl->sg = sg;
 		sl->ev.cb = shm_on_doorbell;
 	}
 	lgr->region = sg->local;

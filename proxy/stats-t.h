@@ -74,6 +74,7 @@ struct proxy_stats {
 	uint64_t ring_full_local;	/* our receive ring filled: the peer waited */
 	uint64_t ring_full_remote;	/* the peer's ring filled: we stopped reading */
 	uint64_t flows_reset_link;	/* flows reset because their link group failed */
+	uint64_t doorbells_saved;	/* shm: the peer was running, no doorbell needed */
 };
 
 #endif

@@ -14,6 +14,7 @@
 #ifndef SMCPROXY_TRANSPORT_T_H
 #define SMCPROXY_TRANSPORT_T_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "cdc-t.h"
@@ -63,6 +64,13 @@ struct smc_transport_ops {
 	 * ranges come as two calls.
 	 */
 	int (*write)(struct conn *c, uint32_t off, uint32_t len);
+	/*
+	 * The event loop is about to block (may be NULL). A transport whose
+	 * peers skip the doorbell while we run handles what came meanwhile
+	 * when run is true and says so (the caller then ends the batch and
+	 * asks again), else makes sure the loop wakes for it.
+	 */
+	bool (*idle)(struct lgr *lgr, bool run);
 	/* Releases the transport's state of a link group; calls nothing back. */
 	void (*lgr_close)(struct lgr *lgr);
 };
