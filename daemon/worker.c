@@ -320,7 +320,7 @@ static void *worker_main(void *arg)
 	pthread_cond_broadcast(&pool->cond);
 	pthread_mutex_unlock(&pool->lock);
 
-	uv_run(&w->loop, UV_RUN_DEFAULT);
+	proxy_run(&w->proxy);
 	/* Drain what closing left behind, then the loop must be empty. */
 	uv_run(&w->loop, UV_RUN_DEFAULT);
 	if (uv_loop_close(&w->loop) == UV_EBUSY)

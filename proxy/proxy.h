@@ -22,6 +22,12 @@ int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
  */
 void proxy_adopt_listeners(struct proxy *p, const int *fds, size_t n);
 void proxy_start(struct proxy *p);
+/*
+ * Runs p's event loop (as uv_run(UV_RUN_DEFAULT) would) with the data
+ * plane's epoll set as the outer poller: one epoll_wait per wake-up. The
+ * loop must be p's alone. Returns when nothing is left in the loop.
+ */
+int proxy_run(struct proxy *p);
 /* Closes the listeners; flows go on. */
 void proxy_stop_accepting(struct proxy *p);
 /* Applies the live keys of a reloaded config. */
