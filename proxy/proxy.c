@@ -175,7 +175,8 @@ static void proxy_on_tick(uv_prepare_t *h)
  * epoll_wait per wake-up instead of two (libuv's, then ours), which was a
  * third of the system calls of a short connection and of a small message
  * over a link. libuv runs (its timers, its own fds, closing handles) only
- * when its fd is readable or a timer is due.
+ * when its fd is readable or a timer is due. The set lives until the
+ * proxy closed (proxy_close()), which is what ends this.
  */
 int proxy_run(struct proxy *p)
 {
@@ -207,8 +208,11 @@ int proxy_run(struct proxy *p)
 				e->cb(e, ev[i].events);
 		}
 		proxy_batch_end(p);
-		if (run_uv && !uv_run(loop, UV_RUN_NOWAIT))
-			return 0;
+		/* Not its return value: with our set no longer polled by
+		 * libuv, a closing proxy may have no libuv handle left active
+		 * while deferred frees and the set itself still wait. */
+		if (run_uv)
+			uv_run(loop, UV_RUN_NOWAIT);
 	}
 	/* Closing: the set is going, libuv closes the rest. */
 	return uv_run(loop, UV_RUN_DEFAULT);
