@@ -10,34 +10,11 @@
 #include <string.h>
 
 #include "cdc.h"
+#include "wire.h"
 
 #define CDC_PF_KNOWN	CDC_PF_WRITE_BLOCKED
 #define CDC_CF_KNOWN	(CDC_CF_DONE_WRITING | CDC_CF_CLOSED | CDC_CF_ABORT)
 #define CDC_RESERVED	26	/* first reserved byte; reserved up to the end */
-
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = v >> 8;
-	p[1] = v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = v >> 24;
-	p[1] = v >> 16;
-	p[2] = v >> 8;
-	p[3] = v;
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
 
 /*
  * Writes the flags as given: the encoder trusts its caller, and a flag bit
@@ -49,12 +26,12 @@ void cdc_encode(const struct cdc_msg *m, uint8_t buf[LINK_MSG_LEN])
 	memset(buf, 0, LINK_MSG_LEN);
 	buf[0] = CDC_MSG_TYPE;
 	buf[1] = LINK_MSG_LEN;
-	put16(buf + 2, m->seq);
-	put32(buf + 4, m->token);
-	put32(buf + 8, m->prod.wrap);
-	put32(buf + 12, m->prod.count);
-	put32(buf + 16, m->cons.wrap);
-	put32(buf + 20, m->cons.count);
+	wire_put16(buf + 2, m->seq);
+	wire_put32(buf + 4, m->token);
+	wire_put32(buf + 8, m->prod.wrap);
+	wire_put32(buf + 12, m->prod.count);
+	wire_put32(buf + 16, m->cons.wrap);
+	wire_put32(buf + 20, m->cons.count);
 	buf[24] = m->prod_flags;
 	buf[25] = m->conn_flags;
 }
@@ -68,12 +45,12 @@ int cdc_decode(const uint8_t *buf, size_t len, struct cdc_msg *m)
 	for (size_t i = CDC_RESERVED; i < LINK_MSG_LEN; i++)
 		if (buf[i])
 			return -EBADMSG;
-	m->seq = get16(buf + 2);
-	m->token = get32(buf + 4);
-	m->prod.wrap = get32(buf + 8);
-	m->prod.count = get32(buf + 12);
-	m->cons.wrap = get32(buf + 16);
-	m->cons.count = get32(buf + 20);
+	m->seq = wire_get16(buf + 2);
+	m->token = wire_get32(buf + 4);
+	m->prod.wrap = wire_get32(buf + 8);
+	m->prod.count = wire_get32(buf + 12);
+	m->cons.wrap = wire_get32(buf + 16);
+	m->cons.count = wire_get32(buf + 20);
 	m->prod_flags = buf[24];
 	m->conn_flags = buf[25];
 	return 0;

@@ -17,6 +17,7 @@
 #include <openssl/hmac.h>
 
 #include "clc.h"
+#include "wire.h"
 
 /* Fixed parts: header included, TLVs excluded. */
 #define CLC_PROPOSAL_LEN	56
@@ -30,38 +31,6 @@
 #define CLC_LINKS_MAX		16
 
 #define CLC_PSK_MIN		16
-
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = v >> 8;
-	p[1] = v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = v >> 24;
-	p[1] = v >> 16;
-	p[2] = v >> 8;
-	p[3] = v;
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static bool all_zero(const uint8_t *p, size_t n)
-{
-	while (n--)
-		if (*p++)
-			return false;
-	return true;
-}
 
 static bool ring_size_ok(uint32_t size)
 {
@@ -186,14 +155,14 @@ static void params_put(uint8_t *p, uint32_t features, uint8_t transport,
 		       const uint8_t *host_id, const uint8_t *nonce, uint32_t ring_size,
 		       uint16_t links, uint16_t max_flows_per_link)
 {
-	put32(p + 8, features);
+	wire_put32(p + 8, features);
 	p[12] = transport;
 	memset(p + 13, 0, 3);
 	memcpy(p + 16, host_id, CLC_HOST_ID_LEN);
 	memcpy(p + 32, nonce, CLC_NONCE_LEN);
-	put32(p + 48, ring_size);
-	put16(p + 52, links);
-	put16(p + 54, max_flows_per_link);
+	wire_put32(p + 48, ring_size);
+	wire_put16(p + 52, links);
+	wire_put16(p + 54, max_flows_per_link);
 }
 
 static int encode_proposal(const struct clc_proposal *pr, uint8_t *buf, size_t len)
@@ -265,10 +234,10 @@ int clc_encode(const struct clc_msg *m, uint8_t *buf, size_t len)
 	if (n < 0)
 		return n;
 	/* The header last: the length is known only now. */
-	put32(buf, CLC_MAGIC);
+	wire_put32(buf, CLC_MAGIC);
 	buf[4] = CLC_VERSION;
 	buf[5] = m->hdr.type;
-	put16(buf + 6, (uint16_t)n);
+	wire_put16(buf + 6, (uint16_t)n);
 	return n;
 }
 
@@ -278,9 +247,9 @@ int clc_decode_hdr(const uint8_t *buf, size_t len, struct clc_hdr *hdr)
 
 	if (len < CLC_HDR_LEN)
 		return -EAGAIN;
-	if (get32(buf) != CLC_MAGIC)
+	if (wire_get32(buf) != CLC_MAGIC)
 		return -EBADMSG;
-	length = get16(buf + 6);
+	length = wire_get16(buf + 6);
 	if (length < CLC_HDR_LEN || length > CLC_MSG_MAX)
 		return -EBADMSG;
 	hdr->version = buf[4];
@@ -294,15 +263,15 @@ static int params_get(const uint8_t *p, uint32_t *features, uint8_t *transport,
 		      uint8_t *host_id, uint8_t *nonce, uint32_t *ring_size,
 		      uint16_t *links, uint16_t *max_flows_per_link)
 {
-	if (!all_zero(p + 13, 3))
+	if (!wire_all_zero(p + 13, 3))
 		return -EBADMSG;
-	*features = get32(p + 8);
+	*features = wire_get32(p + 8);
 	*transport = p[12];
 	memcpy(host_id, p + 16, CLC_HOST_ID_LEN);
 	memcpy(nonce, p + 32, CLC_NONCE_LEN);
-	*ring_size = get32(p + 48);
-	*links = get16(p + 52);
-	*max_flows_per_link = get16(p + 54);
+	*ring_size = wire_get32(p + 48);
+	*links = wire_get16(p + 52);
+	*max_flows_per_link = wire_get16(p + 54);
 	if (!params_ok(*ring_size, *links, *max_flows_per_link))
 		return -EBADMSG;
 	return 0;
@@ -386,7 +355,7 @@ int clc_decode(const uint8_t *buf, size_t len, struct clc_msg *m)
 		r = 0;
 		break;
 	case CLC_DECLINE:
-		if (len != CLC_DECLINE_LEN || !all_zero(buf + 9, 3) ||
+		if (len != CLC_DECLINE_LEN || !wire_all_zero(buf + 9, 3) ||
 		    buf[8] == CLC_DECL_NONE || buf[8] >= CLC_DECL__MAX)
 			return -EBADMSG;
 		m->decline.reason = buf[8];

@@ -13,6 +13,7 @@
 
 #include "clc-t.h"
 #include "llc.h"
+#include "wire.h"
 
 /* Ring sizes, as the handshake's ring_size. */
 #define LLC_RING_MIN	(16u << 10)
@@ -23,38 +24,6 @@
 #define LLC_ACCEPT_END	20
 #define LLC_DECLINE_END	9
 #define LLC_TEST_END	8
-
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = v >> 8;
-	p[1] = v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = v >> 24;
-	p[1] = v >> 16;
-	p[2] = v >> 8;
-	p[3] = v;
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static bool all_zero(const uint8_t *p, size_t n)
-{
-	while (n--)
-		if (*p++)
-			return false;
-	return true;
-}
 
 static bool rmb_ok(const struct llc_rmb *rmb)
 {
@@ -75,46 +44,46 @@ void llc_encode(const struct llc_msg *m, uint8_t buf[LINK_MSG_LEN])
 	buf[1] = LINK_MSG_LEN;
 	switch (m->type) {
 	case LLC_FLOW_OPEN:
-		put32(buf + 4, m->open.token);
-		put32(buf + 8, m->open.rmb.offset);
-		put32(buf + 12, m->open.rmb.size);
+		wire_put32(buf + 4, m->open.token);
+		wire_put32(buf + 8, m->open.rmb.offset);
+		wire_put32(buf + 12, m->open.rmb.size);
 		buf[16] = m->open.family;
-		put16(buf + 18, m->open.port);
+		wire_put16(buf + 18, m->open.port);
 		memcpy(buf + 20, m->open.addr, m->open.family == 4 ? 4 : 16);
 		break;
 	case LLC_FLOW_ACCEPT:
-		put32(buf + 4, m->accept.token);
-		put32(buf + 8, m->accept.peer_token);
-		put32(buf + 12, m->accept.rmb.offset);
-		put32(buf + 16, m->accept.rmb.size);
+		wire_put32(buf + 4, m->accept.token);
+		wire_put32(buf + 8, m->accept.peer_token);
+		wire_put32(buf + 12, m->accept.rmb.offset);
+		wire_put32(buf + 16, m->accept.rmb.size);
 		break;
 	case LLC_FLOW_DECLINE:
-		put32(buf + 4, m->decline.token);
+		wire_put32(buf + 4, m->decline.token);
 		buf[8] = m->decline.reason;
 		break;
 	case LLC_TEST_LINK:
 	case LLC_TEST_LINK_RSP:
-		put32(buf + 4, m->test.cookie);
+		wire_put32(buf + 4, m->test.cookie);
 		break;
 	}
 }
 
 static int decode_open(const uint8_t *buf, struct llc_flow_open *o)
 {
-	if (buf[17] || !all_zero(buf + LLC_OPEN_END, LINK_MSG_LEN - LLC_OPEN_END))
+	if (buf[17] || !wire_all_zero(buf + LLC_OPEN_END, LINK_MSG_LEN - LLC_OPEN_END))
 		return -EBADMSG;
-	o->token = get32(buf + 4);
-	o->rmb.offset = get32(buf + 8);
-	o->rmb.size = get32(buf + 12);
+	o->token = wire_get32(buf + 4);
+	o->rmb.offset = wire_get32(buf + 8);
+	o->rmb.size = wire_get32(buf + 12);
 	o->family = buf[16];
-	o->port = get16(buf + 18);
+	o->port = wire_get16(buf + 18);
 	memcpy(o->addr, buf + 20, sizeof(o->addr));
 	if (!rmb_ok(&o->rmb) || o->port == 0)
 		return -EBADMSG;
 	/* One encoding per address: a family-4 address is not also 12 bytes
 	 * of something else. */
 	if (o->family == 4)
-		return all_zero(o->addr + 4, sizeof(o->addr) - 4) ? 0 : -EBADMSG;
+		return wire_all_zero(o->addr + 4, sizeof(o->addr) - 4) ? 0 : -EBADMSG;
 	return o->family == 6 ? 0 : -EBADMSG;
 }
 
@@ -131,16 +100,16 @@ int llc_decode(const uint8_t *buf, size_t len, struct llc_msg *m)
 	case LLC_FLOW_OPEN:
 		return decode_open(buf, &m->open);
 	case LLC_FLOW_ACCEPT:
-		m->accept.token = get32(buf + 4);
-		m->accept.peer_token = get32(buf + 8);
-		m->accept.rmb.offset = get32(buf + 12);
-		m->accept.rmb.size = get32(buf + 16);
+		m->accept.token = wire_get32(buf + 4);
+		m->accept.peer_token = wire_get32(buf + 8);
+		m->accept.rmb.offset = wire_get32(buf + 12);
+		m->accept.rmb.size = wire_get32(buf + 16);
 		if (!rmb_ok(&m->accept.rmb))
 			return -EBADMSG;
 		end = LLC_ACCEPT_END;
 		break;
 	case LLC_FLOW_DECLINE:
-		m->decline.token = get32(buf + 4);
+		m->decline.token = wire_get32(buf + 4);
 		m->decline.reason = buf[8];
 		if (m->decline.reason == CLC_DECL_NONE || m->decline.reason >= CLC_DECL__MAX)
 			return -EBADMSG;
@@ -148,11 +117,11 @@ int llc_decode(const uint8_t *buf, size_t len, struct llc_msg *m)
 		break;
 	case LLC_TEST_LINK:
 	case LLC_TEST_LINK_RSP:
-		m->test.cookie = get32(buf + 4);
+		m->test.cookie = wire_get32(buf + 4);
 		end = LLC_TEST_END;
 		break;
 	default:
 		return -EBADMSG;
 	}
-	return all_zero(buf + end, LINK_MSG_LEN - end) ? 0 : -EBADMSG;
+	return wire_all_zero(buf + end, LINK_MSG_LEN - end) ? 0 : -EBADMSG;
 }
