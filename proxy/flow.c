@@ -43,6 +43,15 @@ const char *fallback_reason_name(enum fallback_reason r)
 	return r < FB__MAX ? names[r] : "unknown";
 }
 
+enum fallback_reason fallback_of_decline(unsigned reason)
+{
+	if (reason == CLC_DECL_NONE)
+		return FB_NO_LINK;	/* the link group failed under an opening flow */
+	if (reason >= CLC_DECL_NO_DEVICE && reason <= CLC_DECL_INTERNAL)
+		return FB_DECL_NO_DEVICE + (reason - CLC_DECL_NO_DEVICE);
+	return FB_DECL_INTERNAL;
+}
+
 const char *flow_state_name(const struct flow *f)
 {
 	if (f->lgr)
@@ -201,13 +210,6 @@ static int flow_start_relay(struct flow *f, int fd, enum fallback_reason reason)
 /* ------------------------------------------------------------------ */
 /* Over a link group. */
 
-static enum fallback_reason fb_of_decline(unsigned reason)
-{
-	if (reason >= CLC_DECL_NO_DEVICE && reason <= CLC_DECL_INTERNAL)
-		return FB_DECL_NO_DEVICE + (reason - CLC_DECL_NO_DEVICE);
-	return FB_NO_LINK;	/* the link group failed under an opening flow */
-}
-
 static void flow_conn_ended(struct conn *c, enum conn_end how, int err, unsigned decline)
 {
 	struct flow *f = (struct flow *)((char *)c - offsetof(struct flow, conn));
@@ -219,7 +221,7 @@ static void flow_conn_ended(struct conn *c, enum conn_end how, int err, unsigned
 		st->flows_active[f->mode]--;
 		/* A failure here was reported as FLOW_SETUP_FAILED; the flow
 		 * goes once its conn closed. */
-		flow_start_relay(f, conn_take_fd(c), fb_of_decline(decline));
+		flow_start_relay(f, conn_take_fd(c), fallback_of_decline(decline));
 		return;
 	case CONN_END_CONNECT_FAILED:
 		break;		/* counted where the connect failed */

@@ -265,7 +265,7 @@ struct lgr *lgr_for_dest(struct proxy *p, const struct sockaddr *dest,
 		return NULL;
 	}
 	lgr->deadline_ms = now + p->cfg->fallback.connect_timeout_ms;
-	lgr__hs_start_client(lgr, port);
+	lgr__hs_start_client(lgr);
 	if (lgr->state == LGR_NEGATIVE) {	/* failed at once */
 		*reason = lgr->neg_reason;
 		return NULL;

@@ -70,7 +70,8 @@ void lgr__handshake_failed(struct lgr *lgr, enum fallback_reason reason);
 /* Sizes the link group's local state for links and flows, after the
  * handshake agreed on them. */
 int lgr__setup_links(struct lgr *lgr, unsigned links, unsigned max_flows_per_link);
-void lgr__hs_start_client(struct lgr *lgr, uint16_t control_port);
+/* Client: connects to the peer's control port (lgr->peer) and proposes. */
+void lgr__hs_start_client(struct lgr *lgr);
 void lgr__hs_close(struct lgr *lgr);
 
 #endif

@@ -41,13 +41,6 @@ void lgr__hs_close(struct lgr *lgr)
 	lgr->hs.step = HS_DONE;
 }
 
-static enum fallback_reason fb_of_decline(unsigned reason)
-{
-	if (reason >= CLC_DECL_NO_DEVICE && reason <= CLC_DECL_INTERNAL)
-		return FB_DECL_NO_DEVICE + (reason - CLC_DECL_NO_DEVICE);
-	return FB_DECL_INTERNAL;
-}
-
 /* A message of ours; the socket is fresh and the message small, so a
  * short send means the peer is not reading at all. */
 static int hs_send(struct lgr *lgr, const struct clc_msg *m)
@@ -83,25 +76,16 @@ static void hs_fail(struct lgr *lgr, enum fallback_reason reason)
 static void hs_decline(struct lgr *lgr, unsigned reason)
 {
 	hs_send_decline(lgr, reason);
-	hs_fail(lgr, fb_of_decline(reason));
+	hs_fail(lgr, fallback_of_decline(reason));
 }
 
-static void hs_set_addr(struct sockaddr_storage *ss, uint16_t port)
-{
-	if (ss->ss_family == AF_INET)
-		((struct sockaddr_in *)ss)->sin_port = htons(port);
-	else
-		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
-}
-
-void lgr__hs_start_client(struct lgr *lgr, uint16_t control_port)
+void lgr__hs_start_client(struct lgr *lgr)
 {
 	struct proxy *p = lgr->proxy;
-	struct sockaddr_storage peer = lgr->peer;
+	const struct sockaddr *peer = (const struct sockaddr *)&lgr->peer;	/* control port */
 	int one = 1, fd;
 
-	hs_set_addr(&peer, control_port);
-	fd = socket(peer.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = socket(peer->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		goto out_fail;
 	/* Our mark keeps the redirect rule off our own control traffic. */
@@ -112,7 +96,7 @@ void lgr__hs_start_client(struct lgr *lgr, uint16_t control_port)
 	lgr->hs.fd = fd;
 	lgr->hs.ev.cb = hs_on_event;
 	lgr->hs.step = HS_CONNECTING;
-	if (connect(fd, (struct sockaddr *)&peer, addr_len((struct sockaddr *)&peer)) < 0 &&
+	if (connect(fd, peer, addr_len(peer)) < 0 &&
 	    errno != EINPROGRESS) {
 		hs_fail(lgr, FB_PEER_UNREACHABLE);
 		return;
@@ -323,7 +307,7 @@ static void hs_on_msg(struct lgr *lgr, const uint8_t *buf, size_t len)
 	}
 	if (m.hdr.type == CLC_DECLINE) {
 		p->stats.declines_received[m.decline.reason]++;
-		hs_fail(lgr, fb_of_decline(m.decline.reason));
+		hs_fail(lgr, fallback_of_decline(m.decline.reason));
 		return;
 	}
 	switch (lgr->hs.step) {
