@@ -17,6 +17,7 @@
 #include <openssl/hmac.h>
 
 #include "clc.h"
+#include "rmb.h"
 #include "wire.h"
 
 /* Fixed parts: header included, TLVs excluded. */
@@ -25,16 +26,15 @@
 #define CLC_CONFIRM_LEN		40
 #define CLC_DECLINE_LEN		12
 
-/* Per-flow ring sizes either side may ask for (as buffers.ring allows). */
-#define CLC_RING_MIN		(16u << 10)
-#define CLC_RING_MAX		(64u << 20)
 #define CLC_LINKS_MAX		16
 
 #define CLC_PSK_MIN		16
 
+/* Per-flow ring sizes either side may ask for: the ring pool's classes,
+ * which are what buffers.ring allows. */
 static bool ring_size_ok(uint32_t size)
 {
-	return size >= CLC_RING_MIN && size <= CLC_RING_MAX && !(size & (size - 1));
+	return rmb_class(size) >= 0;
 }
 
 /*

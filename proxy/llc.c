@@ -13,11 +13,8 @@
 
 #include "clc-t.h"
 #include "llc.h"
+#include "rmb.h"
 #include "wire.h"
-
-/* Ring sizes, as the handshake's ring_size. */
-#define LLC_RING_MIN	(16u << 10)
-#define LLC_RING_MAX	(64u << 20)
 
 /* Where each message's fields end: the rest of the slot is reserved. */
 #define LLC_OPEN_END	36
@@ -27,8 +24,7 @@
 
 static bool rmb_ok(const struct llc_rmb *rmb)
 {
-	return rmb->size >= LLC_RING_MIN && rmb->size <= LLC_RING_MAX &&
-	       !(rmb->size & (rmb->size - 1));
+	return rmb_class(rmb->size) >= 0;	/* a size class of the ring pool */
 }
 
 /*
