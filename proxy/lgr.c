@@ -289,7 +289,7 @@ static void lgr_report(struct lgr *lgr, enum proxy_lgr_event ev, int err)
 {
 	struct proxy *p = lgr->proxy;
 
-	if (p->ops && p->ops->lgr_event)
+	if (p->ops->lgr_event)
 		p->ops->lgr_event(p, ev, lgr, err);
 }
 

@@ -218,6 +218,9 @@ static void world_conn_closed(struct conn *c)
 	wflow_of(c)->closed++;
 }
 
+/* The flows here are bare conns: no proxy event reaches a flow. */
+static const struct proxy_ops world_proxy_ops = { 0 };
+
 static const struct conn_ops world_conn_ops = {
 	.ended = world_conn_ended,
 	.closed = world_conn_closed,
@@ -265,6 +268,7 @@ static inline struct world *world_new(uint32_t rx_ring, uint32_t region, uint32_
 
 	w->p.loop = &w->loop;
 	w->p.cfg = &w->cfg;
+	w->p.ops = &world_proxy_ops;
 	w->p.control_fd = w->p.shm_fd = -1;
 	list_init(&w->p.flows);
 	list_init(&w->p.lgrs);
