@@ -94,6 +94,14 @@ struct cfg {
 	struct {
 		uint64_t drain_timeout_ms;
 	} shutdown;
+	struct {
+		bool inline_data;	/* IBV_SEND_INLINE for what fits */
+		unsigned sq_depth;	/* send work requests per link */
+		unsigned rq_depth;	/* receive work requests per link */
+	} rdma;
+	struct {
+		bool fail_link;		/* allow `smcproxyctl debug fail-link` */
+	} debug;
 };
 
 /*

@@ -26,7 +26,9 @@ static const char default_json[] =
 	"  \"auth\": {\"psk_file\": \"\"},\n"
 	"  \"log\": {\"level\": \"info\"},\n"
 	"  \"relay\": {\"buffer\": \"1MiB\", \"keepalive\": \"60s\", \"idle_timeout\": \"0\"},\n"
-	"  \"shutdown\": {\"drain_timeout\": \"10s\"}\n"
+	"  \"shutdown\": {\"drain_timeout\": \"10s\"},\n"
+	"  \"rdma\": {\"inline\": true, \"sq_depth\": 256, \"rq_depth\": 256},\n"
+	"  \"debug\": {\"fail_link\": false}\n"
 	"}\n";
 
 const char *cfg_default_json(void)

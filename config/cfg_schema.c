@@ -107,6 +107,19 @@ static const struct cfg__key shutdown_keys[] = {
 	{ 0 },
 };
 
+static const struct cfg__key rdma_keys[] = {
+	{ "inline", CFG__BOOL, false, 0, F(rdma.inline_data), 0, 1, "true", NULL },
+	{ "sq_depth", CFG__UINT, false, 0, F(rdma.sq_depth), 16, 16384, "256", NULL },
+	{ "rq_depth", CFG__UINT, false, 0, F(rdma.rq_depth), 16, 16384, "256", NULL },
+	{ 0 },
+};
+
+/* Test hooks, off by default: a production daemon refuses them. */
+static const struct cfg__key debug_keys[] = {
+	{ "fail_link", CFG__BOOL, true, 0, F(debug.fail_link), 0, 1, "false", NULL },
+	{ 0 },
+};
+
 const struct cfg__key cfg__schema[] = {
 	/* For listen and peers, max is the most elements: each listen
 	 * address is a socket per worker, and duplicates are found by
@@ -129,5 +142,7 @@ const struct cfg__key cfg__schema[] = {
 	{ "log", CFG__SECTION, false, 0, 0, 0, 0, NULL, log_keys },
 	{ "relay", CFG__SECTION, false, 0, 0, 0, 0, NULL, relay_keys },
 	{ "shutdown", CFG__SECTION, false, 0, 0, 0, 0, NULL, shutdown_keys },
+	{ "rdma", CFG__SECTION, false, 0, 0, 0, 0, NULL, rdma_keys },
+	{ "debug", CFG__SECTION, false, 0, 0, 0, 0, NULL, debug_keys },
 	{ 0 },
 };

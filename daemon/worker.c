@@ -149,6 +149,11 @@ static void worker_on_lgr_event(struct proxy *p, enum proxy_lgr_event ev,
 			 worker_tag(w, t, sizeof(t)),
 			 lgr->role == LGR_ROLE_CLIENT ? "to" : "from", peer, strerror(-err));
 		break;
+	case PROXY_LINK_FAILOVER:
+		log_warn("%sa link of link group %s %s failed: %s; its flows moved to another link",
+			 worker_tag(w, t, sizeof(t)),
+			 lgr->role == LGR_ROLE_CLIENT ? "to" : "from", peer, strerror(-err));
+		break;
 	}
 }
 
@@ -367,6 +372,10 @@ static int worker_init(struct worker *w, struct worker_pool *pool, unsigned inde
 		return err;
 	}
 	w->proxy.data = w;
+	/* Once, from the first worker: they all see the same devices. */
+	if (index == 0 && w->proxy.rdma_status[0])
+		log_warn("rdma is off: %s; peers on other hosts get shm (same host) or tcp",
+			 w->proxy.rdma_status);
 	uv_async_init(&w->loop, &w->mailbox, worker_on_mailbox);
 	w->mailbox.data = w;
 	w->mailbox_open = true;

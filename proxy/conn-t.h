@@ -102,6 +102,7 @@ struct conn {
 	bool late;			/* the open's answer is overdue: last chance */
 
 	unsigned tx_work;		/* CONN_TX_* */
+	uint8_t end_sent;		/* CDC_CF_CLOSED or _ABORT once posted */
 	struct list_head tx_node;	/* link->tx_wait */
 	struct list_head cork_node;	/* link->corked */
 	struct list_head wait_node;	/* lgr->connecting */

@@ -345,6 +345,38 @@ void conn_abort(struct conn *c)
 	conn_reset(c, CONN_END_ABORTED, 0);
 }
 
+/*
+ * The link failed under c. What c posted there may or may not have
+ * arrived: the CDC goes again on the new link with the newest cursors
+ * (stale ones are ignored), the transport writes again what the peer has
+ * not confirmed consuming, and a CLOSED or ABORT is repeated (the peer
+ * takes a second one as a no-op). An open or accept that was posted and
+ * lost is caught by the open's deadline, like a lost answer.
+ */
+void conn_move_link(struct conn *c, struct link *to)
+{
+	struct link *from = c->link;
+	unsigned work = c->tx_work;
+
+	link_conn_forget(c);
+	from->n_conns--;
+	to->n_conns++;
+	c->link = to;
+	c->tx_work = 0;
+	/* Its messages on the dead link will never complete. */
+	c->tx_unacked_valid = false;
+	if (c->end_sent == CDC_CF_ABORT)
+		c->abort_pending = true;
+	else if (c->end_sent == CDC_CF_CLOSED)
+		c->closed_pending = true;
+	if (c->tx_ring && c->lgr->ops->conn_moved)
+		c->lgr->ops->conn_moved(c);
+	if (c->state == CONN_ACTIVE || c->abort_pending || c->closed_pending)
+		work |= CONN_TX_CDC;
+	if (work)
+		link_conn_work(c, work);
+}
+
 void conn_link_down(struct conn *c)
 {
 	c->tx_work = 0;
@@ -578,9 +610,11 @@ void conn_build_msg(struct conn *c, unsigned work, uint8_t msg[LINK_MSG_LEN])
 		if (c->abort_pending) {
 			m.conn_flags |= CDC_CF_ABORT;
 			c->abort_pending = false;
+			c->end_sent = CDC_CF_ABORT;
 		} else if (c->closed_pending) {
 			m.conn_flags |= CDC_CF_CLOSED;
 			c->closed_pending = false;
+			c->end_sent = CDC_CF_CLOSED;
 		} else if (c->app_eof) {
 			m.conn_flags |= CDC_CF_DONE_WRITING;
 			c->fin_sent = true;

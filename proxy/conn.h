@@ -35,6 +35,8 @@ int conn_accept(struct conn *c, struct link *lnk, const struct llc_flow_open *m,
 void conn_abort(struct conn *c);
 /* The link group failed: RST to the socket; ends with CONN_END_LINK_DOWN. */
 void conn_link_down(struct conn *c);
+/* c's link failed: carry on over to, from the last confirmed cursor. */
+void conn_move_link(struct conn *c, struct link *to);
 /* Closes nothing and hands back the socket of a declined OPENING conn. */
 int conn_take_fd(struct conn *c);
 

@@ -426,6 +426,53 @@ void lgr_fail(struct lgr *lgr, int err)
 	proxy__defer(p, &lgr->defer, lgr_reap);
 }
 
+void lgr_link_down(struct link *lnk, int err)
+{
+	struct lgr *lgr = lnk->lgr;
+	struct proxy *p = lgr->proxy;
+	struct list_head *pos, *tmp;
+	struct link *to = NULL;
+	unsigned i, n_decl;
+
+	if (lnk->state == LINK_DOWN || lgr->state == LGR_DOWN || lgr->state == LGR_NEGATIVE)
+		return;
+	lnk->state = LINK_DOWN;
+	list_del(&lnk->kick_node);
+	lnk->kick = false;
+	if (lgr->state != LGR_ACTIVE) {
+		lgr_fail(lgr, err);
+		return;
+	}
+	for (i = 0; i < lgr->n_links; i++) {
+		struct link *l = &lgr->links[i];
+
+		if (l->state == LINK_ACTIVE && (!to || l->n_conns < to->n_conns))
+			to = l;
+	}
+	if (!to) {
+		lgr_fail(lgr, err);	/* its flows are reset at once */
+		return;
+	}
+	p->stats.link_failovers++;
+	lgr_report(lgr, PROXY_LINK_FAILOVER, err);
+	/* Declines the dead link still owed go on the survivor. */
+	n_decl = lnk->n_decline_q;
+	lnk->n_decline_q = 0;
+	for (i = 0; i < n_decl; i++)
+		link_post_decline(to, lnk->decline_q[i].token, lnk->decline_q[i].reason);
+	/* Limits per link do not hold up a move: flows are not refused. */
+	list_for_each_safe(pos, tmp, &lgr->conn_list) {
+		struct conn *c = list_entry(pos, struct conn, lgr_node);
+
+		if (c->link != lnk)
+			continue;
+		p->stats.flows_moved++;
+		conn_move_link(c, to);
+		if (lgr->state != LGR_ACTIVE)
+			return;	/* the survivor failed meanwhile */
+	}
+}
+
 void lgr_sweep(struct proxy *p, uint64_t now)
 {
 	struct list_head *pos, *tmp;

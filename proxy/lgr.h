@@ -44,6 +44,12 @@ void lgr_on_flow_open(struct link *lnk, const struct llc_flow_open *m);
  * only if it never came up; after a failure the next flow proposes again.
  */
 void lgr_fail(struct lgr *lgr, int err);
+/*
+ * One link is lost (its transport says so): its flows move to the least
+ * loaded surviving link and resume from the last cursor the peer
+ * confirmed; with no link left the group fails.
+ */
+void lgr_link_down(struct link *lnk, int err);
 
 /* Deadlines (handshakes, opening and connecting flows, expired negative
  * entries); called from the proxy's housekeeping timer. */

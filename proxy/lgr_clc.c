@@ -24,6 +24,7 @@
 #include "epset.h"
 #include "lgr.h"
 #include "proxy.h"
+#include "rdma.h"
 #include "shm.h"
 
 #define HS_EVENTS	(EPOLLIN | EPOLLOUT | EPOLLRDHUP)
@@ -125,6 +126,13 @@ static void hs_client_propose(struct lgr *lgr)
 	pr->ring_size = (uint32_t)p->cfg->buffers.ring;
 	pr->links = (uint16_t)p->cfg->links.per_peer;
 	pr->max_flows_per_link = (uint16_t)p->cfg->links.max_flows_per_link;
+	if (p->lgr_transports & CLC_TR_RDMA) {
+		struct rdma_tlv ra;
+
+		rdma_local_addr(p, &ra);
+		rdma_tlv_encode(&ra, pr->rdma_addr);
+		pr->rdma_addr_len = RDMA_TLV_LEN;
+	}
 	lgr->hs.prop = *pr;
 	if (hs_send(lgr, &m)) {
 		hs_fail(lgr, FB_PEER_UNREACHABLE);
@@ -139,12 +147,15 @@ static void hs_client_on_accept(struct lgr *lgr, const struct clc_accept *a)
 	const struct clc_proposal *pr = &lgr->hs.prop;
 	struct clc_msg m = { .hdr.type = CLC_CONFIRM };
 	uint8_t mac[CLC_MAC_LEN];
+	struct rdma_tlv ra;
 
 	/* An answer outside what we offered is the peer's bug: decline it
 	 * as internal rather than guess. */
 	if (!(a->transport & pr->transports) || a->links > pr->links || !a->links ||
 	    a->max_flows_per_link > pr->max_flows_per_link ||
-	    (a->transport == CLC_TR_SHM && !a->shm_name_len)) {
+	    (a->transport == CLC_TR_SHM && !a->shm_name_len) ||
+	    (a->transport == CLC_TR_RDMA &&
+	     rdma_tlv_decode(a->rdma_addr, a->rdma_addr_len, &ra))) {
 		p->stats.bad_messages++;
 		hs_decline(lgr, CLC_DECL_INTERNAL);
 		return;
@@ -184,16 +195,21 @@ static void hs_client_on_accept(struct lgr *lgr, const struct clc_accept *a)
 /* The peer is ready: connect the transport. */
 static void hs_client_on_ready(struct lgr *lgr)
 {
+	struct rdma_tlv ra;
 	int err;
 
 	lgr__hs_close(lgr);
 	lgr->state = LGR_RENDEZVOUS;
 	if (lgr->hs.acc.transport == CLC_TR_SHM)
 		err = shm_lgr_connect(lgr, lgr->hs.acc.shm_name);
+	else if (lgr->hs.acc.transport == CLC_TR_RDMA &&
+		 !rdma_tlv_decode(lgr->hs.acc.rdma_addr, lgr->hs.acc.rdma_addr_len, &ra))
+		err = rdma_lgr_connect(lgr, &ra);
 	else
 		err = -EPROTONOSUPPORT;
-	if (err)
-		lgr__handshake_failed(lgr, err == -ENOMEM ? FB_DECL_NO_MEMORY : FB_DECL_INTERNAL);
+	if (err && lgr->state == LGR_RENDEZVOUS)
+		lgr__handshake_failed(lgr, err == -ENOMEM || err == -ENOSPC ? FB_DECL_NO_MEMORY :
+					   FB_DECL_INTERNAL);
 }
 
 /* Server: which transport to accept, or why none. */
@@ -202,9 +218,16 @@ static unsigned hs_server_pick(struct lgr *lgr, const struct clc_proposal *pr,
 {
 	struct proxy *p = lgr->proxy;
 
+	struct rdma_tlv ra;
+
 	if ((pr->transports & CLC_TR_SHM) && (p->lgr_transports & CLC_TR_SHM) &&
 	    memcmp(pr->host_id, p->host_id, CLC_HOST_ID_LEN) == 0) {
 		*transport = CLC_TR_SHM;
+		return CLC_DECL_NONE;
+	}
+	if ((pr->transports & CLC_TR_RDMA) && (p->lgr_transports & CLC_TR_RDMA) &&
+	    !rdma_tlv_decode(pr->rdma_addr, pr->rdma_addr_len, &ra)) {
+		*transport = CLC_TR_RDMA;
 		return CLC_DECL_NONE;
 	}
 	return CLC_DECL_NO_DEVICE;
@@ -238,7 +261,7 @@ static void hs_server_on_proposal(struct lgr *lgr, const struct clc_proposal *pr
 		hs_decline(lgr, CLC_DECL_NO_MEMORY);
 		return;
 	}
-	err = shm_lgr_prepare(lgr);
+	err = a->transport == CLC_TR_SHM ? shm_lgr_prepare(lgr) : rdma_lgr_prepare(lgr);
 	if (err) {
 		hs_decline(lgr, err == -ENOMEM || err == -ENOSPC ? CLC_DECL_NO_MEMORY :
 			   CLC_DECL_INTERNAL);
@@ -254,8 +277,16 @@ static void hs_server_on_proposal(struct lgr *lgr, const struct clc_proposal *pr
 	a->links = (uint16_t)links;
 	a->max_flows_per_link = (uint16_t)flows;
 	memcpy(a->lgr_id, lgr->id, CLC_LGR_ID_LEN);
-	a->shm_name_len = (uint8_t)strlen(p->shm_name);
-	memcpy(a->shm_name, p->shm_name, a->shm_name_len + 1);
+	if (a->transport == CLC_TR_SHM) {
+		a->shm_name_len = (uint8_t)strlen(p->shm_name);
+		memcpy(a->shm_name, p->shm_name, a->shm_name_len + 1);
+	} else {
+		struct rdma_tlv ra;
+
+		rdma_local_addr(p, &ra);
+		rdma_tlv_encode(&ra, a->rdma_addr);
+		a->rdma_addr_len = RDMA_TLV_LEN;
+	}
 	if (p->psk_len && clc_mac_accept(p->psk, p->psk_len, pr, a, a->mac)) {
 		hs_decline(lgr, CLC_DECL_INTERNAL);
 		return;

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <uv.h>
 
+struct rdma_dev;
+
 #include "cfg-t.h"
 #include "clc-t.h"
 #include "cork.h"
@@ -48,6 +50,7 @@ enum proxy_lgr_event {
 	PROXY_LGR_UP,		/* the group is active */
 	PROXY_LGR_NO_GROUP,	/* client: the handshake failed; reason in lgr->neg_reason */
 	PROXY_LGR_FAILED,	/* an active group failed; err: why */
+	PROXY_LINK_FAILOVER,	/* a link failed, its flows moved to another */
 };
 
 struct lgr;
@@ -114,6 +117,8 @@ struct proxy {
 	char shm_name[64];
 	struct list_head shm_rvs;
 	unsigned n_shm_rvs;
+	struct rdma_dev *rdma;		/* NULL: no device, or rdma not wanted */
+	char rdma_status[128];		/* why rdma is off, for the log */
 	struct list_head kick_links;	/* links with posts to flush */
 	struct list_head grave;		/* struct proxy_defer */
 	uv_prepare_t tick;		/* flushes links, frees the grave */

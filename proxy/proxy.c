@@ -25,6 +25,7 @@
 #include "flow.h"
 #include "lgr.h"
 #include "link.h"
+#include "rdma.h"
 #include "shm.h"
 #include "pipe_pool.h"
 #include "proxy.h"
@@ -60,6 +61,7 @@ static void proxy_maybe_closed(struct proxy *p)
 		uv_close((uv_handle_t *)&p->tick, proxy_on_handle_closed);
 	}
 	if (p->epset.fd >= 0 && !p->epset_closing) {
+		rdma_close(p);	/* its fds are in the set */
 		/* Last: the flows that just closed were in it. */
 		p->epset_closing = true;
 		p->open_handles++;
@@ -159,6 +161,8 @@ static void proxy_before_block(struct proxy *p)
 			    lgr->ops->idle(lgr, round < PROXY_IDLE_ROUNDS))
 				more = true;
 		}
+		if (rdma_proxy_idle(p, round < PROXY_IDLE_ROUNDS))
+			more = true;
 	}
 }
 
@@ -222,6 +226,7 @@ static void proxy_on_lgr_timer(uv_timer_t *t)
 {
 	struct proxy *p = t->data;
 
+	rdma_sweep(p);
 	lgr_sweep(p, uv_now(p->loop));
 	if (!p->n_lgrs)
 		uv_timer_stop(&p->lgr_timer);
@@ -300,6 +305,13 @@ static int proxy_init_lgr(struct proxy *p, const struct cfg *cfg, char *errbuf, 
 	p->rmb_budget.limit = cfg->buffers.pool;
 	if (cfg->transport == CFG_TRANSPORT_AUTO || cfg->transport == CFG_TRANSPORT_SHM)
 		p->lgr_transports |= CLC_TR_SHM;
+	/* rdma only where a peer could use it: with a control port. */
+	if ((cfg->transport == CFG_TRANSPORT_AUTO || cfg->transport == CFG_TRANSPORT_RDMA) &&
+	    cfg->has_control && cfg->n_peers) {
+		err = rdma_init(p, p->rdma_status, sizeof(p->rdma_status));
+		if (!err)
+			p->lgr_transports |= CLC_TR_RDMA;
+	}
 	err = proxy_read_host_id(p->host_id);
 	if (err) {
 		/* No identity, no same-host detection: shm is off. */
@@ -317,12 +329,15 @@ static int proxy_init_lgr(struct proxy *p, const struct cfg *cfg, char *errbuf, 
 	if (!cfg->has_control || !cfg->n_peers)
 		return 0;
 	err = lgr_listen(p, errbuf, errlen);
-	if (err)
+	if (err) {
+		rdma_close(p);
 		return err;
+	}
 	if (p->lgr_transports & CLC_TR_SHM) {
 		err = shm_listen(p, errbuf, errlen);
 		if (err) {
 			lgr_unlisten(p);
+			rdma_close(p);
 			return err;
 		}
 	}

@@ -75,6 +75,11 @@ struct proxy_stats {
 	uint64_t ring_full_remote;	/* the peer's ring filled: we stopped reading */
 	uint64_t flows_reset_link;	/* flows reset because their link group failed */
 	uint64_t doorbells_saved;	/* shm: the peer was running, no doorbell needed */
+	/* rdma */
+	uint64_t link_failovers;	/* links lost with a survivor to move flows to */
+	uint64_t flows_moved;		/* flows moved to a surviving link */
+	uint64_t rdma_link_failures;	/* rdma links failed (any cause) */
+	uint64_t rdma_async_events;	/* device async events read (worker 0) */
 };
 
 #endif

@@ -59,6 +59,12 @@ struct smc_transport_ops {
 	int (*conn_attach)(struct conn *c, const struct llc_rmb *rmb);
 	void (*conn_detach)(struct conn *c);
 	/*
+	 * c was moved to c->link from a failed link (may be NULL for a
+	 * transport whose links cannot fail alone): carry again whatever
+	 * the peer has not confirmed consuming, [tx_cons, tx_prod).
+	 */
+	void (*conn_moved)(struct conn *c);
+	/*
 	 * Bytes [off, off + len) of c->tx_ring are final: carry them into
 	 * the peer's ring (rdma: an RDMA WRITE; shm: nothing to do). Wrapped
 	 * ranges come as two calls.

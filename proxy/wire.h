@@ -21,6 +21,12 @@ static inline void wire_put32(uint8_t *p, uint32_t v)
 	p[3] = v;
 }
 
+static inline void wire_put64(uint8_t *p, uint64_t v)
+{
+	wire_put32(p, (uint32_t)(v >> 32));
+	wire_put32(p + 4, (uint32_t)v);
+}
+
 static inline uint16_t wire_get16(const uint8_t *p)
 {
 	return (uint16_t)(p[0] << 8 | p[1]);
@@ -32,6 +38,11 @@ static inline uint32_t wire_get32(const uint8_t *p)
 }
 
 /* Reserved bytes must be zero. */
+static inline uint64_t wire_get64(const uint8_t *p)
+{
+	return (uint64_t)wire_get32(p) << 32 | wire_get32(p + 4);
+}
+
 static inline bool wire_all_zero(const uint8_t *p, size_t n)
 {
 	while (n--)

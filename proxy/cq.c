@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The completion-queue pool. A completion names its work request's
+ * struct cq_entry by wr_id, so polling is one indirect call per
+ * completion whatever link or flow it belongs to.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/epoll.h>
+#include <string.h>
+
+#include "cq.h"
+#include "epset.h"
+#include "verbs.h"
+
+#define CQ_POLL_BATCH	16	/* completions per ibv_poll_cq call */
+
+static void cq_on_event(struct epset_entry *e, uint32_t events)
+{
+	struct cq *cq = (struct cq *)((char *)e - offsetof(struct cq, ev));
+	struct ibv_cq *ev_cq;
+	void *ctx;
+	unsigned n = 0;
+
+	/* Edge-triggered: take every event the channel holds. */
+	while (ibv_get_cq_event(cq->channel, &ev_cq, &ctx) == 0)
+		n++;
+	if (!n)
+		return;
+	ibv_ack_cq_events(cq->cq, n);
+	cq->st.events += n;
+	cq->armed = false;
+	cq_poll(cq, false);
+}
+
+/*
+ * One round: up to poll_budget completions. A full round means more may
+ * wait: the CQ stays unarmed and busy, and the loop comes back to it after
+ * the other ready events (cq_pool_idle()), as NAPI does, so one busy CQ
+ * cannot starve sockets and other CQs. An empty poll re-arms, then polls
+ * once more for what came between the two: it raised no event. drain
+ * polls until empty whatever the budget.
+ */
+bool cq_poll(struct cq *cq, bool drain)
+{
+	struct ibv_wc wc[CQ_POLL_BATCH];
+	unsigned budget = cq->pool->budget, taken = 0;
+
+	for (;;) {
+		unsigned want = budget - taken;
+		int i, n;
+
+		if (!drain && !want) {
+			cq->busy = true;
+			return true;
+		}
+		if (drain || want > CQ_POLL_BATCH)
+			want = CQ_POLL_BATCH;
+		n = vb_poll_cq(cq->cq, (int)want, wc);
+		cq->st.polls++;
+		if (n <= 0) {
+			/* n < 0 is a provider error: nothing we can take. */
+			cq->st.empty_polls++;
+			if (cq->armed) {
+				cq->busy = false;
+				return false;
+			}
+			if (vb_req_notify_cq(cq->cq, 0) == 0) {
+				cq->st.rearms++;
+				cq->armed = true;
+			}
+			continue;
+		}
+		cq->st.completions += (unsigned)n;
+		taken += (unsigned)n;
+		for (i = 0; i < n; i++) {
+			struct cq_entry *e = (struct cq_entry *)(uintptr_t)wc[i].wr_id;
+
+			e->done(e, &wc[i]);
+		}
+	}
+}
+
+bool cq_pool_idle(struct cq_pool *pool, bool run)
+{
+	bool more = false;
+	unsigned i;
+
+	for (i = 0; i < pool->n; i++)
+		if (pool->cqs[i].busy && cq_poll(&pool->cqs[i], !run))
+			more = true;
+	return more;
+}
+
+int cq_pool_init(struct cq_pool *pool, struct epset *epset, struct ibv_context *ctx,
+		 unsigned n, unsigned cqe, unsigned budget)
+{
+	struct ibv_device_attr_ex attr = { 0 };
+	unsigned i;
+	int err;
+
+	memset(pool, 0, sizeof(*pool));
+	pool->ctx = ctx;
+	pool->epset = epset;
+	pool->budget = budget ? budget : 1;
+	if (n > CQ_POOL_MAX)
+		n = CQ_POOL_MAX;
+	if (!n)
+		n = 1;
+	if (ibv_query_device_ex(ctx, NULL, &attr) == 0 && attr.orig_attr.max_cqe > 0 &&
+	    cqe > (unsigned)attr.orig_attr.max_cqe)
+		cqe = (unsigned)attr.orig_attr.max_cqe;
+	for (i = 0; i < n; i++) {
+		struct cq *cq = &pool->cqs[i];
+		int flags;
+
+		cq->pool = pool;
+		cq->idx = i;
+		cq->ev.cb = cq_on_event;
+		cq->channel = ibv_create_comp_channel(ctx);
+		if (!cq->channel)
+			goto out_errno;
+		flags = fcntl(cq->channel->fd, F_GETFL);
+		if (flags < 0 || fcntl(cq->channel->fd, F_SETFL, flags | O_NONBLOCK) < 0)
+			goto out_errno;
+		cq->cq = ibv_create_cq(ctx, (int)cqe, cq, cq->channel, (int)i);
+		if (!cq->cq)
+			goto out_errno;
+		cq->cqe = (unsigned)cq->cq->cqe;
+		/*
+		 * Moderation: an event per 16 completions or 16 us, whichever
+		 * first. Where the device cannot (rxe), every completion may
+		 * raise an event; the budgeted polling still batches them.
+		 */
+		if (attr.cq_mod_caps.max_cq_count) {
+			struct ibv_modify_cq_attr mod = {
+				.attr_mask = IBV_CQ_ATTR_MODERATE,
+				.moderate = { .cq_count = 16, .cq_period = 16 },
+			};
+
+			cq->moderated = ibv_modify_cq(cq->cq, &mod) == 0;
+		}
+		errno = vb_req_notify_cq(cq->cq, 0);
+		if (errno)
+			goto out_errno;
+		cq->armed = true;
+		cq->st.rearms++;
+		if (epset_add(epset, cq->channel->fd, EPOLLIN, &cq->ev) < 0)
+			goto out_errno;
+		pool->n = i + 1;
+	}
+	return 0;
+
+out_errno:
+	err = errno ? -errno : -ENOMEM;
+	/* The half-made CQ i is not counted in pool->n yet. */
+	if (pool->cqs[i].cq)
+		ibv_destroy_cq(pool->cqs[i].cq);
+	if (pool->cqs[i].channel)
+		ibv_destroy_comp_channel(pool->cqs[i].channel);
+	pool->cqs[i].cq = NULL;
+	pool->cqs[i].channel = NULL;
+	cq_pool_close(pool);
+	return err;
+}
+
+void cq_pool_close(struct cq_pool *pool)
+{
+	unsigned i;
+
+	for (i = 0; i < pool->n; i++) {
+		struct cq *cq = &pool->cqs[i];
+
+		epset_del(pool->epset, cq->channel->fd);
+		ibv_destroy_cq(cq->cq);
+		ibv_destroy_comp_channel(cq->channel);
+		cq->cq = NULL;
+		cq->channel = NULL;
+	}
+	pool->n = 0;
+}
+
+struct cq *cq_get(struct cq_pool *pool, unsigned need)
+{
+	struct cq *best = NULL;
+	unsigned i;
+
+	for (i = 0; i < pool->n; i++) {
+		struct cq *cq = &pool->cqs[i];
+
+		if (cq->used + need > cq->cqe)
+			continue;
+		if (!best || cq->n_links < best->n_links)
+			best = cq;
+	}
+	if (best) {
+		best->n_links++;
+		best->used += need;
+	}
+	return best;
+}
+
+void cq_put(struct cq *cq, unsigned need)
+{
+	if (!cq || !cq->n_links)
+		return;
+	cq->n_links--;
+	cq->used -= need < cq->used ? need : cq->used;
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The completion-queue pool. Each CQ has its own completion channel in the
+ * worker's epoll set; a wake-up polls up to cq.poll_budget completions at a
+ * time, re-arms, and polls once more so a completion that raced the re-arm
+ * is not left waiting for an event that will never come.
+ */
+#ifndef SMCPROXY_CQ_H
+#define SMCPROXY_CQ_H
+
+#include <stdbool.h>
+
+#include "cq-t.h"
+
+/* n CQs of cqe entries each on ctx; 0 or -errno. */
+int cq_pool_init(struct cq_pool *pool, struct epset *epset, struct ibv_context *ctx,
+		 unsigned n, unsigned cqe, unsigned budget);
+/* Destroys the CQs: every QP using them must be destroyed first. */
+void cq_pool_close(struct cq_pool *pool);
+/*
+ * The least used CQ with room for need more entries (a link's send and
+ * receive depths: what it can have outstanding), so that a CQ shared by
+ * many links cannot overrun. NULL when none has room.
+ */
+struct cq *cq_get(struct cq_pool *pool, unsigned need);
+void cq_put(struct cq *cq, unsigned need);
+/* Polls one round of cq (see cq.c); true when more may wait. */
+bool cq_poll(struct cq *cq, bool drain);
+/* Before the loop blocks: another round for the busy CQs; true when some
+ * still are. run false: drain them instead (the loop is about to sleep). */
+bool cq_pool_idle(struct cq_pool *pool, bool run);
+
+#endif
