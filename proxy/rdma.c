@@ -674,6 +674,7 @@ static void rl_reap(struct proxy_defer *d)
 
 	list_del(&rl->zombie_node);
 	rl->dev->n_zombies--;
+	rl->dev->proxy->stats.rdma_links_draining = rl->dev->n_zombies;
 	rl_free_now(rl);
 }
 
@@ -851,6 +852,7 @@ static void rdma_link_down(struct rdma_link *rl, int err)
 	rl->lnk = NULL;
 	list_add_tail(&rl->zombie_node, &dev->zombies);
 	dev->n_zombies++;
+	dev->proxy->stats.rdma_links_draining = dev->n_zombies;
 	if (rl->qp) {
 		struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
 		struct ibv_send_wr swr = {
