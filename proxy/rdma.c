@@ -44,26 +44,13 @@
 #include "link.h"
 #include "proxy.h"
 #include "rdma.h"
+#include "rdma_pd.h"
 #include "rmb.h"
 #include "verbs.h"
-#include "wire.h"
 
 #define RDMA_REGION_MAX		(1u << 30)
-#define RDMA_PD_MAGIC		"SR"
-#define RDMA_PD_VERSION		1
-#define RDMA_PD_LEN		36	/* fits the 56 bytes a RoCE REQ carries */
 #define RDMA_RESOLVE_MS		2000
 #define RDMA_CQ_SIZE		16384	/* entries per CQ; links take theirs */
-
-/* What rdma_cm private data carries, both ways: who we are and where the
- * sender's receive rings are. */
-struct rdma_pd {
-	uint8_t link;
-	uint8_t lgr_id[CLC_LGR_ID_LEN];
-	uint64_t addr;
-	uint32_t rkey;
-	uint32_t size;
-};
 
 enum rdma_link_state {
 	RL_CONNECTING,
@@ -188,53 +175,6 @@ static atomic_uint rdma_port_gen;
 static void rdma_link_down(struct rdma_link *rl, int err);
 static void rdma_link_free(struct rdma_link *rl);
 static void rdma_flush(struct link *lnk);
-
-/* ------------------------------------------------------------------ */
-/* Private data. */
-
-static void rdma_pd_encode(const struct rdma_pd *pd, uint8_t out[RDMA_PD_LEN])
-{
-	memcpy(out, RDMA_PD_MAGIC, 2);
-	out[2] = RDMA_PD_VERSION;
-	out[3] = pd->link;
-	memcpy(out + 4, pd->lgr_id, CLC_LGR_ID_LEN);
-	wire_put64(out + 20, pd->addr);
-	wire_put32(out + 28, pd->rkey);
-	wire_put32(out + 32, pd->size);
-}
-
-static int rdma_pd_decode(const void *data, size_t len, struct rdma_pd *pd)
-{
-	const uint8_t *in = data;
-
-	if (!in || len < RDMA_PD_LEN || memcmp(in, RDMA_PD_MAGIC, 2) || in[2] != RDMA_PD_VERSION)
-		return -EPROTO;
-	pd->link = in[3];
-	memcpy(pd->lgr_id, in + 4, CLC_LGR_ID_LEN);
-	pd->addr = wire_get64(in + 20);
-	pd->rkey = wire_get32(in + 28);
-	pd->size = wire_get32(in + 32);
-	return 0;
-}
-
-void rdma_tlv_encode(const struct rdma_tlv *a, uint8_t out[RDMA_TLV_LEN])
-{
-	out[0] = a->version;
-	out[1] = a->flags;
-	wire_put16(out + 2, a->cm_port);
-	memcpy(out + 4, a->gid, 16);
-}
-
-int rdma_tlv_decode(const uint8_t *in, size_t len, struct rdma_tlv *a)
-{
-	if (len < RDMA_TLV_LEN || in[0] != 1)
-		return -EPROTO;
-	a->version = in[0];
-	a->flags = in[1];
-	a->cm_port = wire_get16(in + 2);
-	memcpy(a->gid, in + 4, 16);
-	return a->cm_port ? 0 : -EPROTO;
-}
 
 /* ------------------------------------------------------------------ */
 /* The send queue. */

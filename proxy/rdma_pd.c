@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The rdma transport's wire codecs (rdma_pd.h): the rdma_cm private data
+ * and the RDMA_ADDR TLV. Both come from the peer daemon, so the decoders
+ * check length, magic and version before reading a field; what the fields
+ * mean (the link index, the region) is checked by rdma.c, which knows the
+ * link group.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "rdma.h"
+#include "rdma_pd.h"
+#include "wire.h"
+
+void rdma_pd_encode(const struct rdma_pd *pd, uint8_t out[RDMA_PD_LEN])
+{
+	memcpy(out, RDMA_PD_MAGIC, 2);
+	out[2] = RDMA_PD_VERSION;
+	out[3] = pd->link;
+	memcpy(out + 4, pd->lgr_id, CLC_LGR_ID_LEN);
+	wire_put64(out + 20, pd->addr);
+	wire_put32(out + 28, pd->rkey);
+	wire_put32(out + 32, pd->size);
+}
+
+int rdma_pd_decode(const void *data, size_t len, struct rdma_pd *pd)
+{
+	const uint8_t *in = data;
+
+	if (!in || len < RDMA_PD_LEN || memcmp(in, RDMA_PD_MAGIC, 2) || in[2] != RDMA_PD_VERSION)
+		return -EPROTO;
+	pd->link = in[3];
+	memcpy(pd->lgr_id, in + 4, CLC_LGR_ID_LEN);
+	pd->addr = wire_get64(in + 20);
+	pd->rkey = wire_get32(in + 28);
+	pd->size = wire_get32(in + 32);
+	return 0;
+}
+
+void rdma_tlv_encode(const struct rdma_tlv *a, uint8_t out[RDMA_TLV_LEN])
+{
+	out[0] = a->version;
+	out[1] = a->flags;
+	wire_put16(out + 2, a->cm_port);
+	memcpy(out + 4, a->gid, 16);
+}
+
+int rdma_tlv_decode(const uint8_t *in, size_t len, struct rdma_tlv *a)
+{
+	if (len < RDMA_TLV_LEN || in[0] != 1)
+		return -EPROTO;
+	a->version = in[0];
+	a->flags = in[1];
+	a->cm_port = wire_get16(in + 2);
+	memcpy(a->gid, in + 4, 16);
+	return a->cm_port ? 0 : -EPROTO;
+}
