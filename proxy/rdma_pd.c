@@ -48,7 +48,7 @@ void rdma_tlv_encode(const struct rdma_tlv *a, uint8_t out[RDMA_TLV_LEN])
 
 int rdma_tlv_decode(const uint8_t *in, size_t len, struct rdma_tlv *a)
 {
-	if (len < RDMA_TLV_LEN || in[0] != 1)
+	if (!in || len < RDMA_TLV_LEN || in[0] != 1)
 		return -EPROTO;
 	a->version = in[0];
 	a->flags = in[1];
