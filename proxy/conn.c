@@ -580,6 +580,7 @@ void conn_build_msg(struct conn *c, unsigned work, uint8_t msg[LINK_MSG_LEN])
 		m.open.token = c->token;
 		m.open.rmb.offset = c->rmb->offset;
 		m.open.rmb.size = c->rmb->size;
+		m.open.rmb.key = c->rmb->key;
 		m.open.port = addr_port(sa);
 		if (sa->sa_family == AF_INET) {
 			m.open.family = 4;
@@ -596,6 +597,7 @@ void conn_build_msg(struct conn *c, unsigned work, uint8_t msg[LINK_MSG_LEN])
 		m.accept.peer_token = c->token;
 		m.accept.rmb.offset = c->rmb->offset;
 		m.accept.rmb.size = c->rmb->size;
+		m.accept.rmb.key = c->rmb->key;
 		llc_encode(&m, msg);
 	} else {
 		struct cdc_msg m = {

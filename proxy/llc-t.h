@@ -24,6 +24,7 @@ enum llc_type {
 struct llc_rmb {
 	uint32_t offset;		/* from the start of the owner's region */
 	uint32_t size;
+	uint32_t key;			/* rdma: the ring's rkey; shm: 0 */
 };
 
 struct llc_flow_open {

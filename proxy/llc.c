@@ -17,8 +17,8 @@
 #include "wire.h"
 
 /* Where each message's fields end: the rest of the slot is reserved. */
-#define LLC_OPEN_END	36
-#define LLC_ACCEPT_END	20
+#define LLC_OPEN_END	40
+#define LLC_ACCEPT_END	24
 #define LLC_DECLINE_END	9
 #define LLC_TEST_END	8
 
@@ -46,12 +46,14 @@ void llc_encode(const struct llc_msg *m, uint8_t buf[LINK_MSG_LEN])
 		buf[16] = m->open.family;
 		wire_put16(buf + 18, m->open.port);
 		memcpy(buf + 20, m->open.addr, m->open.family == 4 ? 4 : 16);
+		wire_put32(buf + 36, m->open.rmb.key);
 		break;
 	case LLC_FLOW_ACCEPT:
 		wire_put32(buf + 4, m->accept.token);
 		wire_put32(buf + 8, m->accept.peer_token);
 		wire_put32(buf + 12, m->accept.rmb.offset);
 		wire_put32(buf + 16, m->accept.rmb.size);
+		wire_put32(buf + 20, m->accept.rmb.key);
 		break;
 	case LLC_FLOW_DECLINE:
 		wire_put32(buf + 4, m->decline.token);
@@ -74,6 +76,7 @@ static int decode_open(const uint8_t *buf, struct llc_flow_open *o)
 	o->family = buf[16];
 	o->port = wire_get16(buf + 18);
 	memcpy(o->addr, buf + 20, sizeof(o->addr));
+	o->rmb.key = wire_get32(buf + 36);
 	if (!rmb_ok(&o->rmb) || o->port == 0)
 		return -EBADMSG;
 	/* One encoding per address: a family-4 address is not also 12 bytes
@@ -100,6 +103,7 @@ int llc_decode(const uint8_t *buf, size_t len, struct llc_msg *m)
 		m->accept.peer_token = wire_get32(buf + 8);
 		m->accept.rmb.offset = wire_get32(buf + 12);
 		m->accept.rmb.size = wire_get32(buf + 16);
+		m->accept.rmb.key = wire_get32(buf + 20);
 		if (!rmb_ok(&m->accept.rmb))
 			return -EBADMSG;
 		end = LLC_ACCEPT_END;

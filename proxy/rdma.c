@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The rdma transport (SMC-R): each link is an RC queue pair connected by
- * rdma_cm. Per link group, each side registers two regions once: the
- * receive rings the peer writes into (REMOTE_WRITE), and the mirrors of
- * the peer's rings its own flows write into before an RDMA WRITE carries
- * the bytes across (the socket read is the one copy; a mirror has the
- * peer ring's size and offsets, so a write lands at the same offset).
+ * rdma_cm. Per link group, each side has two regions: the receive rings
+ * the peer writes into (REMOTE_WRITE), and the mirrors of the peer's rings
+ * its own flows write into before an RDMA WRITE carries the bytes across
+ * (the socket read is the one copy; a mirror has the peer ring's size, so
+ * a write lands at the same offset). A ring is registered when it is first
+ * carved and stays registered while it is reused: no registration per
+ * flow, and only rings in use are pinned, within buffers.pool per worker
+ * for each of the two kinds.
  *
  * The send queue: SMC's CDC and our LLC messages go by SEND, always
  * signalled (a message's completion is what autocork waits for); RDMA
@@ -93,6 +96,7 @@ struct rdma_dev {
 	struct epset_entry async_ev;
 	unsigned port_gen;	/* the async generation last acted on */
 	struct cq_pool cqs;
+	struct rmb_budget tx_budget;	/* mirrors: buffers.pool, like the rings */
 	struct list_head zombies;	/* links waiting for their markers */
 	unsigned n_zombies;
 };
@@ -135,15 +139,11 @@ struct rdma_lgr {
 	struct rdma_dev *dev;
 	uint8_t *rx;			/* our rings: the peer writes here */
 	uint32_t rx_size;
-	struct ibv_mr *rx_mr;
 	uint8_t *tx;			/* mirrors of the peer's rings */
 	uint32_t tx_size;
-	struct ibv_mr *tx_mr;
-	struct rmb_budget tx_budget;
 	struct rmb_pool tx_pool;
 	bool have_peer;
 	uint64_t peer_addr;
-	uint32_t peer_rkey;
 	uint32_t peer_size;
 	uint16_t peer_port;		/* client: the peer's listener */
 	unsigned n_up;
@@ -154,6 +154,7 @@ struct rdma_lgr {
 struct rdma_conn {
 	struct conn *conn;
 	struct rmb *mirror;
+	uint32_t rkey;			/* of the peer's ring */
 	uint32_t wr_pos;		/* ring offset of the first unqueued byte */
 	uint32_t pending;		/* bytes from wr_pos not yet queued */
 	struct list_head wait_node;	/* rl->write_wait */
@@ -241,17 +242,18 @@ static void rl_kick(struct rdma_link *rl)
 
 static void rl_queue_write(struct rdma_link *rl, struct conn *c, uint32_t off, uint32_t len)
 {
+	const struct rdma_conn *rc = c->tx_priv;
 	struct rdma_lgr *rg = rl->rg;
 	struct ibv_send_wr *wr = rl_queue(rl, false, false);
 	unsigned i = rl->sq_queued - 1;
 
 	wr->opcode = IBV_WR_RDMA_WRITE;
 	wr->wr.rdma.remote_addr = rg->peer_addr + c->tx_peer_off + off;
-	wr->wr.rdma.rkey = rg->peer_rkey;
+	wr->wr.rdma.rkey = rc->rkey;
 	rl->sge[i % rl->sq_depth] = (struct ibv_sge){
 		.addr = (uintptr_t)(c->tx_ring + off),
 		.length = len,
-		.lkey = rg->tx_mr->lkey,
+		.lkey = rc->mirror->key,
 	};
 	/* Inline copies at post time, which is the batch's end: the mirror
 	 * bytes stay put until the peer consumes them, so that is safe. */
@@ -459,6 +461,7 @@ static int rdma_conn_attach(struct conn *c, const struct llc_rmb *rmb)
 	}
 	list_init(&rc->wait_node);
 	rc->conn = c;
+	rc->rkey = rmb->key;
 	c->tx_priv = rc;
 	c->tx_ring = rg->tx + rc->mirror->offset;
 	return 0;
@@ -557,11 +560,11 @@ static void rdma_lgr_close(struct lgr *lgr)
 		if (i < lgr->n_links)
 			lgr->links[i].tp = NULL;
 	}
-	/* The QPs are in the error state: no more DMA to or from these. */
-	if (rg->rx_mr)
-		ibv_dereg_mr(rg->rx_mr);
-	if (rg->tx_mr)
-		ibv_dereg_mr(rg->tx_mr);
+	/* The QPs are in the error state: no more DMA to or from these. The
+	 * receive rings' registrations go with their pool, here, while rg
+	 * (the pool's context) lives. */
+	rmb_pool_close(&lgr->rmbs);
+	lgr->rmbs.ops = NULL;
 	rmb_pool_close(&rg->tx_pool);
 	if (rg->rx)
 		munmap(rg->rx, rg->rx_size);
@@ -720,7 +723,7 @@ static void rl_fill_pd(const struct rdma_link *rl, uint8_t out[RDMA_PD_LEN])
 	struct rdma_pd pd = {
 		.link = (uint8_t)rl->lnk->idx,
 		.addr = (uintptr_t)rg->rx,
-		.rkey = rg->rx_mr->rkey,
+		.rkey = 0,	/* reserved: each ring has its own key */
 		.size = rg->rx_size,
 	};
 
@@ -743,12 +746,10 @@ static int rg_set_peer(struct rdma_lgr *rg, const struct rdma_pd *pd)
 	if (memcmp(pd->lgr_id, rg->lgr->id, CLC_LGR_ID_LEN))
 		return -EPROTO;
 	if (rg->have_peer)
-		return rg->peer_addr == pd->addr && rg->peer_rkey == pd->rkey &&
-		       rg->peer_size == pd->size ? 0 : -EPROTO;
+		return rg->peer_addr == pd->addr && rg->peer_size == pd->size ? 0 : -EPROTO;
 	if (pd->size < RMB_MIN_SIZE)
 		return -EPROTO;
 	rg->peer_addr = pd->addr;
-	rg->peer_rkey = pd->rkey;
 	rg->peer_size = pd->size;
 	rg->have_peer = true;
 	return 0;
@@ -825,12 +826,65 @@ static void rdma_link_down(struct rdma_link *rl, int err)
 /* ------------------------------------------------------------------ */
 /* Link groups. */
 
+/* Address space only: pages are pinned ring by ring as they are carved. */
 static void *rdma_region(size_t size)
 {
-	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 	return m == MAP_FAILED ? NULL : m;
 }
+
+/*
+ * A receive ring: local write, remote write, and relaxed ordering, which
+ * lets the device reorder the PCIe writes of one RDMA WRITE (the CDC that
+ * announces them still comes after); devices that refuse it get it
+ * without, from then on.
+ */
+static int rdma_rx_carve(void *ctx, struct rmb *r)
+{
+	struct rdma_lgr *rg = ctx;
+	struct rdma_dev *dev = rg->dev;
+	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	struct ibv_mr *mr = NULL;
+
+	if (dev->relaxed_ok)
+		mr = ibv_reg_mr(dev->pd, rg->rx + r->offset, r->size,
+				access | IBV_ACCESS_RELAXED_ORDERING);
+	if (!mr) {
+		dev->relaxed_ok = false;
+		mr = ibv_reg_mr(dev->pd, rg->rx + r->offset, r->size, access);
+	}
+	if (!mr)
+		return errno ? -errno : -ENOMEM;
+	r->mr = mr;
+	r->key = mr->rkey;
+	return 0;
+}
+
+/* A mirror: only the device reads it, for our RDMA WRITEs. */
+static int rdma_tx_carve(void *ctx, struct rmb *r)
+{
+	struct rdma_lgr *rg = ctx;
+	struct ibv_mr *mr = ibv_reg_mr(rg->dev->pd, rg->tx + r->offset, r->size,
+				       IBV_ACCESS_LOCAL_WRITE);
+
+	if (!mr)
+		return errno ? -errno : -ENOMEM;
+	r->mr = mr;
+	r->key = mr->lkey;
+	return 0;
+}
+
+static void rdma_rmb_release(void *ctx, struct rmb *r)
+{
+	if (r->mr)
+		ibv_dereg_mr(r->mr);
+	r->mr = NULL;
+}
+
+static const struct rmb_ops rdma_rx_rmb_ops = { rdma_rx_carve, rdma_rmb_release };
+static const struct rmb_ops rdma_tx_rmb_ops = { rdma_tx_carve, rdma_rmb_release };
 
 int rdma_lgr_prepare(struct lgr *lgr)
 {
@@ -838,7 +892,6 @@ int rdma_lgr_prepare(struct lgr *lgr)
 	struct rdma_dev *dev = p->rdma;
 	struct rdma_lgr *rg;
 	uint64_t size = p->rmb_budget.limit;
-	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
 	int err;
 
 	if (!dev)
@@ -860,28 +913,14 @@ int rdma_lgr_prepare(struct lgr *lgr)
 	rg->tx = rdma_region(size);
 	if (!rg->rx || !rg->tx)
 		goto out_errno;
-	/*
-	 * Registered once for the whole group: a flow's ring is carved from
-	 * it and costs no registration. Relaxed ordering lets the device
-	 * reorder the PCIe writes of one RDMA WRITE (the CDC that announces
-	 * them still comes after); devices that refuse it get it without.
-	 */
-	rg->rx_mr = dev->relaxed_ok ?
-		ibv_reg_mr(dev->pd, rg->rx, size, access | IBV_ACCESS_RELAXED_ORDERING) : NULL;
-	if (!rg->rx_mr) {
-		dev->relaxed_ok = false;
-		rg->rx_mr = ibv_reg_mr(dev->pd, rg->rx, size, access);
-	}
-	if (!rg->rx_mr)
-		goto out_errno;
-	rg->tx_mr = ibv_reg_mr(dev->pd, rg->tx, size, IBV_ACCESS_LOCAL_WRITE);
-	if (!rg->tx_mr)
-		goto out_errno;
-	rg->tx_budget.limit = size;
-	rmb_pool_init(&rg->tx_pool, 0, (uint32_t)size, &rg->tx_budget);
+	rmb_pool_init(&rg->tx_pool, 0, (uint32_t)size, &dev->tx_budget);
+	rg->tx_pool.ops = &rdma_tx_rmb_ops;
+	rg->tx_pool.ops_ctx = rg;
 	lgr->region = rg->rx;
 	lgr->region_size = (uint32_t)size;
 	rmb_pool_init(&lgr->rmbs, 0, (uint32_t)size, &p->rmb_budget);
+	lgr->rmbs.ops = &rdma_rx_rmb_ops;
+	lgr->rmbs.ops_ctx = rg;
 	return 0;
 
 out_errno:
@@ -1198,6 +1237,7 @@ int rdma_init(struct proxy *p, char *errbuf, size_t errlen)
 		return -ENOMEM;
 	dev->proxy = p;
 	dev->relaxed_ok = true;
+	dev->tx_budget.limit = cfg->buffers.pool;
 	list_init(&dev->zombies);
 	dev->ctx = rdma_pick_device(&dev->port);
 	if (!dev->ctx) {

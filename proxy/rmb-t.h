@@ -16,6 +16,19 @@ struct rmb {
 	uint32_t offset;		/* in the region */
 	uint32_t size;			/* a size class */
 	struct rmb *next;		/* free list */
+	void *mr;			/* the transport's registration of it */
+	uint32_t key;			/* what the peer names it by (rdma: rkey) */
+};
+
+/*
+ * A transport that registers memory does it per ring, when the ring is
+ * first carved (rdma: ibv_reg_mr), and undoes it when the pool closes: a
+ * ring is registered once however many flows use it, and only the rings
+ * in use are pinned, not the whole region.
+ */
+struct rmb_ops {
+	int (*carve)(void *ctx, struct rmb *r);		/* 0 or -errno */
+	void (*release)(void *ctx, struct rmb *r);
 };
 
 /* The rings all link groups of one worker may hold: buffers.pool. */
@@ -37,6 +50,8 @@ struct rmb_pool {
 	struct rmb *free[RMB_CLASSES];
 	struct rmb_budget *budget;
 	uint32_t n_used, n_free;
+	const struct rmb_ops *ops;	/* may be NULL */
+	void *ops_ctx;
 };
 
 #endif

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "rmb.h"
@@ -28,12 +29,15 @@ static struct rmb *rmb_carve(struct rmb_pool *p, uint32_t size)
 	 * every ring starts on a page. */
 	if (p->size - p->carved < size || p->budget->limit - p->budget->used < size)
 		return NULL;
-	r = malloc(sizeof(*r));
+	r = calloc(1, sizeof(*r));
 	if (!r)
 		return NULL;
 	r->offset = p->carved;
 	r->size = size;
-	r->next = NULL;
+	if (p->ops && p->ops->carve(p->ops_ctx, r)) {
+		free(r);
+		return NULL;
+	}
 	p->carved += size;
 	p->budget->used += size;
 	return r;
@@ -85,6 +89,8 @@ void rmb_pool_close(struct rmb_pool *p)
 		while ((r = p->free[c])) {
 			p->free[c] = r->next;
 			p->budget->used -= r->size;
+			if (p->ops)
+				p->ops->release(p->ops_ctx, r);
 			free(r);
 		}
 	}

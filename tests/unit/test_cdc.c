@@ -199,6 +199,9 @@ static void llc_cases(struct llc_case *c, size_t *n)
 		0x00, 0x01, 0x00, 0x00,		/* rmb.size 64 KiB */
 		0x04, 0x00, 0x01, 0xbb,		/* family 4, reserved, port 443 */
 		0x0a, 0x00, 0x00, 0x02,		/* 10.0.0.2 */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x00, 0x00, 0x00,
+		0x12, 0x34, 0x56, 0x78,		/* rmb.key */
 	};
 	static const uint8_t open6[] = {
 		0x20, 0x40, 0x00, 0x00,
@@ -208,6 +211,7 @@ static void llc_cases(struct llc_case *c, size_t *n)
 		0x06, 0x00, 0xff, 0xff,		/* family 6, port 65535 */
 		0x20, 0x01, 0x0d, 0xb8, 0x00, 0x00, 0x00, 0x00,	/* 2001:db8::1 */
 		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
+		0x00, 0x00, 0x00, 0x00,		/* rmb.key 0 (shm) */
 	};
 	static const uint8_t accept[] = {
 		0x21, 0x40, 0x00, 0x00,
@@ -215,6 +219,7 @@ static void llc_cases(struct llc_case *c, size_t *n)
 		0x00, 0x02, 0x00, 0x09,		/* the acceptor's */
 		0x00, 0x20, 0x00, 0x00,		/* rmb.offset */
 		0x00, 0x00, 0x40, 0x00,		/* rmb.size 16 KiB */
+		0xff, 0xff, 0xff, 0xfe,		/* rmb.key */
 	};
 	static const uint8_t decline[] = {
 		0x22, 0x40, 0x00, 0x00,
@@ -233,9 +238,10 @@ static void llc_cases(struct llc_case *c, size_t *n)
 	c[i].m.open.family = 4;
 	c[i].m.open.port = 443;
 	memcpy(c[i].m.open.addr, "\x0a\x00\x00\x02", 4);
+	c[i].m.open.rmb.key = 0x12345678;
 	memcpy(c[i].head, open4, sizeof(open4));
 	c[i].head_len = sizeof(open4);
-	c[i++].end = 36;
+	c[i++].end = 40;
 
 	c[i].m.type = LLC_FLOW_OPEN;
 	c[i].m.open.token = 0xffffffff;
@@ -246,16 +252,17 @@ static void llc_cases(struct llc_case *c, size_t *n)
 	memcpy(c[i].m.open.addr, open6 + 20, 16);
 	memcpy(c[i].head, open6, sizeof(open6));
 	c[i].head_len = sizeof(open6);
-	c[i++].end = 36;
+	c[i++].end = 40;
 
 	c[i].m.type = LLC_FLOW_ACCEPT;
 	c[i].m.accept.token = 0x00070003;
 	c[i].m.accept.peer_token = 0x00020009;
 	c[i].m.accept.rmb.offset = 0x200000;
 	c[i].m.accept.rmb.size = 16 << 10;
+	c[i].m.accept.rmb.key = 0xfffffffe;
 	memcpy(c[i].head, accept, sizeof(accept));
 	c[i].head_len = sizeof(accept);
-	c[i++].end = 20;
+	c[i++].end = 24;
 
 	c[i].m.type = LLC_FLOW_DECLINE;
 	c[i].m.decline.token = 0x00070003;
@@ -342,7 +349,7 @@ static void test_llc_family4_encode(void **state)
 	llc_cases(c, &n);
 	memset(c[0].m.open.addr + 4, 0xaa, 12);
 	llc_encode(&c[0].m, buf);
-	for (size_t off = 24; off < LINK_MSG_LEN; off++)
+	for (size_t off = 24; off < 36; off++)
 		assert_int_equal(buf[off], 0);
 	assert_int_equal(llc_dec(buf, LINK_MSG_LEN, &back), 0);
 	for (size_t i = 4; i < 16; i++)
