@@ -28,7 +28,7 @@ struct rdma_pd {
 	uint8_t link;
 	uint8_t lgr_id[CLC_LGR_ID_LEN];
 	uint64_t addr;
-	uint32_t rkey;
+	uint32_t rkey;			/* reserved, 0: each ring carries its own */
 	uint32_t size;
 };
 
