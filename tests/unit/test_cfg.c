@@ -176,6 +176,10 @@ static void assert_settings_equal(const struct cfg *a, const struct cfg *b)
 	assert_int_equal(a->relay.keepalive_ms, b->relay.keepalive_ms);
 	assert_int_equal(a->relay.idle_timeout_ms, b->relay.idle_timeout_ms);
 	assert_int_equal(a->shutdown.drain_timeout_ms, b->shutdown.drain_timeout_ms);
+	assert_int_equal(a->rdma.inline_data, b->rdma.inline_data);
+	assert_int_equal(a->rdma.sq_depth, b->rdma.sq_depth);
+	assert_int_equal(a->rdma.rq_depth, b->rdma.rq_depth);
+	assert_int_equal(a->debug.fail_link, b->debug.fail_link);
 }
 
 /* Every field, compared directly (not through cfg_diff, which is tested
@@ -217,6 +221,8 @@ static void test_defaults_values(void **state)
 		.log = { .level = LOG_INFO },
 		.relay = { .buffer = MiB, .keepalive_ms = 60000, .idle_timeout_ms = 0 },
 		.shutdown = { .drain_timeout_ms = 10000 },
+		.rdma = { .inline_data = true, .sq_depth = 256, .rq_depth = 256 },
+		.debug = { .fail_link = false },
 	};
 	struct cfg *c = load_ok("{}");
 
@@ -316,7 +322,9 @@ static const char full_json[] =
 	"  \"auth\": {\"psk_file\": \"/etc/smcproxy/psk\"},\n"
 	"  \"log\": {\"level\": \"debug\"},\n"
 	"  \"relay\": {\"buffer\": \"4KiB\", \"keepalive\": \"0\", \"idle_timeout\": \"1h 30m\"},\n"
-	"  \"shutdown\": {\"drain_timeout\": 0}\n"
+	"  \"shutdown\": {\"drain_timeout\": 0},\n"
+	"  \"rdma\": {\"inline\": false, \"sq_depth\": 16384, \"rq_depth\": 16},\n"
+	"  \"debug\": {\"fail_link\": true}\n"
 	"}\n";
 
 static void test_full_config(void **state)
@@ -336,6 +344,8 @@ static void test_full_config(void **state)
 		.log = { .level = LOG_DEBUG },
 		.relay = { .buffer = 4 * KiB, .keepalive_ms = 0, .idle_timeout_ms = 5400000 },
 		.shutdown = { .drain_timeout_ms = 0 },
+		.rdma = { .inline_data = false, .sq_depth = 16384, .rq_depth = 16 },
+		.debug = { .fail_link = true },
 	};
 	struct cfg *c = load_ok(full_json);
 	uint8_t v6[16];
@@ -435,7 +445,7 @@ static void test_unknown_keys(void **state)
 	expect_errors("{\"\": 1, \"links\": {\"\": 2}}",
 		      "t.json:1:2: \"\": unknown key (known here: listen, control, peers, transport, "
 		      "mark, workers, links, buffers, autocork, cq, shm, stats, fallback, auth, "
-		      "log, relay, shutdown)\n"
+		      "log, relay, shutdown, rdma, debug)\n"
 		      "t.json:1:19: links.\"\": unknown key (known here: per_peer, "
 		      "max_flows_per_link)\n");
 	/* two edits are too many for a short name */
@@ -885,10 +895,55 @@ static void test_diff_every_key(void **state)
 	diff_of("{}", full_json, &d);
 	assert_string_equal(d.live, "peers,autocork.enabled,autocork.max_bytes,stats.mode,"
 			    "fallback.connect_timeout,fallback.negative_ttl,log.level,"
-			    "relay.keepalive,relay.idle_timeout,shutdown.drain_timeout");
+			    "relay.keepalive,relay.idle_timeout,shutdown.drain_timeout,"
+			    "debug.fail_link");
 	assert_string_equal(d.restart, "listen,control,transport,mark,workers,links.per_peer,"
 			    "links.max_flows_per_link,buffers.ring,buffers.pool,cq.pool,"
-			    "cq.poll_budget,shm.dir,stats.socket,auth.psk_file,relay.buffer");
+			    "cq.poll_budget,shm.dir,stats.socket,auth.psk_file,relay.buffer,"
+			    "rdma.inline,rdma.sq_depth,rdma.rq_depth");
+}
+
+/* The rdma transport's keys and the debug section (issue 4). */
+static void test_rdma_and_debug_keys(void **state)
+{
+	struct cfg_diff d;
+	struct cfg *c;
+
+	c = load_ok("{\"rdma\": {\"inline\": false, \"sq_depth\": 16, \"rq_depth\": \n"
+		    "16384}, \"debug\": {}}");
+	assert_false(c->rdma.inline_data);
+	assert_int_equal(c->rdma.sq_depth, 16);
+	assert_int_equal(c->rdma.rq_depth, 16384);
+	assert_false(c->debug.fail_link);
+	cfg_free(c);
+	c = load_ok("{\"rdma\": {}, \"debug\": {\"fail_link\": true}}");
+	assert_true(c->rdma.inline_data);
+	assert_int_equal(c->rdma.sq_depth, 256);
+	assert_int_equal(c->rdma.rq_depth, 256);
+	assert_true(c->debug.fail_link);
+	cfg_free(c);
+
+	expect_errors("{\"rdma\": {\"sq_depth\": 15, \"rq_depth\": 16385}}",
+		      "t.json:1:23: rdma.sq_depth: 15 is out of range (16..16384)\n"
+		      "t.json:1:39: rdma.rq_depth: 16385 is out of range (16..16384)\n");
+	expect_errors("{\"rdma\": {\"inline\": 1}}",
+		      "t.json:1:21: rdma.inline: expected true or false, got an integer\n");
+	expect_errors("{\"rdma\": {\"sq_depth\": \"256\"}}",
+		      "t.json:1:23: rdma.sq_depth: expected an integer, got a string (remove the "
+		      "quotes)\n");
+	expect_errors("{\"debug\": {\"fail_link\": \"yes\"}}",
+		      "t.json:1:25: debug.fail_link: expected true or false, got a string\n");
+	expect_errors("{\"debug\": {\"fail-link\": true}}",
+		      "t.json:1:12: debug.fail-link: unknown key (did you mean \"fail_link\"?)\n");
+	expect_errors("{\"rdma\": {\"inlin\": true}}",
+		      "t.json:1:11: rdma.inlin: unknown key (did you mean \"inline\"?)\n");
+	expect_errors("{\"debug\": true}", "t.json:1:11: debug: expected an object, got true\n");
+
+	/* debug.fail_link applies on a reload; the rdma keys size queue pairs
+	 * that exist already. */
+	diff_of("{}", "{\"debug\": {\"fail_link\": true}, \"rdma\": {\"rq_depth\": 512}}", &d);
+	assert_string_equal(d.live, "debug.fail_link");
+	assert_string_equal(d.restart, "rdma.rq_depth");
 }
 
 static void test_diff_truncation(void **state)
@@ -990,6 +1045,7 @@ int main(void)
 		cmocka_unit_test(test_diff_none),
 		cmocka_unit_test(test_diff_live_and_restart),
 		cmocka_unit_test(test_diff_every_key),
+		cmocka_unit_test(test_rdma_and_debug_keys),
 		cmocka_unit_test(test_diff_truncation),
 		cmocka_unit_test(test_out_of_memory),
 	};
