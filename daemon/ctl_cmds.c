@@ -2,8 +2,10 @@
 /*
  * What the control socket answers: the JSON bodies of ctl_proto replies.
  * Counters are summed from every worker without asking them; lists of a
- * worker's own structures (flows, and links and peers with link groups)
- * are built by the worker on its thread (a worker_job) and joined here.
+ * worker's own structures (flows, and links and peers with link groups,
+ * and the CQ pool's counters, which live and die with the worker's rdma
+ * state) are built by the worker on its thread (a worker_job) and joined
+ * here. `debug fail-link` changes a worker's link the same way.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 
 #include "addr.h"
 #include "ctl_lgr.h"
+#include "ctl_rdma.h"
 #include "flow.h"
 #include "smcd.h"
 
@@ -57,6 +60,32 @@ static json_t *per_worker(struct smcd *d)
 	return arr;
 }
 
+/*
+ * Builds a list of a worker's structures on that worker's thread; returns
+ * a JSON array (new reference, NULL for none).
+ */
+typedef json_t *(*ctl_list_fn)(struct proxy *p);
+static json_t *ctl_workers_list(struct smcd *d, const char *name, ctl_list_fn fn,
+				size_t max, char **err);
+
+/*
+ * The CQ pools' counters, "cq": [...], merged into a stats body. They are
+ * read by each worker on its thread: the pool is the rdma transport's and
+ * goes away with it. A worker that does not answer in time is named in
+ * "workers_not_answering" and its CQs are missing; the other counters do
+ * not depend on it.
+ */
+static void stats_add_cq(struct smcd *d, json_t *body)
+{
+	char *err = NULL;
+	json_t *cq = ctl_workers_list(d, "cq", ctl_cq_json, 0, &err);
+
+	free(err);
+	if (cq && body)
+		json_object_update(body, cq);
+	json_decref(cq);
+}
+
 static json_t *stats_body(struct smcd *d)
 {
 	struct proxy_stats sum, *st = &sum;
@@ -87,6 +116,7 @@ static json_t *stats_body(struct smcd *d)
 			 "idle_timeouts", (json_int_t)st->idle_timeouts,
 			 "per_worker", per_worker(d));
 	ctl_lgr_stats(body, st);
+	stats_add_cq(d, body);
 	return body;
 }
 
@@ -121,12 +151,6 @@ static json_t *flows_json(struct proxy *p)
 	}
 	return arr;
 }
-
-/*
- * Builds a list of a worker's structures on that worker's thread; returns
- * a JSON array (new reference, NULL for none).
- */
-typedef json_t *(*ctl_list_fn)(struct proxy *p);
 
 struct ctl_list_job {
 	struct worker_job job;
@@ -218,13 +242,182 @@ out_nomem:
 	return body;
 }
 
-json_t *smcd_ctl_handle(struct ctl_server *s, enum ctl_cmd cmd, char **err)
+/*
+ * debug fail-link: first every worker counts its active link groups whose
+ * id starts with the prefix (ids are per worker, so which one holds it is
+ * not known here), then the one that holds the only match fails the link
+ * on its thread. The group may go away in between: the second step looks
+ * it up again and says so.
+ */
+struct ctl_fail_job {
+	struct worker_job job;
+	bool act;			/* false: count the matches only */
+	char lgr[CTL_LGR_PREFIX_MAX + 1];
+	unsigned link;
+	/* The answer. */
+	unsigned matches;
+	int rc;
+	char id[17];
+	char msg[256];
+};
+
+static struct ctl_fail_job *fail_job_of(struct worker_job *job)
+{
+	return (struct ctl_fail_job *)((char *)job - offsetof(struct ctl_fail_job, job));
+}
+
+static void ctl_fail_job_run(struct worker *w, struct worker_job *job)
+{
+	struct ctl_fail_job *j = fail_job_of(job);
+	struct lgr *lgr;
+
+	if (!j->act) {
+		j->matches = ctl_lgr_find(&w->proxy, j->lgr, &lgr);
+		return;
+	}
+	j->rc = ctl_rdma_fail_link(&w->proxy, j->lgr, j->link, j->id, j->msg, sizeof(j->msg));
+}
+
+static void ctl_fail_job_release(struct worker_job *job)
+{
+	free(fail_job_of(job));
+}
+
+static struct ctl_fail_job *ctl_fail_job_new(const struct ctl_request *req, bool act)
+{
+	struct ctl_fail_job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return NULL;
+	j->job.run = ctl_fail_job_run;
+	j->job.release = ctl_fail_job_release;
+	j->act = act;
+	memcpy(j->lgr, req->lgr, sizeof(j->lgr));
+	j->lgr[CTL_LGR_PREFIX_MAX] = '\0';
+	j->link = req->link;
+	return j;
+}
+
+/* "worker 1" or "workers 1, 3": those whose job worker_pool_run() left
+ * to them (NULL), having not run it in time. */
+static void late_workers(char *buf, size_t len, struct worker_job **jobs, unsigned n)
+{
+	size_t off;
+	unsigned i, k = 0;
+
+	for (i = 0; i < n; i++)
+		k += !jobs[i];
+	off = (size_t)snprintf(buf, len, "worker%s", k == 1 ? "" : "s");
+	for (i = 0, k = 0; i < n && off < len; i++)
+		if (!jobs[i])
+			off += (size_t)snprintf(buf + off, len - off, "%s%u", k++ ? ", " : " ", i);
+}
+
+static json_t *debug_fail_link(struct smcd *d, const struct ctl_request *req, char **err)
+{
+	struct worker_pool *pool = &d->workers;
+	struct worker_job **jobs = NULL, *one;
+	struct ctl_fail_job *j;
+	unsigned i, matches = 0, owner = 0, late;
+	char msg[512], who[128];
+	json_t *body = NULL;
+
+	if (!d->cfg->debug.fail_link) {
+		*err = strdup("not allowed: the configuration must set \"debug\": "
+			      "{\"fail_link\": true} (live on reload)");
+		return NULL;
+	}
+	jobs = calloc(pool->n ? pool->n : 1, sizeof(*jobs));
+	if (!jobs)
+		goto out_nomem;
+	for (i = 0; i < pool->n; i++) {
+		j = ctl_fail_job_new(req, false);
+		if (!j)
+			goto out_nomem;
+		jobs[i] = &j->job;
+	}
+	late = worker_pool_run(pool, jobs, WORKER_ANSWER_MS);
+	for (i = 0; i < pool->n; i++) {
+		if (!jobs[i] || jobs[i]->state != WORKER_JOB_RAN)
+			continue;
+		j = fail_job_of(jobs[i]);
+		if (j->matches && !matches)
+			owner = i;
+		matches += j->matches;
+	}
+	if (matches > 1) {
+		snprintf(msg, sizeof(msg), "%u active link groups have ids starting with %s: "
+			 "give more digits", matches, req->lgr);
+		*err = strdup(msg);
+		goto out_free;
+	}
+	/* A worker that did not answer may hold the group, or a second one
+	 * with the same prefix. */
+	if (late) {
+		late_workers(who, sizeof(who), jobs, pool->n);
+		snprintf(msg, sizeof(msg), "%s did not answer within %d ms: cannot tell which "
+			 "worker holds link group %s; nothing was done", who, WORKER_ANSWER_MS,
+			 req->lgr);
+		*err = strdup(msg);
+		goto out_free;
+	}
+	if (matches == 0) {
+		snprintf(msg, sizeof(msg), "no active link group with an id starting with %s "
+			 "(smcproxyctl links lists them)", req->lgr);
+		*err = strdup(msg);
+		goto out_free;
+	}
+	for (i = 0; i < pool->n; i++) {
+		if (jobs[i])
+			ctl_fail_job_release(jobs[i]);
+		jobs[i] = NULL;
+	}
+
+	j = ctl_fail_job_new(req, true);
+	if (!j)
+		goto out_nomem;
+	jobs[owner] = &j->job;
+	worker_pool_run(pool, jobs, WORKER_ANSWER_MS);
+	one = jobs[owner];
+	if (!one || one->state != WORKER_JOB_RAN) {
+		/* A late job still runs when the worker gets to it. */
+		snprintf(msg, sizeof(msg), "worker %u did not answer within %d ms; link %u of "
+			 "link group %s may still be failed when it does", owner,
+			 WORKER_ANSWER_MS, req->link, req->lgr);
+		*err = strdup(msg);
+		goto out_free;
+	}
+	j = fail_job_of(one);
+	if (j->rc < 0) {
+		*err = strdup(j->msg[0] ? j->msg : "fail-link failed");
+		goto out_free;
+	}
+	body = json_pack("{s:{s:s, s:i, s:s, s:i}}", "debug",
+			 "op", ctl_debug_op_name(req->op),
+			 "worker", (int)owner,
+			 "lgr", j->id,
+			 "link", (int)req->link);
+	if (!body)
+		goto out_nomem;
+out_free:
+	for (i = 0; i < pool->n; i++)
+		if (jobs[i])
+			ctl_fail_job_release(jobs[i]);
+	free(jobs);
+	return body;
+
+out_nomem:
+	*err = strdup("out of memory");
+	goto out_free;
+}
+
+json_t *smcd_ctl_handle(struct ctl_server *s, const struct ctl_request *req, char **err)
 {
 	struct smcd *d = s->data;
 	char *applied = NULL, *restart = NULL;
 	json_t *body;
 
-	switch (cmd) {
+	switch (req->cmd) {
 	case CTL_CMD_STATS:
 		return json_pack("{s:o}", "stats", stats_body(d));
 	case CTL_CMD_FLOWS:
@@ -243,6 +436,10 @@ json_t *smcd_ctl_handle(struct ctl_server *s, enum ctl_cmd cmd, char **err)
 		return ctl_workers_list(d, "links", ctl_links_json, 0, err);
 	case CTL_CMD_PEERS:
 		return ctl_workers_list(d, "peers", ctl_peers_json, 0, err);
+	case CTL_CMD_DEBUG:
+		if (req->op == CTL_DEBUG_FAIL_LINK)
+			return debug_fail_link(d, req, err);
+		break;
 	case CTL_CMD__MAX:
 		break;
 	}

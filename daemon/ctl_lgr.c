@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
+#include <string.h>
+
 #include "addr.h"
 #include "clc.h"
 #include "ctl_lgr.h"
+#include "ctl_rdma.h"
 #include "flow.h"
 #include "lgr.h"
 #include "proxy.h"
@@ -12,7 +15,7 @@ static const char *lgr_transport_name(const struct lgr *lgr)
 }
 
 /* Enough of the id to tell groups apart in a table. */
-static const char *lgr_id_short(const struct lgr *lgr, char buf[17])
+const char *ctl_lgr_id(const struct lgr *lgr, char buf[17])
 {
 	static const char hex[] = "0123456789abcdef";
 	int i;
@@ -25,6 +28,42 @@ static const char *lgr_id_short(const struct lgr *lgr, char buf[17])
 	return buf;
 }
 
+unsigned ctl_lgr_find(struct proxy *p, const char *prefix, struct lgr **found)
+{
+	size_t n = strlen(prefix);
+	struct list_head *pos;
+	unsigned matches = 0;
+	char id[17];
+
+	*found = NULL;
+	list_for_each(pos, &p->lgrs) {
+		struct lgr *lgr = list_entry(pos, struct lgr, node);
+
+		if (lgr->state != LGR_ACTIVE || n == 0 || n > 16 ||
+		    strncmp(ctl_lgr_id(lgr, id), prefix, n) != 0)
+			continue;
+		if (!matches++)
+			*found = lgr;
+	}
+	return matches;
+}
+
+static const char *link_state_name(enum link_state s)
+{
+	switch (s) {
+	case LINK_ACTIVE:
+		return "active";
+	case LINK_DOWN:
+		return "down";
+	}
+	return "?";
+}
+
+/*
+ * Every link of the active groups, the down ones too: a group keeps a
+ * failed link's slot, and an operator checking a failover wants to see it.
+ * An rdma link adds its device and queue pair (ctl_rdma_link_fields()).
+ */
 json_t *ctl_links_json(struct proxy *p)
 {
 	json_t *arr = json_array();
@@ -39,21 +78,24 @@ json_t *ctl_links_json(struct proxy *p)
 			continue;
 		for (i = 0; i < lgr->n_links; i++) {
 			const struct link *lnk = &lgr->links[i];
+			json_t *e;
 
-			json_array_append_new(arr, json_pack(
+			e = json_pack(
 				"{s:i, s:s, s:s, s:s, s:i, s:s, s:s, s:i, s:I, s:I, s:I, s:I}",
 				"worker", (int)p->worker,
 				"peer", addr_format((const struct sockaddr *)&lgr->peer, peer, sizeof(peer)),
 				"role", lgr_role_name(lgr->role),
-				"lgr", lgr_id_short(lgr, id),
+				"lgr", ctl_lgr_id(lgr, id),
 				"link", (int)i,
 				"transport", lgr_transport_name(lgr),
-				"state", lnk->state == LINK_ACTIVE ? "active" : "down",
+				"state", link_state_name(lnk->state),
 				"flows", (int)lnk->n_conns,
 				"msgs_tx", (json_int_t)lnk->msgs_tx,
 				"msgs_rx", (json_int_t)lnk->msgs_rx,
 				"bytes_tx", (json_int_t)lnk->bytes_tx,
-				"bytes_rx", (json_int_t)lnk->bytes_rx));
+				"bytes_rx", (json_int_t)lnk->bytes_rx);
+			ctl_rdma_link_fields(e, lnk);
+			json_array_append_new(arr, e);
 		}
 	}
 	return arr;
@@ -75,7 +117,7 @@ json_t *ctl_peers_json(struct proxy *p)
 			"worker", (int)p->worker,
 			"peer", addr_format((const struct sockaddr *)&lgr->peer, peer, sizeof(peer)),
 			"role", lgr_role_name(lgr->role),
-			"lgr", lgr_id_short(lgr, id),
+			"lgr", ctl_lgr_id(lgr, id),
 			"state", lgr_state_name(lgr->state),
 			"transport", lgr_transport_name(lgr),
 			"links", (int)lgr->n_links,
@@ -105,12 +147,14 @@ void ctl_lgr_stats(json_t *body, const struct proxy_stats *st)
 {
 	if (!body)
 		return;
-	json_object_set_new(body, "lgr", json_pack("{s:I, s:I, s:I, s:I, s:I}",
+	json_object_set_new(body, "lgr", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"handshakes", (json_int_t)st->lgr_handshakes,
 		"accepted", (json_int_t)st->lgr_accepted,
 		"failures", (json_int_t)st->lgr_failures,
 		"negative_cache_hits", (json_int_t)st->negative_cache_hits,
-		"flows_reset", (json_int_t)st->flows_reset_link));
+		"flows_reset", (json_int_t)st->flows_reset_link,
+		"link_failovers", (json_int_t)st->link_failovers,
+		"flows_moved", (json_int_t)st->flows_moved));
 	json_object_set_new(body, "declines_sent", per_decline(st->declines_sent));
 	json_object_set_new(body, "declines_received", per_decline(st->declines_received));
 	json_object_set_new(body, "refused", json_pack("{s:I, s:I, s:I, s:I}",
@@ -126,4 +170,8 @@ void ctl_lgr_stats(json_t *body, const struct proxy_stats *st)
 		"cork_events", (json_int_t)st->cork_events,
 		"ring_full_local", (json_int_t)st->ring_full_local,
 		"ring_full_remote", (json_int_t)st->ring_full_remote));
+	json_object_set_new(body, "rdma", json_pack("{s:I, s:I, s:I}",
+		"link_failures", (json_int_t)st->rdma_link_failures,
+		"async_events", (json_int_t)st->rdma_async_events,
+		"links_draining", (json_int_t)st->rdma_links_draining));
 }

@@ -6,6 +6,7 @@
 #include <jansson.h>
 
 struct proxy;
+struct lgr;
 
 struct proxy_stats;
 /* Adds the link-group counters of st to a stats body. */
@@ -14,5 +15,14 @@ void ctl_lgr_stats(json_t *body, const struct proxy_stats *st);
 json_t *ctl_links_json(struct proxy *p);
 /* One entry per link group or negative-cache entry of p. */
 json_t *ctl_peers_json(struct proxy *p);
+
+/* A group's id as the views show it: the first 8 bytes in hex. */
+const char *ctl_lgr_id(const struct lgr *lgr, char buf[17]);
+/*
+ * How many active link groups of p have a shown id starting with prefix
+ * (lower-case hex, 1 to 16 digits); *found is the first of them, NULL for
+ * none. On p's thread.
+ */
+unsigned ctl_lgr_find(struct proxy *p, const char *prefix, struct lgr **found);
 
 #endif

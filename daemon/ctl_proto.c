@@ -19,6 +19,11 @@ static const char *const ctl_cmd_names[CTL_CMD__MAX] = {
 	[CTL_CMD_RELOAD] = "reload",
 	[CTL_CMD_LINKS]  = "links",
 	[CTL_CMD_PEERS]  = "peers",
+	[CTL_CMD_DEBUG]  = "debug",
+};
+
+static const char *const ctl_debug_op_names[CTL_DEBUG__MAX] = {
+	[CTL_DEBUG_FAIL_LINK] = "fail-link",
 };
 
 const char *ctl_cmd_name(enum ctl_cmd cmd)
@@ -35,6 +40,51 @@ int ctl_cmd_from_name(const char *name)
 	for (int i = 0; i < CTL_CMD__MAX; i++)
 		if (strcmp(name, ctl_cmd_names[i]) == 0)
 			return i;
+	return -EINVAL;
+}
+
+const char *ctl_debug_op_name(enum ctl_debug_op op)
+{
+	if ((unsigned)op >= CTL_DEBUG__MAX)
+		return NULL;
+	return ctl_debug_op_names[op];
+}
+
+int ctl_debug_op_from_name(const char *name)
+{
+	if (!name)
+		return -EINVAL;
+	for (int i = 0; i < CTL_DEBUG__MAX; i++)
+		if (strcmp(name, ctl_debug_op_names[i]) == 0)
+			return i;
+	return -EINVAL;
+}
+
+int ctl_lgr_prefix(const char *s, char out[CTL_LGR_PREFIX_MAX + 1])
+{
+	size_t i;
+
+	out[0] = '\0';
+	if (!s)
+		return -EINVAL;
+	for (i = 0; s[i]; i++) {
+		char c = s[i];
+
+		if (i == CTL_LGR_PREFIX_MAX)
+			goto out_invalid;
+		if (c >= 'A' && c <= 'F')
+			c = (char)(c - 'A' + 'a');
+		else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			goto out_invalid;
+		out[i] = c;
+	}
+	if (i == 0)
+		return -EINVAL;
+	out[i] = '\0';
+	return 0;
+
+out_invalid:
+	out[0] = '\0';
 	return -EINVAL;
 }
 
@@ -164,10 +214,27 @@ char *ctl_request_line(enum ctl_cmd cmd, size_t *len)
 {
 	const char *name = ctl_cmd_name(cmd);
 
-	if (!name)
+	if (!name || cmd == CTL_CMD_DEBUG)
 		return NULL;
 	return ctl_line_from(json_pack("{s:i, s:s}", "v", CTL_PROTO_VERSION,
 				       "cmd", name), len);
+}
+
+char *ctl_request_encode(const struct ctl_request *req, size_t *len)
+{
+	char lgr[CTL_LGR_PREFIX_MAX + 1];
+	const char *op;
+
+	if (!req)
+		return NULL;
+	if (req->cmd != CTL_CMD_DEBUG)
+		return ctl_request_line(req->cmd, len);
+	op = ctl_debug_op_name(req->op);
+	if (!op || ctl_lgr_prefix(req->lgr, lgr) < 0 || req->link > CTL_LINK_INDEX_MAX)
+		return NULL;
+	return ctl_line_from(json_pack("{s:i, s:s, s:s, s:s, s:I}", "v", CTL_PROTO_VERSION,
+				       "cmd", ctl_cmd_name(req->cmd), "op", op,
+				       "lgr", lgr, "link", (json_int_t)req->link), len);
 }
 
 /*
@@ -229,12 +296,68 @@ static int ctl_decode(const char *line, size_t len, size_t max,
 	return 0;
 }
 
-int ctl_request_parse(const char *line, size_t len, char *err, size_t errlen)
+/*
+ * The arguments of a debug request: "op", and for fail-link "lgr" and
+ * "link". A missing member or one of the wrong type is malformed; a value
+ * that cannot name anything is invalid. Values from the client are echoed
+ * cut, as command names are.
+ */
+static int ctl_debug_decode(const json_t *obj, struct ctl_request *req,
+			    char *err, size_t errlen)
 {
+	const json_t *op = json_object_get(obj, "op");
+	const json_t *lgr, *link;
+	const char *name;
+	json_int_t n;
+	int rc;
+
+	if (!op)
+		return ctl_fail(-EBADMSG, err, errlen,
+				"malformed request: debug needs \"op\"");
+	if (!json_is_string(op))
+		return ctl_fail(-EBADMSG, err, errlen,
+				"malformed request: \"op\" must be a string");
+	name = json_string_value(op);
+	rc = ctl_debug_op_from_name(name);
+	if (rc < 0)
+		return ctl_fail(-EINVAL, err, errlen,
+				"unknown debug operation '%.*s' (expected fail-link)",
+				(int)ctl_utf8_cut(name, 64), name);
+	req->op = (enum ctl_debug_op)rc;
+
+	lgr = json_object_get(obj, "lgr");
+	link = json_object_get(obj, "link");
+	if (!json_is_string(lgr))
+		return ctl_fail(-EBADMSG, err, errlen,
+				"malformed request: fail-link needs \"lgr\", a string");
+	if (!json_is_integer(link))
+		return ctl_fail(-EBADMSG, err, errlen,
+				"malformed request: fail-link needs \"link\", an integer");
+	name = json_string_value(lgr);
+	if (json_string_length(lgr) != strlen(name) ||
+	    ctl_lgr_prefix(name, req->lgr) < 0)
+		return ctl_fail(-EINVAL, err, errlen,
+				"invalid lgr '%.*s': expected 1 to %d hex digits of a link-group id",
+				(int)ctl_utf8_cut(name, 64), name, CTL_LGR_PREFIX_MAX);
+	n = json_integer_value(link);
+	if (n < 0 || n > CTL_LINK_INDEX_MAX)
+		return ctl_fail(-EINVAL, err, errlen,
+				"invalid link %" JSON_INTEGER_FORMAT ": expected a link index",
+				n);
+	req->link = (unsigned)n;
+	return 0;
+}
+
+int ctl_request_decode(const char *line, size_t len, struct ctl_request *req,
+		       char *err, size_t errlen)
+{
+	struct ctl_request r = { 0 };
 	json_t *obj, *cmd;
 	const char *name;
 	int rc;
 
+	if (req)
+		*req = r;
 	rc = ctl_decode(line, len, CTL_REQUEST_MAX, "request", &obj, err, errlen);
 	if (rc < 0)
 		return rc;
@@ -256,8 +379,24 @@ int ctl_request_parse(const char *line, size_t len, char *err, size_t errlen)
 				      "unknown command '%.*s'",
 				      (int)ctl_utf8_cut(name, 64), name);
 	}
+	if (rc >= 0) {
+		r.cmd = (enum ctl_cmd)rc;
+		if (r.cmd == CTL_CMD_DEBUG) {
+			int arc = ctl_debug_decode(obj, &r, err, errlen);
+
+			if (arc < 0)
+				rc = arc;
+		}
+	}
 	json_decref(obj);
+	if (rc >= 0 && req)
+		*req = r;
 	return rc;
+}
+
+int ctl_request_parse(const char *line, size_t len, char *err, size_t errlen)
+{
+	return ctl_request_decode(line, len, NULL, err, errlen);
 }
 
 char *ctl_reply_ok_line(const char *key, json_t *body, size_t *len)

@@ -52,7 +52,34 @@ enum ctl_cmd {
 	CTL_CMD_RELOAD,
 	CTL_CMD_LINKS,
 	CTL_CMD_PEERS,
+	CTL_CMD_DEBUG,		/* needs arguments: struct ctl_request */
 	CTL_CMD__MAX
+};
+
+/* What a "debug" request asks for (its "op" member). */
+enum ctl_debug_op {
+	CTL_DEBUG_FAIL_LINK,	/* "fail-link": fail one rdma link on purpose */
+	CTL_DEBUG__MAX
+};
+
+/* Longest link-group id prefix a request may name: the 8 bytes of the id
+ * that `links` and `peers` show, in hex. */
+#define CTL_LGR_PREFIX_MAX	16
+/* Highest link index a request may name (the daemon checks the group's
+ * real count). */
+#define CTL_LINK_INDEX_MAX	65535
+
+/*
+ * A request with its arguments. Only "debug" has any:
+ *   {"v":1,"cmd":"debug","op":"fail-link","lgr":"1f2e3d4c","link":1}
+ * lgr is 1 to CTL_LGR_PREFIX_MAX hex digits (stored in lower case), a
+ * prefix of the "lgr" field of `links`; link is the "link" field.
+ */
+struct ctl_request {
+	enum ctl_cmd cmd;
+	enum ctl_debug_op op;
+	char lgr[CTL_LGR_PREFIX_MAX + 1];
+	unsigned link;
 };
 
 /* "stats", "flows", ...; NULL for a value outside the enum. */
@@ -61,12 +88,31 @@ const char *ctl_cmd_name(enum ctl_cmd cmd);
 /* The command named name (exact, case-sensitive), or -EINVAL. */
 int ctl_cmd_from_name(const char *name);
 
+/* "fail-link"; NULL outside the enum. */
+const char *ctl_debug_op_name(enum ctl_debug_op op);
+/* The operation named name (exact), or -EINVAL. */
+int ctl_debug_op_from_name(const char *name);
+
+/*
+ * Checks a link-group id prefix: 1 to CTL_LGR_PREFIX_MAX hex digits,
+ * either case. Returns 0 with the prefix in lower case in out, or -EINVAL
+ * (out is then an empty string).
+ */
+int ctl_lgr_prefix(const char *s, char out[CTL_LGR_PREFIX_MAX + 1]);
+
 /*
  * Request line for cmd: {"v":1,"cmd":"stats"}\n. Returns a malloc'd,
- * NUL-terminated string (free()), or NULL when out of memory or cmd is out
- * of range. *len, when not NULL, receives the length without the NUL.
+ * NUL-terminated string (free()), or NULL when out of memory, cmd is out
+ * of range or needs arguments (debug: use ctl_request_encode()). *len,
+ * when not NULL, receives the length without the NUL.
  */
 char *ctl_request_line(enum ctl_cmd cmd, size_t *len);
+
+/*
+ * Request line for req, with its arguments; NULL as above, and also when
+ * an argument is out of range (op, lgr not a valid prefix, link).
+ */
+char *ctl_request_encode(const struct ctl_request *req, size_t *len);
 
 /*
  * Parses one request line of len bytes (it need not be NUL-terminated).
@@ -74,14 +120,22 @@ char *ctl_request_line(enum ctl_cmd cmd, size_t *len);
  * err[errlen] meant to be sent back verbatim with ctl_reply_error_line():
  *   -EMSGSIZE         line longer than CTL_REQUEST_MAX
  *   -EBADMSG          not JSON, not an object, "v" or "cmd" missing or of
+ *                     the wrong type, an argument of debug missing or of
  *                     the wrong type ("malformed request: ...")
  *   -EPROTONOSUPPORT  "v" is an integer other than CTL_PROTO_VERSION
  *                     ("unsupported protocol version N")
- *   -EINVAL           "cmd" is not a known command ("unknown command 'x'")
- * Members other than "v" and "cmd" are ignored, so that later minor
- * additions (a filter, say) do not break older daemons.
+ *   -EINVAL           "cmd" is not a known command ("unknown command 'x'"),
+ *                     or an argument's value is not valid ("unknown debug
+ *                     operation 'x'", "invalid lgr ...", "invalid link ...")
+ * Members other than "v", "cmd" and the command's arguments are ignored,
+ * so that later minor additions (a filter, say) do not break older daemons.
  */
 int ctl_request_parse(const char *line, size_t len, char *err, size_t errlen);
+
+/* ctl_request_parse() that also returns the arguments, in *req (zeroed
+ * first; filled only on success). */
+int ctl_request_decode(const char *line, size_t len, struct ctl_request *req,
+		       char *err, size_t errlen);
 
 /*
  * Reply lines. ctl_reply_ok_line() builds {"v":1,"ok":true,"<key>":<body>}

@@ -352,7 +352,7 @@ static bool stats_key_in_header(const char *key)
 {
 	static const char *const keys[] = {
 		"version", "pid", "uptime_ms", "workers", "reloads",
-		"flows", "fallback", "per_worker",
+		"flows", "fallback", "per_worker", "cq", "workers_not_answering",
 	};
 
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
@@ -493,6 +493,57 @@ static int stats_workers_table(FILE *out, const json_t *workers)
 	return rc;
 }
 
+/*
+ * "cq": one row per completion queue of each worker's pool (rdma only):
+ * how often it was polled, what the polls found, how often it was re-armed
+ * and woke the loop. Members other than the known ones are left to --json.
+ */
+static int stats_cq_table(FILE *out, const json_t *cqs)
+{
+	static const struct {
+		const char *key, *head;
+		bool id;		/* a name, not a quantity: no grouping */
+	} col[] = {
+		{ "worker", "worker", true },
+		{ "cq", "cq", true },
+		{ "links", "links", false },
+		{ "polls", "polls", false },
+		{ "completions", "completions", false },
+		{ "empty_polls", "empty polls", false },
+		{ "rearms", "rearms", false },
+		{ "events", "events", false },
+	};
+	const size_t ncol = sizeof(col) / sizeof(col[0]);
+	const json_t *e;
+	struct tbl t;
+	char buf[64];
+	size_t i;
+	int rc;
+
+	tbl_init(&t, ncol);
+	tbl_row(&t);
+	for (size_t c = 0; c < ncol; c++) {
+		t.right[c] = c > 0;
+		tbl_set(&t, c, "%s", col[c].head);
+	}
+	json_array_foreach(cqs, i, e) {
+		tbl_row(&t);
+		for (size_t c = 0; c < ncol; c++) {
+			const json_t *v = json_object_get(e, col[c].key);
+
+			if (col[c].id && json_is_integer(v))
+				tbl_set(&t, c, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+			else
+				tbl_set(&t, c, "%s", fmt_value(buf, sizeof(buf), v));
+		}
+	}
+	rc = tbl_print(out, &t, "");
+	tbl_free(&t);
+	return rc;
+}
+
+static void note_not_answering(FILE *out, const json_t *reply, const char *what);
+
 static int render_stats_table(FILE *out, const json_t *st)
 {
 	const json_t *v, *sub;
@@ -535,6 +586,17 @@ static int render_stats_table(FILE *out, const json_t *st)
 			return rc;
 		fputc('\n', out);
 	}
+
+	v = json_object_get(st, "cq");
+	if (json_is_array(v) && json_array_size(v)) {
+		rc = stats_cq_table(out, v);
+		if (rc < 0)
+			return rc;
+	}
+	note_not_answering(out, st, "CQ counters");
+	if ((json_is_array(v) && json_array_size(v)) ||
+	    json_array_size(json_object_get(st, "workers_not_answering")))
+		fputc('\n', out);
 
 	v = json_object_get(st, "fallback");
 	if (json_is_object(v)) {
@@ -669,15 +731,26 @@ static void note_not_answering(FILE *out, const json_t *reply, const char *what)
 	fputs(", which did not answer in time)\n", out);
 }
 
+/* Whether key is one of the NULL-terminated keys (none when NULL). */
+static bool key_in(const char *key, const char *const *keys)
+{
+	for (; keys && *keys; keys++)
+		if (strcmp(key, *keys) == 0)
+			return true;
+	return false;
+}
+
 /*
  * links and peers: a table whose columns are the union of the members of
- * the entries, in order of first appearance. Their shape will settle with
- * link groups; until then this shows whatever the daemon sends: an entry
+ * the entries (but those in skip, which the caller shows elsewhere), in
+ * order of first appearance. It shows whatever the daemon sends: an entry
  * that is not an object goes whole into an ENTRY column, members past
  * TBL_MAXCOL columns are left out with a note, and entries that have no
  * members at all (there are then no columns) are counted in one line.
  */
-static int render_list_table(FILE *out, const char *what, const json_t *list)
+
+static int render_list_table(FILE *out, const char *what, const json_t *list,
+			     const char *const *skip)
 {
 	const char *colkey[TBL_MAXCOL];	/* NULL: the ENTRY column */
 	size_t ncol = 0, n = json_array_size(list), i;
@@ -705,6 +778,8 @@ static int render_list_table(FILE *out, const char *what, const json_t *list)
 			continue;
 		}
 		json_object_foreach((json_t *)e, key, v) {
+			if (key_in(key, skip))
+				continue;
 			for (c = 0; c < ncol; c++)
 				if (colkey[c] && strcmp(colkey[c], key) == 0)
 					break;
@@ -747,6 +822,122 @@ static int render_list_table(FILE *out, const char *what, const json_t *list)
 		fprintf(out, "(more than %d fields: the rest are left out; "
 			"--json shows them)\n", TBL_MAXCOL);
 	return rc;
+}
+
+/* The members an rdma link adds to its entry of `links` (ctl_rdma.c). */
+static const char *const links_rdma_keys[] = {
+	"device", "port", "gid", "qp_num", "peer_qp_num", "max_inline",
+	"wr_in_flight", "sq_depth", "cq", "relaxed_ordering", NULL,
+};
+
+/*
+ * links: the common members in one table (render_list_table(), so that a
+ * newer daemon's members still show), then, when there are rdma links, a
+ * second table of their device and queue pair, one row per rdma link,
+ * named by worker, group and link index as in the first.
+ */
+static int render_links_table(FILE *out, const json_t *links)
+{
+	static const struct {
+		const char *key, *head;
+		bool id;		/* a name, not a quantity: no grouping */
+	} col[] = {
+		{ "worker", "WORKER", true },
+		{ "lgr", "LGR", true },
+		{ "link", "LINK", true },
+		{ "device", "DEVICE", false },
+		{ "port", "PORT", true },
+		{ "gid", "GID", false },
+		{ "qp_num", "QPN", true },
+		{ "peer_qp_num", "PEER QPN", true },
+		{ "max_inline", "INLINE", false },
+		{ "wr_in_flight", "IN FLIGHT", false },
+		{ "sq_depth", "SQ DEPTH", false },
+		{ "cq", "CQ", true },
+		{ "relaxed_ordering", "RELAXED", false },
+	};
+	const size_t ncol = sizeof(col) / sizeof(col[0]);
+	const json_t *e, *v;
+	size_t i, nrdma = 0;
+	struct tbl t;
+	char buf[128];
+	int rc;
+
+	rc = render_list_table(out, "links", links, links_rdma_keys);
+	if (rc < 0)
+		return rc;
+	json_array_foreach(links, i, e) {
+		const char *key;
+
+		json_object_foreach((json_t *)e, key, v) {
+			if (key_in(key, links_rdma_keys)) {
+				nrdma++;
+				break;
+			}
+		}
+	}
+	if (!nrdma)
+		return 0;
+	fputs("\nrdma links:\n", out);
+	tbl_init(&t, ncol);
+	tbl_row(&t);
+	for (size_t c = 0; c < ncol; c++)
+		tbl_set(&t, c, "%s", col[c].head);
+	json_array_foreach(links, i, e) {
+		const char *key;
+		bool rdma = false;
+
+		json_object_foreach((json_t *)e, key, v)
+			rdma = rdma || key_in(key, links_rdma_keys);
+		if (!rdma)
+			continue;
+		tbl_row(&t);
+		for (size_t c = 0; c < ncol; c++) {
+			v = json_object_get(e, col[c].key);
+			if (json_is_number(v))
+				t.right[c] = true;
+			if (col[c].id && json_is_integer(v))
+				tbl_set(&t, c, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+			else if (json_is_boolean(v))
+				tbl_set(&t, c, "%s", json_is_true(v) ? "yes" : "no");
+			else
+				tbl_set(&t, c, "%s", fmt_value(buf, sizeof(buf), v));
+		}
+	}
+	rc = tbl_print(out, &t, "");
+	tbl_free(&t);
+	return rc;
+}
+
+/* debug: what was done, then any other member as "key: value". */
+static int render_debug_table(FILE *out, const json_t *r)
+{
+	const char *op = json_string_value(json_object_get(r, "op"));
+	const json_t *v;
+	const char *key;
+	char buf[256];
+
+	if (op && strcmp(op, "fail-link") == 0) {
+		fputs("fail-link: link ", out);
+		put_text(out, fmt_value(buf, sizeof(buf), json_object_get(r, "link")));
+		fputs(" of link group ", out);
+		put_text(out, fmt_value(buf, sizeof(buf), json_object_get(r, "lgr")));
+		fputs(" on worker ", out);
+		put_text(out, fmt_value(buf, sizeof(buf), json_object_get(r, "worker")));
+		fputs(" was failed; its flows move to a surviving link of the group, or are "
+		      "reset when there is none\n", out);
+	}
+	json_object_foreach((json_t *)r, key, v) {
+		if (op && strcmp(op, "fail-link") == 0 &&
+		    (!strcmp(key, "op") || !strcmp(key, "link") || !strcmp(key, "lgr") ||
+		     !strcmp(key, "worker")))
+			continue;
+		put_text(out, key);
+		fputs(": ", out);
+		put_text(out, fmt_value(buf, sizeof(buf), v));
+		fputc('\n', out);
+	}
+	return 0;
 }
 
 /* A member of the reload reply as text: fmt_value() of it, or absent when
@@ -951,6 +1142,114 @@ static void prom_per_worker(FILE *out, const json_t *workers)
 	}
 }
 
+/* A label value from the daemon's JSON: an integer as its digits, a
+ * string escaped, anything else as "?". */
+static void prom_label_json(FILE *out, const json_t *v)
+{
+	if (json_is_integer(v))
+		fprintf(out, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+	else if (json_is_string(v))
+		prom_label_value(out, json_string_value(v));
+	else
+		fputc('?', out);
+}
+
+/* The CQ pools' counters, labelled worker="<index>",cq="<index>". */
+static void prom_cq(FILE *out, const json_t *cqs)
+{
+	static const struct {
+		const char *key, *name, *type, *help;
+	} fam[] = {
+		{ "polls", "smcproxy_cq_polls_total", "counter",
+		  "Polls of each completion queue (ibv_poll_cq calls), by worker and CQ." },
+		{ "completions", "smcproxy_cq_completions_total", "counter",
+		  "Work completions taken from each completion queue." },
+		{ "empty_polls", "smcproxy_cq_empty_polls_total", "counter",
+		  "Polls of each completion queue that found nothing." },
+		{ "rearms", "smcproxy_cq_rearms_total", "counter",
+		  "Times each completion queue was re-armed for an event." },
+		{ "events", "smcproxy_cq_events_total", "counter",
+		  "Completion-channel events that woke the worker, by CQ." },
+		{ "links", "smcproxy_cq_links", "gauge",
+		  "Links whose completions go to each completion queue." },
+	};
+	const json_t *e, *v;
+	size_t f, i;
+
+	if (!json_is_array(cqs) || !json_array_size(cqs))
+		return;
+	for (f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+		prom_family(out, fam[f].name, fam[f].type, fam[f].help);
+		json_array_foreach(cqs, i, e) {
+			v = json_object_get(e, fam[f].key);
+			if (!json_is_number(v))
+				continue;
+			fprintf(out, "%s{worker=\"", fam[f].name);
+			prom_label_json(out, json_object_get(e, "worker"));
+			fputs("\",cq=\"", out);
+			prom_label_json(out, json_object_get(e, "cq"));
+			fputs("\"} ", out);
+			prom_number(out, v);
+			fputc('\n', out);
+		}
+	}
+}
+
+/*
+ * links: how many, how many are down, and for each rdma link its send
+ * queue's fill (labelled by worker, group, link and device: a bounded set,
+ * as links are few). Counters per link are left out: a group's id changes
+ * whenever it is set up again, and every change would start new series.
+ */
+static int render_links_prometheus(FILE *out, const json_t *links)
+{
+	static const struct {
+		const char *key, *name, *help;
+	} fam[] = {
+		{ "wr_in_flight", "smcproxy_link_wr_in_flight",
+		  "Send work requests posted on an rdma link and not completed yet." },
+		{ "sq_depth", "smcproxy_link_sq_depth",
+		  "Send work requests an rdma link's queue pair holds (rdma.sq_depth)." },
+	};
+	const json_t *e, *v, *state;
+	size_t i, f, down = 0;
+
+	prom_family(out, "smcproxy_links", "gauge", "Links of all link groups.");
+	fprintf(out, "smcproxy_links %zu\n", json_array_size(links));
+	json_array_foreach(links, i, e) {
+		state = json_object_get(e, "state");
+		down += json_is_string(state) && strcmp(json_string_value(state), "active") != 0;
+	}
+	prom_family(out, "smcproxy_links_down", "gauge",
+		    "Links of active link groups that are not active (failed, not replaced yet).");
+	fprintf(out, "smcproxy_links_down %zu\n", down);
+	for (f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+		bool declared = false;
+
+		json_array_foreach(links, i, e) {
+			v = json_object_get(e, fam[f].key);
+			if (!json_is_number(v))
+				continue;
+			if (!declared) {
+				prom_family(out, fam[f].name, "gauge", fam[f].help);
+				declared = true;
+			}
+			fprintf(out, "%s{worker=\"", fam[f].name);
+			prom_label_json(out, json_object_get(e, "worker"));
+			fputs("\",lgr=\"", out);
+			prom_label_json(out, json_object_get(e, "lgr"));
+			fputs("\",link=\"", out);
+			prom_label_json(out, json_object_get(e, "link"));
+			fputs("\",device=\"", out);
+			prom_label_json(out, json_object_get(e, "device"));
+			fputs("\"} ", out);
+			prom_number(out, v);
+			fputc('\n', out);
+		}
+	}
+	return 0;
+}
+
 static int render_stats_prometheus(FILE *out, const json_t *st)
 {
 	const json_t *flows = json_object_get(st, "flows");
@@ -992,6 +1291,7 @@ static int render_stats_prometheus(FILE *out, const json_t *st)
 		      "Bytes relayed: in = from clients toward servers, out = from servers back to clients.",
 		      "direction", json_object_get(st, "bytes"));
 	prom_per_worker(out, json_object_get(st, "per_worker"));
+	prom_cq(out, json_object_get(st, "cq"));
 	for (i = 0; i < sizeof(prom_stats_scalars) / sizeof(prom_stats_scalars[0]); i++) {
 		v = json_object_get(st, prom_stats_scalars[i].key);
 		if (json_is_number(v))
@@ -1097,7 +1397,8 @@ bool ctl_render_supported(enum ctl_format fmt, enum ctl_cmd cmd)
 {
 	if ((unsigned)cmd >= CTL_CMD__MAX)
 		return false;
-	return !(fmt == CTL_FORMAT_PROMETHEUS && cmd == CTL_CMD_RELOAD);
+	return !(fmt == CTL_FORMAT_PROMETHEUS &&
+		 (cmd == CTL_CMD_RELOAD || cmd == CTL_CMD_DEBUG));
 }
 
 int ctl_render(FILE *out, enum ctl_format fmt, enum ctl_cmd cmd,
@@ -1121,6 +1422,7 @@ int ctl_render(FILE *out, enum ctl_format fmt, enum ctl_cmd cmd,
 	switch (cmd) {
 	case CTL_CMD_STATS:
 	case CTL_CMD_RELOAD:
+	case CTL_CMD_DEBUG:
 		if (!json_is_object(body))
 			return bad_reply(err, errlen, -EBADMSG,
 					 "malformed reply: no \"%s\" object", name);
@@ -1141,10 +1443,7 @@ int ctl_render(FILE *out, enum ctl_format fmt, enum ctl_cmd cmd,
 			rc = render_flows_prometheus(out, reply, body);
 			break;
 		case CTL_CMD_LINKS:
-			prom_family(out, "smcproxy_links", "gauge",
-				    "Links of all link groups.");
-			fprintf(out, "smcproxy_links %zu\n", json_array_size(body));
-			rc = 0;
+			rc = render_links_prometheus(out, body);
 			break;
 		case CTL_CMD_PEERS:
 			prom_family(out, "smcproxy_peers", "gauge",
@@ -1170,10 +1469,17 @@ int ctl_render(FILE *out, enum ctl_format fmt, enum ctl_cmd cmd,
 			rc = render_reload_table(out, body);
 			break;
 		case CTL_CMD_LINKS:
-		case CTL_CMD_PEERS:
-			rc = render_list_table(out, name, body);
+			rc = render_links_table(out, body);
 			if (rc == 0)
 				note_not_answering(out, reply, name);
+			break;
+		case CTL_CMD_PEERS:
+			rc = render_list_table(out, name, body, NULL);
+			if (rc == 0)
+				note_not_answering(out, reply, name);
+			break;
+		case CTL_CMD_DEBUG:
+			rc = render_debug_table(out, body);
 			break;
 		default:
 			rc = -ENOTSUP;

@@ -34,7 +34,8 @@ enum ctl_format {
 };
 
 /* Whether fmt can render the reply of cmd. Prometheus has no sensible
- * form for reload; smcproxyctl checks this before it sends anything. */
+ * form for reload and debug; smcproxyctl checks this before it sends
+ * anything. */
 bool ctl_render_supported(enum ctl_format fmt, enum ctl_cmd cmd);
 
 /*

@@ -13,11 +13,12 @@
 struct ctl_server;
 
 /*
- * Answers one command: returns the members of the ok reply (a new
- * reference, e.g. {"stats": {...}}; "v" and "ok" are added here), or NULL
- * with a malloc'd message in *err.
+ * Answers one request (req->cmd, with its arguments): returns the members
+ * of the ok reply (a new reference, e.g. {"stats": {...}}; "v" and "ok" are
+ * added here), or NULL with a malloc'd message in *err.
  */
-typedef json_t *(*ctl_handler_fn)(struct ctl_server *s, enum ctl_cmd cmd, char **err);
+typedef json_t *(*ctl_handler_fn)(struct ctl_server *s, const struct ctl_request *req,
+				  char **err);
 
 struct ctl_server {
 	uv_loop_t *loop;

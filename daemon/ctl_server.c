@@ -179,16 +179,15 @@ static void ctl_client_handle_line(struct ctl_client *c, const char *line, size_
 {
 	struct ctl_server *s = c->server;
 	char errmsg[CTL_ERRMSG_MAX], *err = NULL, *out;
+	struct ctl_request req;
 	json_t *body;
-	int cmd;
 	size_t outlen = 0;
 
-	cmd = ctl_request_parse(line, len, errmsg, sizeof(errmsg));
-	if (cmd < 0) {
+	if (ctl_request_decode(line, len, &req, errmsg, sizeof(errmsg)) < 0) {
 		ctl_client_error(c, errmsg, false);
 		return;
 	}
-	body = s->handler(s, cmd, &err);
+	body = s->handler(s, &req, &err);
 	if (!body) {
 		ctl_client_error(c, err ? err : "internal error", false);
 		free(err);

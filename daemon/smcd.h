@@ -25,6 +25,6 @@ int smcd_run(struct smcd *d);
 int smcd_reload(struct smcd *d, char **applied, char **restart, char **err);
 
 /* Control socket commands (ctl_cmds.c). */
-json_t *smcd_ctl_handle(struct ctl_server *s, enum ctl_cmd cmd, char **err);
+json_t *smcd_ctl_handle(struct ctl_server *s, const struct ctl_request *req, char **err);
 
 #endif

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * smcproxyctl: asks a running smcproxyd for its counters, flows, links and
- * peers, or to reload its configuration, over the stats/control socket
- * (protocol in ctl_proto.h, smcproxyctl(8)).
+ * peers, to reload its configuration, or (debug) to fail a link on purpose,
+ * over the stats/control socket (protocol in ctl_proto.h, smcproxyctl(8)).
  *
  * One request per run: connect, send one line, read one line, render it.
  * Every step shares one 5 s deadline, so a wedged daemon cannot hang a
@@ -41,17 +41,20 @@ static const char usage_text[] =
 	"Usage: smcproxyctl [--socket PATH | -c CONFIG] [--json | --prometheus] COMMAND\n"
 	"\n"
 	"Commands:\n"
-	"  stats    counters: flows by mode, fallbacks by reason, bytes, errors\n"
+	"  stats    counters: flows by mode, fallbacks by reason, bytes, errors, CQs\n"
 	"  flows    the flows open now (at most 10000 are listed)\n"
-	"  links    links of the link groups\n"
+	"  links    links of the link groups (rdma: device, queue pair, CQ)\n"
 	"  peers    peers the daemon knows\n"
 	"  reload   make smcproxyd re-read its configuration file\n"
+	"  debug fail-link LGR LINK\n"
+	"           fail rdma link LINK of link group LGR (ids as `links` shows\n"
+	"           them); needs \"debug\": {\"fail_link\": true} in the daemon's config\n"
 	"\n"
 	"Options:\n"
 	"  -s, --socket PATH   the daemon's stats socket (default " CTL_DEFAULT_SOCKET ")\n"
 	"  -c, --config FILE   take the socket path from stats.socket in FILE\n"
 	"  -j, --json          print the daemon's reply as indented JSON\n"
-	"  -p, --prometheus    print Prometheus text format (not for reload)\n"
+	"  -p, --prometheus    print Prometheus text format (not for reload, debug)\n"
 	"  -h, --help          show this help\n"
 	"  -V, --version       show the version\n"
 	"\n"
@@ -295,9 +298,17 @@ static int report_connect_error(const char *path, int err)
 	return EXIT_CONNECT;
 }
 
+/* "reload", "debug fail-link": what the messages call the request. */
+static const char *request_label(const struct ctl_request *req)
+{
+	if (req->cmd == CTL_CMD_DEBUG && ctl_debug_op_name(req->op))
+		return req->op == CTL_DEBUG_FAIL_LINK ? "debug fail-link" : "debug";
+	return ctl_cmd_name(req->cmd);
+}
+
 /* Prints the daemon's error reply. Its text is printed as it came: reload
  * errors are several "file:line:column: key: message" lines. */
-static void report_daemon_error(const char *path, enum ctl_cmd cmd,
+static void report_daemon_error(const char *path, const struct ctl_request *req,
 				const char *msg)
 {
 	size_t n = strlen(msg);
@@ -309,17 +320,17 @@ static void report_daemon_error(const char *path, enum ctl_cmd cmd,
 		return;
 	}
 	if (memchr(msg, '\n', n))
-		fprintf(stderr, "smcproxyctl: %s failed:\n%s%s", ctl_cmd_name(cmd),
+		fprintf(stderr, "smcproxyctl: %s failed:\n%s%s", request_label(req),
 			msg, n && msg[n - 1] == '\n' ? "" : "\n");
 	else
-		fprintf(stderr, "smcproxyctl: %s failed: %s\n", ctl_cmd_name(cmd), msg);
+		fprintf(stderr, "smcproxyctl: %s failed: %s\n", request_label(req), msg);
 }
 
 /*
  * The exchange: send the request line, read one reply line, parse it.
  * Returns 0 with *reply set, or an exit status after printing why.
  */
-static int ctl_exchange(const char *path, enum ctl_cmd cmd, json_t **reply)
+static int ctl_exchange(const char *path, const struct ctl_request *creq, json_t **reply)
 {
 	int64_t deadline = now_ms() + CTL_TIMEOUT_MS;
 	char err[CTL_ERRMSG_MAX], *req, *line;
@@ -331,7 +342,7 @@ static int ctl_exchange(const char *path, enum ctl_cmd cmd, json_t **reply)
 	if (fd < 0)
 		return report_connect_error(path, -fd);
 
-	req = ctl_request_line(cmd, &reqlen);
+	req = ctl_request_encode(creq, &reqlen);
 	if (!req) {
 		close(fd);
 		fprintf(stderr, "smcproxyctl: out of memory\n");
@@ -385,6 +396,42 @@ static int ctl_exchange(const char *path, enum ctl_cmd cmd, json_t **reply)
 	return 0;
 }
 
+/*
+ * The arguments after "debug": fail-link LGR LINK. LGR is checked here as
+ * the daemon would (1 to 16 hex digits), LINK is a decimal index, so that
+ * a typo is a usage error and nothing is sent. Returns 0 or an exit status.
+ */
+static int parse_debug_args(int argc, char **argv, struct ctl_request *req)
+{
+	unsigned long link;
+	char *end;
+	int op;
+
+	if (argc < 1)
+		return usage_error("%s", "debug needs an operation: debug fail-link LGR LINK");
+	op = ctl_debug_op_from_name(argv[0]);
+	if (op < 0)
+		return usage_error("unknown debug operation '%s' (expected fail-link)", argv[0]);
+	req->op = (enum ctl_debug_op)op;
+	if (argc < 3)
+		return usage_error("%s", "usage: debug fail-link LGR LINK (the LGR and LINK "
+				   "columns of smcproxyctl links)");
+	if (argc > 3)
+		return usage_error("unexpected argument '%s' (debug fail-link LGR LINK)",
+				   argv[3]);
+	if (ctl_lgr_prefix(argv[1], req->lgr) < 0)
+		return usage_error("invalid LGR '%s': expected 1 to 16 hex digits of a "
+				   "link-group id, as smcproxyctl links shows", argv[1]);
+	errno = 0;
+	link = strtoul(argv[2], &end, 10);
+	if (errno || argv[2][0] < '0' || argv[2][0] > '9' || *end ||
+	    link > CTL_LINK_INDEX_MAX)
+		return usage_error("invalid LINK '%s': expected a link index, as "
+				   "smcproxyctl links shows", argv[2]);
+	req->link = (unsigned)link;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -399,6 +446,7 @@ int main(int argc, char **argv)
 	const char *opt_socket = NULL, *opt_config = NULL, *fmtopt = NULL;
 	enum ctl_format fmt = CTL_FORMAT_TABLE;
 	char err[CTL_ERRMSG_MAX], *path = NULL;
+	struct ctl_request req = { 0 };
 	json_t *reply = NULL;
 	int c, cmd, rc;
 
@@ -447,14 +495,20 @@ int main(int argc, char **argv)
 		return usage_error("%s", "--socket and -c exclude each other");
 	if (optind >= argc)
 		return usage_error("%s", "no command given (stats, flows, links, "
-				   "peers or reload)");
-	if (argc - optind > 1)
-		return usage_error("unexpected argument '%s' (one command per run)",
-				   argv[optind + 1]);
+				   "peers, reload or debug)");
 	cmd = ctl_cmd_from_name(argv[optind]);
 	if (cmd < 0)
 		return usage_error("unknown command '%s' (expected stats, flows, "
-				   "links, peers or reload)", argv[optind]);
+				   "links, peers, reload or debug)", argv[optind]);
+	req.cmd = (enum ctl_cmd)cmd;
+	if (cmd == CTL_CMD_DEBUG) {
+		rc = parse_debug_args(argc - optind - 1, argv + optind + 1, &req);
+		if (rc)
+			return rc;
+	} else if (argc - optind > 1) {
+		return usage_error("unexpected argument '%s' (one command per run)",
+				   argv[optind + 1]);
+	}
 	/* Checked before connecting: a reload must not happen only for its
 	 * reply to be unprintable. */
 	if (!ctl_render_supported(fmt, cmd))
@@ -465,7 +519,7 @@ int main(int argc, char **argv)
 	if (rc)
 		return rc;
 
-	rc = ctl_exchange(path, cmd, &reply);
+	rc = ctl_exchange(path, &req, &reply);
 	if (rc)
 		goto out;
 
@@ -473,7 +527,7 @@ int main(int argc, char **argv)
 		/* Scripts asking for JSON get the error object too. */
 		if (fmt == CTL_FORMAT_JSON)
 			ctl_render(stdout, fmt, cmd, reply, err, sizeof(err));
-		report_daemon_error(path, cmd, ctl_reply_error(reply));
+		report_daemon_error(path, &req, ctl_reply_error(reply));
 		rc = EXIT_DAEMON;
 		goto out;
 	}

@@ -10,7 +10,9 @@
  *    can turn into a reply (the server drops a client without any answer
  *    when it cannot) and that survives the round trip through
  *    ctl_reply_parse() unchanged;
- *  - an accepted command round-trips through ctl_request_line().
+ *  - an accepted request round-trips through ctl_request_encode() (and,
+ *    without arguments, ctl_request_line()): the same command with the
+ *    same arguments (debug fail-link: op, lgr prefix, link index).
  *
  * The input goes in as one line, as the server would pass it, and, when it
  * holds newlines, line by line as the server splits it.
@@ -49,23 +51,50 @@ static void check_error_reply(const char *msg)
 	free(line);
 }
 
+/* An accepted request: encoded again, it decodes to the same. */
+static void check_round_trip(const struct ctl_request *r)
+{
+	struct ctl_request back;
+	char err[CTL_ERRMSG_MAX];
+	size_t rlen;
+	char *req;
+
+	req = ctl_request_encode(r, &rlen);
+	if (!req || ctl_request_decode(req, rlen, &back, err, sizeof(err)) != (int)r->cmd ||
+	    back.cmd != r->cmd)
+		abort();
+	if (r->cmd == CTL_CMD_DEBUG &&
+	    (back.op != r->op || strcmp(back.lgr, r->lgr) != 0 || back.link != r->link))
+		abort();
+	free(req);
+	req = ctl_request_line(r->cmd, &rlen);
+	if ((r->cmd == CTL_CMD_DEBUG) != !req)
+		abort();
+	if (req && ctl_request_parse(req, rlen, err, sizeof(err)) != (int)r->cmd)
+		abort();
+	free(req);
+}
+
 static void check_one(const char *line, size_t len)
 {
+	struct ctl_request r;
 	char err[CTL_ERRMSG_MAX];
-	size_t errlen, rlen;
-	char *req;
+	size_t errlen;
 	int rc;
 
 	/* A canary past the terminator the parser must write. */
 	memset(err, 0x5a, sizeof(err));
-	rc = ctl_request_parse(line, len, err, sizeof(err));
+	rc = ctl_request_decode(line, len, &r, err, sizeof(err));
+	if (rc != ctl_request_parse(line, len, NULL, 0))
+		abort();
 	if (rc >= 0) {
-		if (rc >= CTL_CMD__MAX)
+		if (rc >= CTL_CMD__MAX || (int)r.cmd != rc)
 			abort();
-		req = ctl_request_line(rc, &rlen);
-		if (!req || ctl_request_parse(req, rlen, err, sizeof(err)) != rc)
+		if (r.cmd == CTL_CMD_DEBUG &&
+		    (r.op >= CTL_DEBUG__MAX || r.link > CTL_LINK_INDEX_MAX ||
+		     strnlen(r.lgr, sizeof(r.lgr)) == sizeof(r.lgr) || !r.lgr[0]))
 			abort();
-		free(req);
+		check_round_trip(&r);
 		return;
 	}
 	if (rc != -EMSGSIZE && rc != -EBADMSG && rc != -EPROTONOSUPPORT &&

@@ -51,6 +51,11 @@ static void test_request_round_trip(void **state)
 	free(line);
 
 	for (int i = 0; i < CTL_CMD__MAX; i++) {
+		/* debug has arguments: ctl_request_encode(), below. */
+		if (i == CTL_CMD_DEBUG) {
+			assert_null(ctl_request_line(i, &len));
+			continue;
+		}
 		line = ctl_request_line(i, &len);
 		assert_non_null(line);
 		/* Exactly one newline, at the end. */
@@ -157,6 +162,135 @@ static void test_request_unknown_cmd(void **state)
 	snprintf(line, sizeof(line), "{\"v\":1,\"cmd\":\"%0300d\"}", 7);
 	assert_int_equal(parse_req(line, err), -EINVAL);
 	snprintf(expect, sizeof(expect), "unknown command '%064d'", 0);
+	assert_string_equal(err, expect);
+}
+
+/* debug fail-link: its arguments travel and come back as they went. */
+static void test_request_debug_round_trip(void **state)
+{
+	struct ctl_request req = { .cmd = CTL_CMD_DEBUG, .op = CTL_DEBUG_FAIL_LINK,
+				   .lgr = "0123456789ABCDEF", .link = 3 }, back;
+	char err[CTL_ERRMSG_MAX], *line;
+	size_t len;
+
+	(void)state;
+	line = ctl_request_encode(&req, &len);
+	assert_non_null(line);
+	/* The prefix goes in lower case, as the views show ids. */
+	assert_string_equal(line, "{\"v\":1,\"cmd\":\"debug\",\"op\":\"fail-link\","
+			    "\"lgr\":\"0123456789abcdef\",\"link\":3}\n");
+	assert_int_equal(len, strlen(line));
+	assert_int_equal(ctl_request_decode(line, len, &back, err, sizeof(err)), CTL_CMD_DEBUG);
+	assert_int_equal(back.cmd, CTL_CMD_DEBUG);
+	assert_int_equal(back.op, CTL_DEBUG_FAIL_LINK);
+	assert_string_equal(back.lgr, "0123456789abcdef");
+	assert_int_equal(back.link, 3);
+	assert_int_equal(ctl_request_parse(line, len, err, sizeof(err)), CTL_CMD_DEBUG);
+	free(line);
+
+	/* A one-digit prefix and the highest index are fine. */
+	assert_int_equal(parse_req("{\"v\":1,\"cmd\":\"debug\",\"op\":\"fail-link\","
+				   "\"lgr\":\"A\",\"link\":65535}", err), CTL_CMD_DEBUG);
+	/* Other commands encode as ctl_request_line() does and ignore the
+	 * arguments. */
+	req.cmd = CTL_CMD_LINKS;
+	line = ctl_request_encode(&req, NULL);
+	assert_string_equal(line, "{\"v\":1,\"cmd\":\"links\"}\n");
+	free(line);
+	line = "{\"v\":1,\"cmd\":\"links\",\"lgr\":5}";
+	assert_int_equal(ctl_request_decode(line, strlen(line), &back, err, sizeof(err)),
+			 CTL_CMD_LINKS);
+	assert_string_equal(back.lgr, "");
+	/* Nothing to encode when an argument is out of range. */
+	req.cmd = CTL_CMD_DEBUG;
+	req.link = CTL_LINK_INDEX_MAX + 1;
+	assert_null(ctl_request_encode(&req, NULL));
+	req.link = 0;
+	strcpy(req.lgr, "xyz");
+	assert_null(ctl_request_encode(&req, NULL));
+	strcpy(req.lgr, "ab");
+	req.op = CTL_DEBUG__MAX;
+	assert_null(ctl_request_encode(&req, NULL));
+	assert_null(ctl_request_encode(NULL, NULL));
+	assert_string_equal(ctl_debug_op_name(CTL_DEBUG_FAIL_LINK), "fail-link");
+	assert_null(ctl_debug_op_name(CTL_DEBUG__MAX));
+	assert_int_equal(ctl_debug_op_from_name("fail-link"), CTL_DEBUG_FAIL_LINK);
+	assert_int_equal(ctl_debug_op_from_name("fail_link"), -EINVAL);
+	assert_int_equal(ctl_debug_op_from_name(NULL), -EINVAL);
+}
+
+static void test_lgr_prefix(void **state)
+{
+	char out[CTL_LGR_PREFIX_MAX + 1];
+
+	(void)state;
+	assert_int_equal(ctl_lgr_prefix("1f2E", out), 0);
+	assert_string_equal(out, "1f2e");
+	assert_int_equal(ctl_lgr_prefix("0123456789abcdef", out), 0);
+	assert_int_equal(ctl_lgr_prefix("0123456789abcdef0", out), -EINVAL);
+	assert_string_equal(out, "");
+	assert_int_equal(ctl_lgr_prefix("", out), -EINVAL);
+	assert_int_equal(ctl_lgr_prefix("12g4", out), -EINVAL);
+	assert_string_equal(out, "");
+	assert_int_equal(ctl_lgr_prefix(" 12", out), -EINVAL);
+	assert_int_equal(ctl_lgr_prefix("0x12", out), -EINVAL);
+	assert_int_equal(ctl_lgr_prefix(NULL, out), -EINVAL);
+}
+
+/* Every way a debug request can be wrong, with what the daemon says. */
+static void test_request_debug_rejects(void **state)
+{
+	static const struct {
+		const char *line;
+		int rc;
+		const char *err;
+	} bad[] = {
+		{ "{\"v\":1,\"cmd\":\"debug\"}", -EBADMSG,
+		  "malformed request: debug needs \"op\"" },
+		{ "{\"v\":1,\"cmd\":\"debug\",\"op\":1}", -EBADMSG,
+		  "malformed request: \"op\" must be a string" },
+		{ "{\"v\":1,\"cmd\":\"debug\",\"op\":\"crash\"}", -EINVAL,
+		  "unknown debug operation 'crash' (expected fail-link)" },
+		{ "{\"v\":1,\"cmd\":\"debug\",\"op\":\"fail-link\",\"link\":0}", -EBADMSG,
+		  "malformed request: fail-link needs \"lgr\", a string" },
+		{ "{\"v\":1,\"cmd\":\"debug\",\"op\":\"fail-link\",\"lgr\":12,\"link\":0}",
+		  -EBADMSG, "malformed request: fail-link needs \"lgr\", a string" },
+		{ "{\"v\":1,\"cmd\":\"debug\",\"op\":\"fail-link\",\"lgr\":\"ab\"}", -EBADMSG,
+		  "malformed request: fail-link needs \"link\", an integer" },
+		{ "{\"v\":1,\"cmd\":\"debug\",\"op\":\"fail-link\",\"lgr\":\"ab\",\"link\":\"1\"}",
+		  -EBADMSG, "malformed request: fail-link needs \"link\", an integer" },
+		{ "{\"v\":1,\"cmd\":\"debug\",\"op\":\"fail-link\",\"lgr\":\"ab\",\"link\":1.0}",
+		  -EBADMSG, "malformed request: fail-link needs \"link\", an integer" },
+		{ "{\"v\":1,\"cmd\":\"debug\",\"op\":\"fail-link\",\"lgr\":\"xy\",\"link\":1}",
+		  -EINVAL, "invalid lgr 'xy': expected 1 to 16 hex digits of a link-group id" },
+		{ "{\"v\":1,\"cmd\":\"debug\",\"op\":\"fail-link\",\"lgr\":\"\",\"link\":1}",
+		  -EINVAL, "invalid lgr '': expected 1 to 16 hex digits of a link-group id" },
+		{ "{\"v\":1,\"cmd\":\"debug\",\"op\":\"fail-link\","
+		  "\"lgr\":\"0123456789abcdef0\",\"link\":1}",
+		  -EINVAL, "invalid lgr '0123456789abcdef0': expected 1 to 16 hex digits of a "
+		  "link-group id" },
+		{ "{\"v\":1,\"cmd\":\"debug\",\"op\":\"fail-link\",\"lgr\":\"ab\",\"link\":-1}",
+		  -EINVAL, "invalid link -1: expected a link index" },
+		{ "{\"v\":1,\"cmd\":\"debug\",\"op\":\"fail-link\",\"lgr\":\"ab\","
+		  "\"link\":65536}", -EINVAL, "invalid link 65536: expected a link index" },
+	};
+	struct ctl_request req;
+	char err[CTL_ERRMSG_MAX], line[600], expect[200];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&req, 0x5a, sizeof(req));
+		assert_int_equal(ctl_request_decode(bad[i].line, strlen(bad[i].line), &req,
+						    err, sizeof(err)), bad[i].rc);
+		assert_string_equal(err, bad[i].err);
+		/* Nothing half-filled is left for the caller. */
+		assert_int_equal(req.cmd, 0);
+		assert_string_equal(req.lgr, "");
+	}
+	/* A long value from the client is echoed cut to 64 characters. */
+	snprintf(line, sizeof(line), "{\"v\":1,\"cmd\":\"debug\",\"op\":\"%0300d\"}", 7);
+	assert_int_equal(parse_req(line, err), -EINVAL);
+	snprintf(expect, sizeof(expect), "unknown debug operation '%064d' (expected fail-link)", 0);
 	assert_string_equal(err, expect);
 }
 
@@ -743,6 +877,160 @@ static void test_render_reload_odd_types(void **state)
 	free(text);
 }
 
+/* links with an rdma link and a shm one, one of them down. */
+static const char links_reply[] =
+	"{\"v\":1,\"ok\":true,\"links\":["
+	"{\"worker\":0,\"peer\":\"10.0.0.2:7002\",\"role\":\"client\","
+	"\"lgr\":\"0011223344556677\",\"link\":0,\"transport\":\"rdma\","
+	"\"state\":\"active\",\"flows\":3,\"msgs_tx\":1200,\"msgs_rx\":1100,"
+	"\"bytes_tx\":1048576,\"bytes_rx\":2048,"
+	"\"device\":\"rxe0\",\"port\":1,\"gid\":\"fe80::1\",\"qp_num\":17,"
+	"\"peer_qp_num\":18,\"max_inline\":220,\"wr_in_flight\":5,\"sq_depth\":256,"
+	"\"cq\":1,\"relaxed_ordering\":true},"
+	"{\"worker\":0,\"peer\":\"10.0.0.2:7002\",\"role\":\"client\","
+	"\"lgr\":\"0011223344556677\",\"link\":1,\"transport\":\"rdma\","
+	"\"state\":\"down\",\"flows\":0,\"msgs_tx\":7,\"msgs_rx\":7,"
+	"\"bytes_tx\":0,\"bytes_rx\":0,"
+	"\"device\":\"rxe0\",\"port\":1,\"gid\":\"fe80::1\",\"qp_num\":19,"
+	"\"peer_qp_num\":20,\"max_inline\":0,\"wr_in_flight\":0,\"sq_depth\":256,"
+	"\"cq\":0,\"relaxed_ordering\":false},"
+	"{\"worker\":1,\"peer\":\"10.0.0.3:7002\",\"role\":\"server\","
+	"\"lgr\":\"8899aabbccddeeff\",\"link\":0,\"transport\":\"shm\","
+	"\"state\":\"active\",\"flows\":1,\"msgs_tx\":2,\"msgs_rx\":2,"
+	"\"bytes_tx\":10,\"bytes_rx\":20}]}";
+
+static void test_render_links_rdma(void **state)
+{
+	char *text, *rdma;
+
+	(void)state;
+	assert_int_equal(render(links_reply, CTL_FORMAT_TABLE, CTL_CMD_LINKS, &text), 0);
+	/* The common columns, every link, the down one too. */
+	assert_true(has_line(text, "WORKER  PEER           ROLE    LGR               LINK"
+			     "  TRANSPORT  STATE   FLOWS  MSGS TX  MSGS RX   BYTES TX  BYTES RX"));
+	assert_true(has_line(text, "     0  10.0.0.2:7002  client  0011223344556677     1"
+			     "  rdma       down        0        7        7          0         0"));
+	assert_true(has_line(text, "     1  10.0.0.3:7002  server  8899aabbccddeeff     0"
+			     "  shm        active      1        2        2         10        20"));
+	/* The rdma table: only the rdma links, ids not digit-grouped. */
+	rdma = strstr(text, "\nrdma links:\n");
+	assert_non_null(rdma);
+	assert_null(strstr(text, "DEVICE") < rdma ? strstr(text, "DEVICE") : NULL);
+	assert_true(has_line(rdma, "WORKER  LGR               LINK  DEVICE  PORT  GID      QPN"
+			     "  PEER QPN  INLINE  IN FLIGHT  SQ DEPTH  CQ  RELAXED"));
+	assert_true(has_line(rdma, "     0  0011223344556677     0  rxe0       1  fe80::1   17"
+			     "        18     220          5       256   1  yes"));
+	assert_true(has_line(rdma, "     0  0011223344556677     1  rxe0       1  fe80::1   19"
+			     "        20       0          0       256   0  no"));
+	assert_null(strstr(rdma, "8899aabbccddeeff"));
+	free(text);
+
+	/* No rdma link: no second table. */
+	assert_int_equal(render("{\"v\":1,\"ok\":true,\"links\":[{\"lgr\":\"ab\","
+				"\"link\":0,\"transport\":\"shm\"}]}",
+				CTL_FORMAT_TABLE, CTL_CMD_LINKS, &text), 0);
+	assert_string_equal(text, "LGR  LINK  TRANSPORT\nab      0  shm\n");
+	free(text);
+
+	assert_int_equal(render(links_reply, CTL_FORMAT_PROMETHEUS, CTL_CMD_LINKS, &text), 0);
+	check_exposition(text);
+	assert_true(has_line(text, "smcproxy_links 3"));
+	assert_true(has_line(text, "smcproxy_links_down 1"));
+	assert_true(has_line(text, "smcproxy_link_wr_in_flight{worker=\"0\","
+			     "lgr=\"0011223344556677\",link=\"0\",device=\"rxe0\"} 5"));
+	assert_true(has_line(text, "smcproxy_link_sq_depth{worker=\"0\","
+			     "lgr=\"0011223344556677\",link=\"1\",device=\"rxe0\"} 256"));
+	assert_null(strstr(text, "8899aabbccddeeff"));
+	free(text);
+
+	/* JSON: the daemon's members as they came. */
+	assert_int_equal(render(links_reply, CTL_FORMAT_JSON, CTL_CMD_LINKS, &text), 0);
+	assert_non_null(strstr(text, "\"qp_num\": 17"));
+	assert_non_null(strstr(text, "\"relaxed_ordering\": true"));
+	free(text);
+}
+
+static const char stats_cq_reply[] =
+	"{\"v\":1,\"ok\":true,\"stats\":{\"version\":\"0.2\",\"workers\":2,"
+	"\"connect_failures\":0,"
+	"\"cq\":[{\"worker\":0,\"cq\":0,\"polls\":1500,\"completions\":12000,"
+	"\"empty_polls\":300,\"rearms\":280,\"events\":290,\"links\":2,\"cqe\":1024,"
+	"\"moderated\":false},"
+	"{\"worker\":1,\"cq\":0,\"polls\":0,\"completions\":0,\"empty_polls\":0,"
+	"\"rearms\":1,\"events\":0,\"links\":0,\"cqe\":1024,\"moderated\":true}],"
+	"\"workers_not_answering\":[2]}}";
+
+static void test_render_stats_cq(void **state)
+{
+	char *text;
+
+	(void)state;
+	assert_int_equal(render(stats_cq_reply, CTL_FORMAT_TABLE, CTL_CMD_STATS, &text), 0);
+	assert_true(has_line(text, "worker  cq  links  polls  completions  empty polls"
+			     "  rearms  events"));
+	assert_true(has_line(text, "0        0      2  1,500       12,000          300"
+			     "     280     290"));
+	assert_true(has_line(text, "1        0      0      0            0            0"
+			     "       1       0"));
+	assert_true(has_line(text, "(not listed: the CQ counters of worker 2, which did not "
+			     "answer in time)"));
+	/* Not a row of JSON among the counters. */
+	assert_null(strstr(text, "[{"));
+	assert_null(strstr(text, "workers not answering"));
+	free(text);
+
+	assert_int_equal(render(stats_cq_reply, CTL_FORMAT_PROMETHEUS, CTL_CMD_STATS,
+				&text), 0);
+	check_exposition(text);
+	assert_true(has_line(text, "# TYPE smcproxy_cq_polls_total counter"));
+	assert_true(has_line(text, "smcproxy_cq_polls_total{worker=\"0\",cq=\"0\"} 1500"));
+	assert_true(has_line(text, "smcproxy_cq_completions_total{worker=\"0\",cq=\"0\"} 12000"));
+	assert_true(has_line(text, "smcproxy_cq_empty_polls_total{worker=\"0\",cq=\"0\"} 300"));
+	assert_true(has_line(text, "smcproxy_cq_rearms_total{worker=\"1\",cq=\"0\"} 1"));
+	assert_true(has_line(text, "smcproxy_cq_events_total{worker=\"0\",cq=\"0\"} 290"));
+	assert_true(has_line(text, "# TYPE smcproxy_cq_links gauge"));
+	assert_true(has_line(text, "smcproxy_cq_links{worker=\"0\",cq=\"0\"} 2"));
+	assert_null(strstr(text, "not_answering"));
+	free(text);
+
+	/* No rdma: an empty list shows nothing. */
+	assert_int_equal(render("{\"v\":1,\"ok\":true,\"stats\":{\"cq\":[]}}",
+				CTL_FORMAT_TABLE, CTL_CMD_STATS, &text), 0);
+	assert_null(strstr(text, "completions"));
+	free(text);
+	assert_int_equal(render("{\"v\":1,\"ok\":true,\"stats\":{\"cq\":[]}}",
+				CTL_FORMAT_PROMETHEUS, CTL_CMD_STATS, &text), 0);
+	assert_null(strstr(text, "smcproxy_cq"));
+	free(text);
+}
+
+static void test_render_debug(void **state)
+{
+	static const char reply[] =
+		"{\"v\":1,\"ok\":true,\"debug\":{\"op\":\"fail-link\",\"worker\":1,"
+		"\"lgr\":\"0011223344556677\",\"link\":0}}";
+	char *text;
+
+	(void)state;
+	assert_false(ctl_render_supported(CTL_FORMAT_PROMETHEUS, CTL_CMD_DEBUG));
+	assert_true(ctl_render_supported(CTL_FORMAT_TABLE, CTL_CMD_DEBUG));
+	assert_int_equal(render(reply, CTL_FORMAT_TABLE, CTL_CMD_DEBUG, &text), 0);
+	assert_string_equal(text, "fail-link: link 0 of link group 0011223344556677 on worker 1"
+			    " was failed; its flows move to a surviving link of the group, or"
+			    " are reset when there is none\n");
+	free(text);
+	assert_int_equal(render(reply, CTL_FORMAT_PROMETHEUS, CTL_CMD_DEBUG, &text), -ENOTSUP);
+	free(text);
+	/* Another operation, from a newer daemon: its members as they are. */
+	assert_int_equal(render("{\"v\":1,\"ok\":true,\"debug\":{\"op\":\"x\",\"n\":2}}",
+				CTL_FORMAT_TABLE, CTL_CMD_DEBUG, &text), 0);
+	assert_string_equal(text, "op: x\nn: 2\n");
+	free(text);
+	assert_int_equal(render("{\"v\":1,\"ok\":true,\"debug\":[]}",
+				CTL_FORMAT_TABLE, CTL_CMD_DEBUG, &text), -EBADMSG);
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -753,6 +1041,9 @@ int main(void)
 		cmocka_unit_test(test_request_embedded_nul),
 		cmocka_unit_test(test_request_version),
 		cmocka_unit_test(test_request_unknown_cmd),
+		cmocka_unit_test(test_request_debug_round_trip),
+		cmocka_unit_test(test_lgr_prefix),
+		cmocka_unit_test(test_request_debug_rejects),
 		cmocka_unit_test(test_request_overlong),
 		cmocka_unit_test(test_request_small_err_buffer),
 		cmocka_unit_test(test_reply_ok_round_trip),
@@ -774,6 +1065,9 @@ int main(void)
 		cmocka_unit_test(test_render_wide_cell),
 		cmocka_unit_test(test_render_controls),
 		cmocka_unit_test(test_render_reload_odd_types),
+		cmocka_unit_test(test_render_links_rdma),
+		cmocka_unit_test(test_render_stats_cq),
+		cmocka_unit_test(test_render_debug),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
