@@ -96,11 +96,21 @@ deps:
 	@contrib/install-deps
 
 check: deps
+ifneq ($(RDMA),0)
+	@$(MAKE) --no-print-directory check-rdma-ready
+endif
 	$(MAKE) all units tools $(FUZZ_REPLAY)
 	tests/run-units $(B)
 	tests/fuzz/run-replay $(B)
 	$(MAKE) check-asan
 	tests/integration/run $(B)
+ifeq ($(RDMA),0)
+	@echo "************************************************************************"
+	@echo "SKIPPED: rdma guest tests (RDMA=0): the rdma transport was NOT tested"
+	@echo "************************************************************************"
+else
+	$(MAKE) check-rdma
+endif
 
 # The same unit tests and fuzz corpora under AddressSanitizer and UBSan.
 check-asan:
@@ -110,6 +120,19 @@ check-asan:
 
 check-integration: all tools
 	tests/integration/run $(B)
+
+# The rdma transport over real verbs: Soft-RoCE (rdma_rxe) in a QEMU guest
+# that boots Debian's kernel and runs every tests/rdma/t_*.sh in one boot.
+# RDMA=0 make check skips them, loudly; a machine that cannot boot the guest
+# fails make check rather than pass it untested.
+# make check asks first, so that a machine without the guest's packages
+# learns it before the other suites ran.
+check-rdma: all tools check-rdma-ready
+	tests/rdma/lab tests/rdma/run $(B)
+
+check-rdma-ready:
+	@tests/rdma/lab --check || { echo "check-rdma: the rdma guest tests cannot run here:" \
+	  "run contrib/install-deps, or RDMA=0 make check to skip the rdma tests explicitly"; exit 1; }
 
 demo: deps
 	$(MAKE) all tools
@@ -147,5 +170,5 @@ lint-man:
 clean:
 	rm -rf build build-asan build-fuzz
 
-.PHONY: all deps check check-asan check-integration demo bench install uninstall clean fuzz tools units lint-man
+.PHONY: all deps check check-asan check-integration check-rdma check-rdma-ready demo bench install uninstall clean fuzz tools units lint-man
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

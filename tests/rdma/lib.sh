@@ -1,0 +1,357 @@
+# shellcheck shell=bash disable=SC2034
+# (variables are used by the tests that source this)
+# Helpers for the rdma guest tests, sourced by every tests/rdma/t_*.sh. They
+# run inside the guest of tests/rdma/lab (tests/rdma/run starts them there):
+#
+#   . "$(dirname "$0")/lib.sh"
+#   rt_init "$@"               # $1 = build dir; rxe0 check, temp dir, cleanup
+#   rt_setup KEY=JSON ...      # REDIRECT, server, daemons B then A (rdma)
+#   rt_config A|B KEY=JSON ... # one daemon's config (defaults below)
+#   rt_start A|B / rt_stop A|B / rt_kill A|B
+#   rt_ctl A|B ARGS...         # smcproxyctl against that daemon
+#   rt_stat A|B PATH...        # values of `smcproxyctl --json stats`
+#   rt_wait_stat A|B PATH OP N [SECONDS]
+#   rt_links A|B               # one line per link: lgr link state transport
+#                              #   flows bytes_tx bytes_rx
+#   rt_run ARGS...             # flowcheck run to the server, via the redirect
+#   rt_run_ok LABEL WHY ARGS...
+#   rt_server_expect PAT WHY   # stop the server, judge its summary
+#   rt_pass / rt_fail WHY      # exactly one PASS/FAIL line, then exit
+#
+# Topology. rxe receives only in the initial network namespace (on some
+# kernels), so everything lives in the guest's root namespace and both
+# daemons share the one rxe device, reaching each other through its
+# loopback:
+#
+#   app: connect(10.77.0.1:9000)
+#     | nat OUTPUT: tcp to 10.77.0.1:9000 without the daemons' mark
+#     v   -> REDIRECT :7001
+#   daemon A ("client host")  listen 127.0.0.1:7001  control 10.77.0.1:7002
+#     | link group over rxe0 (transport rdma, 2 links)
+#     v
+#   daemon B ("server host")  listen 127.0.0.1:7011  control 10.77.0.1:7003
+#     | TCP with the mark: not redirected
+#     v
+#   flowcheck serve 10.77.0.1:9000
+#
+# Both daemons are on one host, so transport "auto" would pick shm: the
+# tests force "rdma". Each test cleans up what it started (the tests share
+# one guest): processes, the nat rule, its directory under /run.
+
+set -u
+
+RT_NAME=$(basename "$0" .sh)
+RT_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)	# tests/rdma
+
+ADDR=10.77.0.1		# lab0, rxe0's netdev
+NET=10.77.0.0/24
+SPORT=9000		# flowcheck serve
+MARK=5459267
+declare -A RT_LPORT=([A]=7001 [B]=7011)	# redirect listeners
+declare -A RT_CPORT=([A]=7002 [B]=7003)	# control ports
+declare -A RT_PID=([A]= [B]=)
+
+RT_PIDS=()
+RT_RULE=()
+SERVER_PID=
+
+rt_log() { printf '%s: %s\n' "$RT_NAME" "$*" >&2; }
+
+rt_init() {
+	if [ $# -lt 1 ] || [ ! -d "$1" ]; then
+		echo "usage: $0 BUILD_DIR (inside tests/rdma/lab)" >&2
+		exit 2
+	fi
+	B=$(cd "$1" && pwd)
+	SMCPROXYD=$B/smcproxyd
+	SMCPROXYCTL=$B/smcproxyctl
+	FLOWCHECK=$B/tools/flowcheck
+	JGET=$B/tools/jget
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "FAIL $RT_NAME: needs root (run inside tests/rdma/lab)"
+		exit 1
+	fi
+	if ! rdma link show rxe0/1 2>/dev/null | grep -q 'state ACTIVE'; then
+		echo "FAIL $RT_NAME: no active rxe0 (run inside tests/rdma/lab)"
+		exit 1
+	fi
+	local f
+	for f in "$SMCPROXYD" "$SMCPROXYCTL" "$FLOWCHECK" "$JGET"; do
+		if [ ! -x "$f" ]; then
+			echo "FAIL $RT_NAME: $f is missing (make all tools)"
+			exit 1
+		fi
+	done
+	# /run is a tmpfs in the guest: UNIX sockets do not work over 9p.
+	RT_DIR=$(mktemp -d /run/smcp-rt.XXXXXX)
+	chmod 755 "$RT_DIR"
+	trap rt_cleanup EXIT
+	trap 'rt_log "interrupted"; exit 124' INT TERM
+}
+
+rt_cleanup() {
+	local rc=$? p
+	trap - EXIT INT TERM
+	# bash would report each killed background job on stderr
+	exec 2>/dev/null
+	for p in "${RT_PIDS[@]}"; do
+		kill -KILL "$p" 2>/dev/null
+	done
+	wait 2>/dev/null
+	if [ ${#RT_RULE[@]} -gt 0 ]; then
+		iptables -t nat -D "${RT_RULE[@]}" 2>/dev/null
+	fi
+	if [ -n "${RT_DIR:-}" ] && [ -d "$RT_DIR" ]; then
+		if [ "${RT_KEEP:-0}" = 1 ] && [ -n "${RT_LOGDIR:-}" ]; then
+			cp -r "$RT_DIR" "$RT_LOGDIR/$RT_NAME.dir" 2>/dev/null
+			echo "$RT_NAME: kept $RT_LOGDIR/$RT_NAME.dir"
+		fi
+		rm -rf "$RT_DIR"
+	fi
+	exit "$rc"
+}
+
+# Waits until FILE contains a line matching REGEX; $3 = timeout in seconds.
+rt_wait_file() {
+	local file=$1 re=$2 t=${3:-10} i
+	for ((i = 0; i < t * 20; i++)); do
+		grep -qE "$re" "$file" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# REDIRECT what apps send to the server into daemon A; the daemons' own
+# connections carry the mark and pass.
+rt_redirect() {
+	RT_RULE=(OUTPUT -p tcp -d "$ADDR" --dport "$SPORT" -m mark ! --mark "$MARK"
+		 -j REDIRECT --to-ports "${RT_LPORT[A]}")
+	iptables -t nat -A "${RT_RULE[@]}" || { RT_RULE=(); rt_fail "iptables REDIRECT"; }
+}
+
+rt_server_start() {
+	"$FLOWCHECK" serve --listen "$ADDR:$SPORT" >"$RT_DIR/server.log" 2>&1 &
+	SERVER_PID=$!
+	RT_PIDS+=("$SERVER_PID")
+	rt_wait_file "$RT_DIR/server.log" '^serve: listening' 10 ||
+		rt_fail "flowcheck serve did not start: $(cat "$RT_DIR/server.log")"
+}
+
+# Stops the server; prints its summary line ("serve: N connections, N ok,
+# N failed, N aborted, N open; bytes: up N down N"). Works inside $(...).
+rt_server_stop() {
+	local i
+	[ -n "$SERVER_PID" ] || return 0
+	# Daemon B is done with a flow once it passed the FIN on; the last
+	# bytes may still be on their way. Stop the server once it has no
+	# connection left (or after 10 s).
+	for ((i = 0; i < 200; i++)); do
+		[ -z "$(ss -Htn state established "( sport = :$SPORT )" 2>/dev/null)" ] && break
+		sleep 0.05
+	done
+	kill -TERM "$SERVER_PID" 2>/dev/null
+	for ((i = 0; i < 200; i++)); do
+		kill -0 "$SERVER_PID" 2>/dev/null || break
+		grep -qE '^serve: [0-9]+ connections' "$RT_DIR/server.log" && break
+		sleep 0.05
+	done
+	SERVER_PID=
+	grep -E '^serve: [0-9]+ connections' "$RT_DIR/server.log" | tail -1
+}
+
+# rt_server_expect PATTERN WHY: stops the server, prints its summary line,
+# and fails the test with "WHY: summary" unless it contains PATTERN.
+rt_server_expect() {
+	local summary
+	summary=$(rt_server_stop)
+	echo "  $summary"
+	case $summary in
+	*"$1"*) ;;
+	*) rt_fail "$2: $summary" ;;
+	esac
+}
+
+# rt_config A|B KEY=JSON...: writes that daemon's config. Arguments replace
+# or add top-level keys; KEY= (empty) removes one. The defaults are the
+# topology above, transport rdma, one worker, small buffers, two links.
+rt_config() {
+	local d=$1 other
+	shift
+	[ "$d" = A ] && other=B || other=A
+	local -A cfg=(
+		[listen]="[\"127.0.0.1:${RT_LPORT[$d]}\"]"
+		[control]="\"$ADDR:${RT_CPORT[$d]}\""
+		[peers]="[{\"prefix\": \"$NET\", \"control_port\": ${RT_CPORT[$other]}}]"
+		[transport]='"rdma"'
+		[mark]="$MARK"
+		[workers]=1
+		[links]='{"per_peer": 2}'
+		[buffers]='{"ring": "256KiB", "pool": "64MiB"}'
+		[stats]="{\"socket\": \"$RT_DIR/$d.sock\", \"mode\": \"0660\"}"
+		[shm]="{\"dir\": \"$RT_DIR/$d-shm\"}"
+		[fallback]='{"connect_timeout": "2s"}'
+		[log]='{"level": "info"}'
+	)
+	local order=(listen control peers transport mark workers links buffers stats shm fallback log)
+	local kv k first=1
+	for kv in "$@"; do
+		k=${kv%%=*}
+		[ -v "cfg[$k]" ] || order+=("$k")
+		cfg[$k]=${kv#*=}
+	done
+	mkdir -p "$RT_DIR/$d-shm"
+	{
+		echo "{"
+		for k in "${order[@]}"; do
+			[ -n "${cfg[$k]}" ] || continue
+			[ $first = 1 ] || echo ","
+			first=0
+			printf '  "%s": %s' "$k" "${cfg[$k]}"
+		done
+		printf '\n}\n'
+	} >"$RT_DIR/$d.json"
+}
+
+rt_ctl() {
+	local d=$1
+	shift
+	"$SMCPROXYCTL" --socket "$RT_DIR/$d.sock" "$@"
+}
+
+# rt_stat A|B PATH...: the values of `smcproxyctl --json stats` at the
+# given paths (relative to "stats"), one per line.
+rt_stat() {
+	local d=$1 out p paths=()
+	shift
+	out=$(rt_ctl "$d" --json stats 2>&1) || { rt_log "smcproxyctl stats ($d): $out"; return 1; }
+	for p in "$@"; do
+		paths+=("stats.$p|$p")
+	done
+	printf '%s\n' "$out" | "$JGET" "${paths[@]}"
+}
+
+# rt_wait_stat A|B PATH OP N [SECONDS]: waits until the stat satisfies
+# "test VALUE OP N".
+rt_wait_stat() {
+	local d=$1 path=$2 op=$3 want=$4 t=${5:-10} i v=
+	for ((i = 0; i < t * 10; i++)); do
+		v=$(rt_stat "$d" "$path" 2>/dev/null) && test "$v" "$op" "$want" && return 0
+		sleep 0.1
+	done
+	rt_log "daemon $d: stats $path is ${v:-?}, wanted $op $want"
+	return 1
+}
+
+# rt_start A|B [LAUNCHER...]: starts that daemon in the foreground with its
+# config (rt_config first) and waits until its stats socket answers.
+rt_start() {
+	local d=$1 i
+	shift
+	[ -f "$RT_DIR/$d.json" ] || rt_config "$d"
+	rm -f "$RT_DIR/$d.sock"
+	"$@" "$SMCPROXYD" -c "$RT_DIR/$d.json" --foreground >>"$RT_DIR/$d.log" 2>&1 &
+	RT_PID[$d]=$!
+	RT_PIDS+=("${RT_PID[$d]}")
+	# Under TCG a start (device, CQ pool, a registered pool) takes a while.
+	for ((i = 0; i < 300; i++)); do
+		if ! kill -0 "${RT_PID[$d]}" 2>/dev/null; then
+			wait "${RT_PID[$d]}"
+			rt_fail "daemon $d exited at start (status $?)"
+		fi
+		[ -S "$RT_DIR/$d.sock" ] && rt_ctl "$d" --json stats >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	rt_fail "daemon $d did not answer on $RT_DIR/$d.sock within 30 s"
+}
+
+# rt_stop A|B [SECONDS]: SIGTERM, waits (default 20 s); returns the exit
+# status (124 if it did not exit, 70 if it reported leaked loop handles).
+rt_stop() {
+	local d=$1 t=${2:-20} i rc pid=${RT_PID[$1]}
+	[ -n "$pid" ] || return 0
+	kill -TERM "$pid" 2>/dev/null
+	for ((i = 0; i < t * 20; i++)); do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			rc=0
+			wait "$pid" || rc=$?
+			RT_PID[$d]=
+			if grep -q 'event loop still had handles at exit' "$RT_DIR/$d.log"; then
+				rt_log "daemon $d stopped with handles left in an event loop"
+				[ $rc -ne 0 ] || rc=70
+			fi
+			return $rc
+		fi
+		sleep 0.05
+	done
+	return 124
+}
+
+rt_kill() {
+	local pid=${RT_PID[$1]}
+	[ -n "$pid" ] || return 0
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	RT_PID[$1]=
+}
+
+# The standard test bed: the redirect, the server, daemon B then daemon A,
+# both with the defaults of rt_config plus the arguments.
+rt_setup() {
+	rt_redirect
+	rt_server_start
+	rt_config B "$@"
+	rt_config A "$@"
+	rt_start B
+	rt_start A
+}
+
+# rt_links A|B: one line per link of the daemon's active link groups:
+# "lgr link state transport flows bytes_tx bytes_rx".
+rt_links() {
+	local out i
+	out=$(rt_ctl "$1" --json links 2>&1) || { rt_log "smcproxyctl links ($1): $out"; return 1; }
+	for ((i = 0; ; i++)); do
+		printf '%s\n' "$out" | "$JGET" "links.$i.lgr" >/dev/null 2>&1 || break
+		printf '%s\n' "$out" | "$JGET" "links.$i.lgr" "links.$i.link" "links.$i.state" \
+			"links.$i.transport" "links.$i.flows" "links.$i.bytes_tx" \
+			"links.$i.bytes_rx" | tr '\n' ' '
+		echo
+	done
+}
+
+# flowcheck run to the server (through the redirect into daemon A).
+rt_run() { "$FLOWCHECK" run --connect "$ADDR:$SPORT" "$@"; }
+
+# rt_run_ok LABEL WHY ARGS...: rt_run, its output shown (first 20 lines,
+# prefixed "  LABEL: "), the test failed with WHY if it failed.
+rt_run_ok() {
+	local label=$1 why=$2 out rc
+	shift 2
+	out=$(rt_run "$@")
+	rc=$?
+	printf '%s\n' "$out" | sed "s|^|  $label: |" | head -20
+	[ $rc -eq 0 ] || rt_fail "$why"
+}
+
+# rt_eq WHAT GOT WANT: fails unless the two numbers are equal.
+rt_eq() { [ "$2" -eq "$3" ] 2>/dev/null || rt_fail "$1 is $2, expected $3"; }
+
+rt_dump_logs() {
+	local f
+	for f in "$RT_DIR"/A.log "$RT_DIR"/B.log "$RT_DIR"/server.log; do
+		[ -s "$f" ] || continue
+		echo "--- last lines of $(basename "$f"):"
+		tail -n 25 "$f"
+	done
+}
+
+rt_pass() {
+	echo "PASS $RT_NAME${1:+: $1}"
+	exit 0
+}
+
+rt_fail() {
+	rt_dump_logs >&2
+	echo "FAIL $RT_NAME: $*"
+	exit 1
+}
