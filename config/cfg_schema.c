@@ -53,7 +53,7 @@ static const struct cfg__key autocork_keys[] = {
 };
 
 static const struct cfg__key cq_keys[] = {
-	{ "pool", CFG__UINT, false, 0, F(cq.pool), 0, 64, "0", NULL },
+	{ "pool", CFG__UINT, false, 0, F(cq.pool), 0, 16, "0", NULL },
 	{ "poll_budget", CFG__UINT, false, 0, F(cq.poll_budget), 1, 1024, "16", NULL },
 	{ 0 },
 };

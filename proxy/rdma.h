@@ -48,7 +48,8 @@ int rdma_lgr_prepare(struct lgr *lgr);
 /* Client, after the peer's ready: connects every link of lgr to the peer's
  * listener; the group comes up (lgr__established) or fails later. */
 int rdma_lgr_connect(struct lgr *lgr, const struct rdma_tlv *peer);
-/* Fails one link on purpose (smcproxyctl debug fail-link). */
+/* Fails one link on purpose (smcproxyctl debug fail-link): 0, or
+ * -EOPNOTSUPP (not rdma), -ENOTCONN (the link is not up). */
 int rdma_link_fail(struct link *lnk);
 /* Called by the lgr sweep: port state changes seen by the async handler. */
 void rdma_sweep(struct proxy *p);
@@ -67,8 +68,11 @@ struct rdma_link_info {
 	unsigned cq;			/* index in the worker's CQ pool */
 	bool relaxed_ordering;		/* the region's MR has it */
 };
+/* 0; -EOPNOTSUPP for a link of another transport; -ENOTCONN for an rdma
+ * link without a queue pair (failed, or not connected yet). */
 int rdma_link_info(const struct link *lnk, struct rdma_link_info *info);
-/* The worker's CQ pool, for stats (NULL when rdma is off). */
+/* The worker's CQ pool, for stats (NULL when rdma is off). On the worker's
+ * own thread only: rdma_close() frees it there. */
 const struct cq_pool *rdma_cq_pool(const struct proxy *p);
 
 #endif

@@ -315,7 +315,7 @@ static const char full_json[] =
 	"  \"links\": {\"per_peer\": 16, \"max_flows_per_link\": 1},\n"
 	"  \"buffers\": {\"ring\": 65536, \"pool\": \"1GiB\"},\n"
 	"  \"autocork\": {\"enabled\": false, \"max_bytes\": \"16MiB\"},\n"
-	"  \"cq\": {\"pool\": 64, \"poll_budget\": 1024},\n"
+	"  \"cq\": {\"pool\": 16, \"poll_budget\": 1024},\n"
 	"  \"shm\": {\"dir\": \"/dev/shm/smc\"},\n"
 	"  \"stats\": {\"socket\": \"/tmp/s.sock\", \"mode\": 384},\n"
 	"  \"fallback\": {\"connect_timeout\": 1500, \"negative_ttl\": \"1m30s\"},\n"
@@ -336,7 +336,7 @@ static void test_full_config(void **state)
 		.links = { .per_peer = 16, .max_flows_per_link = 1 },
 		.buffers = { .ring = 64 * KiB, .pool = 1024 * MiB },
 		.autocork = { .enabled = false, .max_bytes = 16 * MiB },
-		.cq = { .pool = 64, .poll_budget = 1024 },
+		.cq = { .pool = 16, .poll_budget = 1024 },
 		.shm = { .dir = "/dev/shm/smc" },
 		.stats = { .socket = "/tmp/s.sock", .mode = 0600 },
 		.fallback = { .connect_timeout_ms = 1500, .negative_ttl_ms = 90000 },
@@ -510,8 +510,8 @@ static void test_out_of_range(void **state)
 		      "t.json:1:24: links.per_peer: 0 is out of range (1..16)\n");
 	expect_errors("{\"links\": {\"max_flows_per_link\": 65536}}",
 		      "t.json:1:34: links.max_flows_per_link: 65536 is out of range (1..65535)\n");
-	expect_errors("{\"cq\": {\"pool\": 65, \"poll_budget\": 0}}",
-		      "t.json:1:17: cq.pool: 65 is out of range (0..64)\n"
+	expect_errors("{\"cq\": {\"pool\": 17, \"poll_budget\": 0}}",
+		      "t.json:1:17: cq.pool: 17 is out of range (0..16)\n"
 		      "t.json:1:36: cq.poll_budget: 0 is out of range (1..1024)\n");
 	expect_errors("{\"buffers\": {\"ring\": \"8KiB\"}}",
 		      "t.json:1:22: buffers.ring: 8192 bytes is out of range (16KiB..64MiB)\n");
