@@ -81,15 +81,27 @@ bool cq_poll(struct cq *cq, bool drain)
 	}
 }
 
+/*
+ * True when completions were taken: their handlers may have posted work
+ * that the end of a batch flushes, so the caller must end one more batch
+ * before blocking (and call again).
+ */
 bool cq_pool_idle(struct cq_pool *pool, bool run)
 {
-	bool more = false;
+	bool ran = false;
 	unsigned i;
 
-	for (i = 0; i < pool->n; i++)
-		if (pool->cqs[i].busy && cq_poll(&pool->cqs[i], !run))
-			more = true;
-	return more;
+	for (i = 0; i < pool->n; i++) {
+		struct cq *cq = &pool->cqs[i];
+		uint64_t before = cq->st.completions;
+
+		if (!cq->busy)
+			continue;
+		cq_poll(cq, !run);
+		if (cq->st.completions != before)
+			ran = true;
+	}
+	return ran;
 }
 
 int cq_pool_init(struct cq_pool *pool, struct epset *epset, struct ibv_context *ctx,

@@ -26,8 +26,9 @@ struct cq *cq_get(struct cq_pool *pool, unsigned need);
 void cq_put(struct cq *cq, unsigned need);
 /* Polls one round of cq (see cq.c); true when more may wait. */
 bool cq_poll(struct cq *cq, bool drain);
-/* Before the loop blocks: another round for the busy CQs; true when some
- * still are. run false: drain them instead (the loop is about to sleep). */
+/* Before the loop blocks: another round for the busy CQs; true when that
+ * took completions (end a batch, then call again). run false: drain them
+ * instead (the loop is about to sleep). */
 bool cq_pool_idle(struct cq_pool *pool, bool run);
 
 #endif
