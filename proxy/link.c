@@ -128,6 +128,19 @@ void link_post_decline(struct link *lnk, uint32_t token, unsigned reason)
 	}
 }
 
+void link_post_test(struct link *lnk, uint32_t cookie)
+{
+	struct llc_msg m = { .type = LLC_TEST_LINK, .test.cookie = cookie };
+	uint8_t msg[LINK_MSG_LEN];
+
+	if (lnk->state != LINK_ACTIVE || !list_empty(&lnk->tx_wait) || lnk->n_decline_q ||
+	    !lnk->lgr->ops->tx_room(lnk))
+		return;		/* busy: its traffic tests it already */
+	llc_encode(&m, msg);
+	if (link_post(lnk, msg))
+		lgr_fail(lnk->lgr, -EIO);
+}
+
 bool link_conn_unacked(const struct conn *c)
 {
 	struct link *lnk = c->link;

@@ -21,6 +21,12 @@ void link_conn_work(struct conn *c, unsigned work);
 void link_conn_forget(struct conn *c);
 /* Declines a FLOW_OPEN that got no conn. */
 void link_post_decline(struct link *lnk, uint32_t token, unsigned reason);
+/*
+ * A TEST_LINK on an idle link, when its queue has room: over RDMA the
+ * peer's acknowledgement (or the retry error when it is gone) is the
+ * answer, so an idle link to a vanished host fails instead of lingering.
+ */
+void link_post_test(struct link *lnk, uint32_t cookie);
 /* Whether c has sends the transport has not completed. */
 bool link_conn_unacked(const struct conn *c);
 /* Holds c's unannounced bytes until its sends complete. */

@@ -54,6 +54,7 @@
 #define RDMA_REGION_MAX		(1u << 30)
 #define RDMA_RESOLVE_MS		2000
 #define RDMA_CQ_SIZE		16384	/* entries per CQ; links take theirs */
+#define RDMA_KEEPALIVE_MS	5000	/* idle time before a TEST_LINK */
 
 enum rdma_link_state {
 	RL_CONNECTING,
@@ -130,6 +131,7 @@ struct rdma_link {
 	uint8_t *bufs;			/* sq_depth + rq_depth messages */
 	struct ibv_mr *bufs_mr;
 	unsigned markers_left;
+	uint64_t last_tx_ms;		/* last doorbell: the link was used */
 	struct list_head zombie_node;	/* dev->zombies, once draining */
 	struct proxy_defer defer;
 };
@@ -425,6 +427,8 @@ static void rdma_flush(struct link *lnk)
 	err = rl_post(rl);
 	if (err)
 		rdma_link_down(rl, err);
+	else
+		rl->last_tx_ms = uv_now(rl->dev->proxy->loop);
 }
 
 static uint32_t rdma_tx_done(struct link *lnk)
@@ -967,6 +971,7 @@ static void rl_established(struct rdma_link *rl, uint32_t peer_qpn)
 	struct lgr *lgr = rg->lgr;
 
 	rl->state = RL_UP;
+	rl->last_tx_ms = uv_now(rl->dev->proxy->loop);
 	if (peer_qpn)
 		rl->peer_qpn = peer_qpn;	/* the server learnt it from the request */
 	rl->msg_done = rl->lnk->tx_seq;
@@ -1170,7 +1175,36 @@ static void rdma_on_async(struct epset_entry *e, uint32_t events)
 	}
 }
 
-/* A port went down: every link of this worker on it fails. */
+/* Idle links get a TEST_LINK now and then (link_post_test()). */
+static void rdma_keepalive(struct proxy *p)
+{
+	uint64_t now = uv_now(p->loop);
+	struct list_head *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &p->lgrs) {
+		struct lgr *lgr = list_entry(pos, struct lgr, node);
+		struct rdma_lgr *rg = lgr->tp;
+		unsigned i;
+
+		if (lgr->ops != &rdma_ops || !rg || lgr->state != LGR_ACTIVE)
+			continue;
+		for (i = 0; i < lgr->n_links; i++) {
+			struct rdma_link *rl = rg->links[i];
+
+			if (!rl || rl->state != RL_UP || now - rl->last_tx_ms < RDMA_KEEPALIVE_MS)
+				continue;
+			rl->last_tx_ms = now;	/* once per period even if it found no room */
+			link_post_test(rl->lnk, (uint32_t)now);
+			if (lgr->state != LGR_ACTIVE)
+				break;
+		}
+	}
+}
+
+/*
+ * Every lgr sweep: keepalives, and port events the async handler saw: on
+ * a port that went down, every link of this worker fails.
+ */
 void rdma_sweep(struct proxy *p)
 {
 	struct rdma_dev *dev = p->rdma;
@@ -1178,7 +1212,10 @@ void rdma_sweep(struct proxy *p)
 	struct ibv_port_attr pa;
 	struct list_head *pos, *tmp;
 
-	if (!dev || gen == dev->port_gen)
+	if (!dev)
+		return;
+	rdma_keepalive(p);
+	if (gen == dev->port_gen)
 		return;
 	dev->port_gen = gen;
 	if (ibv_query_port(dev->ctx, dev->port, &pa) == 0 && pa.state == IBV_PORT_ACTIVE)
