@@ -200,7 +200,7 @@ struct cq *cq_get(struct cq_pool *pool, unsigned need)
 	for (i = 0; i < pool->n; i++) {
 		struct cq *cq = &pool->cqs[i];
 
-		if (cq->used + need > cq->cqe)
+		if (need > cq->cqe - cq->used)	/* used <= cqe: no wrap-around */
 			continue;
 		if (!best || cq->n_links < best->n_links)
 			best = cq;
