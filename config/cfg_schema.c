@@ -109,8 +109,9 @@ static const struct cfg__key shutdown_keys[] = {
 
 static const struct cfg__key rdma_keys[] = {
 	{ "inline", CFG__BOOL, false, 0, F(rdma.inline_data), 0, 1, "true", NULL },
-	{ "sq_depth", CFG__UINT, false, 0, F(rdma.sq_depth), 16, 16384, "256", NULL },
-	{ "rq_depth", CFG__UINT, false, 0, F(rdma.rq_depth), 16, 16384, "256", NULL },
+	/* A link's sq + rq + 2 entries must fit one CQ (16384). */
+	{ "sq_depth", CFG__UINT, false, 0, F(rdma.sq_depth), 16, 4096, "256", NULL },
+	{ "rq_depth", CFG__UINT, false, 0, F(rdma.rq_depth), 16, 4096, "256", NULL },
 	{ 0 },
 };
 

@@ -65,7 +65,7 @@ json_t *ctl_cq_json(struct proxy *p)
 		const struct cq *cq = &pool->cqs[i];
 
 		json_array_append_new(arr, json_pack(
-			"{s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:b}",
+			"{s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:b}",
 			"worker", (int)p->worker,
 			"cq", (int)i,
 			"polls", (json_int_t)cq->st.polls,
@@ -73,6 +73,7 @@ json_t *ctl_cq_json(struct proxy *p)
 			"empty_polls", (json_int_t)cq->st.empty_polls,
 			"rearms", (json_int_t)cq->st.rearms,
 			"events", (json_int_t)cq->st.events,
+			"rearm_failures", (json_int_t)cq->st.rearm_failures,
 			"links", (int)cq->n_links,
 			"cqe", (int)cq->cqe,
 			"moderated", (int)cq->moderated));

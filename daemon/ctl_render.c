@@ -1170,6 +1170,8 @@ static void prom_cq(FILE *out, const json_t *cqs)
 		  "Times each completion queue was re-armed for an event." },
 		{ "events", "smcproxy_cq_events_total", "counter",
 		  "Completion-channel events that woke the worker, by CQ." },
+		{ "rearm_failures", "smcproxy_cq_rearm_failures_total", "counter",
+		  "Re-arms of each completion queue that failed (polled at each wake-up since)." },
 		{ "links", "smcproxy_cq_links", "gauge",
 		  "Links whose completions go to each completion queue." },
 	};

@@ -35,6 +35,7 @@ struct cq_stats {
 	uint64_t empty_polls;		/* polls that found nothing */
 	uint64_t rearms;		/* ibv_req_notify_cq calls */
 	uint64_t events;		/* completion-channel wake-ups */
+	uint64_t rearm_failures;	/* ibv_req_notify_cq errors */
 };
 
 struct cq {

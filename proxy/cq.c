@@ -65,10 +65,16 @@ bool cq_poll(struct cq *cq, bool drain)
 				cq->busy = false;
 				return false;
 			}
-			if (vb_req_notify_cq(cq->cq, 0) == 0) {
-				cq->st.rearms++;
-				cq->armed = true;
+			if (vb_req_notify_cq(cq->cq, 0)) {
+				/* No event will come (the device is likely
+				 * gone): leave it busy, polled again at each
+				 * wake-up of the loop, and do not spin. */
+				cq->st.rearm_failures++;
+				cq->busy = true;
+				return false;
 			}
+			cq->st.rearms++;
+			cq->armed = true;
 			continue;
 		}
 		cq->st.completions += (unsigned)n;

@@ -18,9 +18,9 @@ int cq_pool_init(struct cq_pool *pool, struct epset *epset, struct ibv_context *
 /* Destroys the CQs: every QP using them must be destroyed first. */
 void cq_pool_close(struct cq_pool *pool);
 /*
- * The least used CQ with room for need more entries (a link's send and
- * receive depths: what it can have outstanding), so that a CQ shared by
- * many links cannot overrun. NULL when none has room.
+ * Of the CQs with room for need more entries (a link's send and receive
+ * depths: what it can have outstanding, so that a CQ shared by many links
+ * cannot overrun), the one with the fewest links. NULL when none has room.
  */
 struct cq *cq_get(struct cq_pool *pool, unsigned need);
 void cq_put(struct cq *cq, unsigned need);

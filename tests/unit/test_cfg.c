@@ -323,7 +323,7 @@ static const char full_json[] =
 	"  \"log\": {\"level\": \"debug\"},\n"
 	"  \"relay\": {\"buffer\": \"4KiB\", \"keepalive\": \"0\", \"idle_timeout\": \"1h 30m\"},\n"
 	"  \"shutdown\": {\"drain_timeout\": 0},\n"
-	"  \"rdma\": {\"inline\": false, \"sq_depth\": 16384, \"rq_depth\": 16},\n"
+	"  \"rdma\": {\"inline\": false, \"sq_depth\": 4096, \"rq_depth\": 16},\n"
 	"  \"debug\": {\"fail_link\": true}\n"
 	"}\n";
 
@@ -344,7 +344,7 @@ static void test_full_config(void **state)
 		.log = { .level = LOG_DEBUG },
 		.relay = { .buffer = 4 * KiB, .keepalive_ms = 0, .idle_timeout_ms = 5400000 },
 		.shutdown = { .drain_timeout_ms = 0 },
-		.rdma = { .inline_data = false, .sq_depth = 16384, .rq_depth = 16 },
+		.rdma = { .inline_data = false, .sq_depth = 4096, .rq_depth = 16 },
 		.debug = { .fail_link = true },
 	};
 	struct cfg *c = load_ok(full_json);
@@ -910,10 +910,10 @@ static void test_rdma_and_debug_keys(void **state)
 	struct cfg *c;
 
 	c = load_ok("{\"rdma\": {\"inline\": false, \"sq_depth\": 16, \"rq_depth\": \n"
-		    "16384}, \"debug\": {}}");
+		    "4096}, \"debug\": {}}");
 	assert_false(c->rdma.inline_data);
 	assert_int_equal(c->rdma.sq_depth, 16);
-	assert_int_equal(c->rdma.rq_depth, 16384);
+	assert_int_equal(c->rdma.rq_depth, 4096);
 	assert_false(c->debug.fail_link);
 	cfg_free(c);
 	c = load_ok("{\"rdma\": {}, \"debug\": {\"fail_link\": true}}");
@@ -923,9 +923,9 @@ static void test_rdma_and_debug_keys(void **state)
 	assert_true(c->debug.fail_link);
 	cfg_free(c);
 
-	expect_errors("{\"rdma\": {\"sq_depth\": 15, \"rq_depth\": 16385}}",
-		      "t.json:1:23: rdma.sq_depth: 15 is out of range (16..16384)\n"
-		      "t.json:1:39: rdma.rq_depth: 16385 is out of range (16..16384)\n");
+	expect_errors("{\"rdma\": {\"sq_depth\": 15, \"rq_depth\": 4097}}",
+		      "t.json:1:23: rdma.sq_depth: 15 is out of range (16..4096)\n"
+		      "t.json:1:39: rdma.rq_depth: 4097 is out of range (16..4096)\n");
 	expect_errors("{\"rdma\": {\"inline\": 1}}",
 		      "t.json:1:21: rdma.inline: expected true or false, got an integer\n");
 	expect_errors("{\"rdma\": {\"sq_depth\": \"256\"}}",
