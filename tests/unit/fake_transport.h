@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * An in-memory link transport, and a one-link link group on it, for the
- * unit tests of the data plane (test_cork.c, test_conn.c).
+ * An in-memory link transport, and a link group of one link (or of
+ * several, world_new_links()) on it, for the unit tests of the data plane
+ * (test_cork.c, test_conn.c, test_failover.c).
  *
  * The transport is written against transport-t.h alone, as a new one
  * (rdma) would be: it keeps every message the link posts for the test to
@@ -10,6 +11,16 @@
  * outgoing ring into a "peer region" the test can read. Nothing is sent
  * anywhere: the test plays the peer by calling conn_on_cdc() /
  * link_tx_progress() the way a transport's receive path would.
+ *
+ * Each link has a struct fake of its own (its send queue, its message
+ * log, the writes it carried); they share the one peer region. By default
+ * a flow's outgoing ring is the peer's ring itself, as with shm. With
+ * mirror set on the link group's fake (w->fake), a flow writes into a
+ * private buffer instead and write() copies each range into the peer
+ * region, as rdma mirrors rings by RDMA WRITE: a link whose drop_writes is
+ * set then loses what it carries (in flight when it failed), and
+ * conn_moved() copies [tx_cons, tx_prod) again on the new link, so that a
+ * test sees in the peer region exactly what the peer would.
  *
  * The rest builds what the flow code needs around it, without
  * proxy_init() (which wants listeners and a config): a loop, the epoll
@@ -46,6 +57,7 @@
 
 #define FAKE_MSGS	256
 #define FAKE_WRITES	1024
+#define FAKE_REWRITES	64
 #define FAKE_PEER_SIZE	(4u << 20)	/* the peer's region */
 
 struct fake_msg {
@@ -71,6 +83,20 @@ struct fake {
 	} writes[FAKE_WRITES];		/* the first FAKE_WRITES */
 	unsigned n_writes;
 	uint64_t written;
+	/* rdma-like rings (see the top); mirror is read on the link group's
+	 * fake only, drop_writes on the link that carries a write. */
+	bool mirror;
+	bool drop_writes;
+	/* conn_moved() calls on this link (the new one), and the ranges it
+	 * carried again: after_msgs is how many messages this link had
+	 * posted then, so a test can tell that the CDC came after. */
+	unsigned moved_calls;
+	struct {
+		uint32_t token, off, len;
+		unsigned after_msgs;
+	} rewrites[FAKE_REWRITES];
+	unsigned n_rewrites;
+	uint64_t rewritten;
 };
 
 static inline struct fake *fake_of_link(struct link *lnk)
@@ -83,13 +109,15 @@ static unsigned fake_tx_room(struct link *lnk)
 	return fake_of_link(lnk)->room;
 }
 
+/* A post on a link that failed is a bug of the caller, as one without
+ * room is: counted, and refused. */
 static int fake_post(struct link *lnk, const uint8_t msg[LINK_MSG_LEN])
 {
 	struct fake *f = fake_of_link(lnk);
 
-	if (!f->room || f->n_msgs == FAKE_MSGS) {
+	if (!f->room || f->n_msgs == FAKE_MSGS || lnk->state != LINK_ACTIVE) {
 		f->bad_calls++;
-		return -ENOSPC;
+		return lnk->state != LINK_ACTIVE ? -ENOTCONN : -ENOSPC;
 	}
 	if (f->post_err)
 		return f->post_err;
@@ -115,6 +143,8 @@ static void fake_want_progress(struct link *lnk)
 	fake_of_link(lnk)->progress_asks++;
 }
 
+/* Mirror mode: the ring is a private buffer of the ring's size (tx_priv),
+ * so that ASan sees a write past it. */
 static int fake_conn_attach(struct conn *c, const struct llc_rmb *rmb)
 {
 	struct fake *f = c->lgr->tp;
@@ -122,20 +152,42 @@ static int fake_conn_attach(struct conn *c, const struct llc_rmb *rmb)
 	if (rmb->offset > FAKE_PEER_SIZE || rmb->size > FAKE_PEER_SIZE - rmb->offset ||
 	    rmb_class(rmb->size) < 0)
 		return -EINVAL;
+	if (f->mirror) {
+		c->tx_priv = calloc(1, rmb->size);
+		if (!c->tx_priv)
+			return -ENOMEM;
+		c->tx_ring = c->tx_priv;
+		return 0;
+	}
 	c->tx_ring = f->peer + rmb->offset;
 	return 0;
 }
 
 static void fake_conn_detach(struct conn *c)
 {
+	free(c->tx_priv);
+	c->tx_priv = NULL;
 	c->tx_ring = NULL;
 }
 
+/* Bytes [off, off + len) of c's ring reach the peer's ring over link f,
+ * unless f loses them; nothing to copy when the ring is the peer's. */
+static void fake_carry(struct fake *f, struct conn *c, uint32_t off, uint32_t len)
+{
+	uint8_t *dst = f->peer + c->tx_peer_off + off;
+
+	if (f->drop_writes || dst == c->tx_ring + off)
+		return;
+	memcpy(dst, c->tx_ring + off, len);
+}
+
+/* Recorded on the link that carries the write (c->link). */
 static int fake_write(struct conn *c, uint32_t off, uint32_t len)
 {
-	struct fake *f = c->lgr->tp;
+	struct fake *f = fake_of_link(c->link);
 
-	if (!len || off >= c->tx_size || len > c->tx_size - off) {
+	if (!len || off >= c->tx_size || len > c->tx_size - off ||
+	    c->link->state != LINK_ACTIVE) {
 		f->bad_calls++;
 		return -EINVAL;
 	}
@@ -147,7 +199,46 @@ static int fake_write(struct conn *c, uint32_t off, uint32_t len)
 	}
 	f->n_writes++;
 	f->written += len;
+	fake_carry(f, c, off, len);
 	return 0;
+}
+
+static void fake_rewrite(struct fake *f, struct conn *c, uint32_t off, uint32_t len)
+{
+	if (f->n_rewrites < FAKE_REWRITES) {
+		f->rewrites[f->n_rewrites].token = c->token;
+		f->rewrites[f->n_rewrites].off = off;
+		f->rewrites[f->n_rewrites].len = len;
+		f->rewrites[f->n_rewrites].after_msgs = f->n_msgs;
+	}
+	f->n_rewrites++;
+	f->rewritten += len;
+	fake_carry(f, c, off, len);
+}
+
+/*
+ * What transport-t.h asks, as rdma does it: [tx_cons, tx_prod) carried
+ * again on the new link, as two ranges when it wraps, none when empty.
+ * Called on a link that is not active, or with cursors more than a ring
+ * apart, it counts a bad call.
+ */
+static void fake_conn_moved(struct conn *c)
+{
+	struct fake *f = fake_of_link(c->link);
+	int64_t n = cursor_diff(c->tx_cons, c->tx_prod, c->tx_size);
+	uint32_t off = c->tx_cons.count, first = c->tx_size - off;
+
+	f->moved_calls++;
+	if (c->link->state != LINK_ACTIVE || n < 0 || n > c->tx_size) {
+		f->bad_calls++;
+		return;
+	}
+	if (first > n)
+		first = (uint32_t)n;
+	if (first)
+		fake_rewrite(f, c, off, first);
+	if (n > first)
+		fake_rewrite(f, c, 0, (uint32_t)n - first);
 }
 
 static void fake_lgr_close(struct lgr *lgr)
@@ -165,14 +256,17 @@ static const struct smc_transport_ops fake_ops = {
 	.want_progress = fake_want_progress,
 	.conn_attach = fake_conn_attach,
 	.conn_detach = fake_conn_detach,
+	.conn_moved = fake_conn_moved,
 	.write = fake_write,
 	.lgr_close = fake_lgr_close,
 };
 
 /* ------------------------------------------------------------------ */
-/* A proxy with one link group of one link on the fake transport. */
+/* A proxy with one link group of one link (or a few) on the fake
+ * transport. */
 
-#define WORLD_FLOWS	4
+#define WORLD_FLOWS	8
+#define WORLD_LINKS_MAX	4
 #define PEER_TOKEN	0x00050001u	/* what the peer calls flow 0; +i for flow i */
 
 /* One flow: the conn and what its owner was told. */
@@ -180,12 +274,17 @@ struct wflow {
 	struct conn c;
 	int app;			/* the application's end of the socket */
 	int ended;			/* enum conn_end + 1; 0: not yet */
+	int n_ended;			/* how often ended() came (once) */
 	int end_err;
 	int closed;
 	/* The peer's view of our receive ring. */
 	struct smc_cursor peer_prod;
 	/* What the peer consumed of the ring our flow writes into. */
 	struct smc_cursor peer_cons;
+	/* Set by the test: ended() takes the socket of a declined flow, as
+	 * flow.c does to go on over TCP; taken_fd is it (-1: none). */
+	bool take_fd;
+	int taken_fd;
 };
 
 struct world {
@@ -193,12 +292,23 @@ struct world {
 	struct cfg cfg;
 	struct proxy p;
 	struct lgr *lgr;
-	struct link *lnk;
-	struct fake fake;
+	struct link *lnk;		/* links[0] */
+	struct fake fake;		/* link 0's; also the link group's */
+	struct fake fake_more[WORLD_LINKS_MAX - 1];	/* links 1.. */
+	unsigned n_links;
 	uint8_t *region;
 	uint32_t region_size;
 	struct wflow flows[WORLD_FLOWS];
+	/* proxy_ops.lgr_event: how often each event came, the last err. */
+	unsigned lgr_events[PROXY_LINK_FAILOVER + 1];
+	int lgr_event_err;
 };
+
+/* The fake of link i. */
+static inline struct fake *world_fake(struct world *w, unsigned i)
+{
+	return i ? &w->fake_more[i - 1] : &w->fake;
+}
 
 static inline struct wflow *wflow_of(struct conn *c)
 {
@@ -210,7 +320,10 @@ static void world_conn_ended(struct conn *c, enum conn_end how, int err, unsigne
 	struct wflow *f = wflow_of(c);
 
 	f->ended = how + 1;
+	f->n_ended++;
 	f->end_err = err;
+	if (how == CONN_END_DECLINED && f->take_fd)
+		f->taken_fd = conn_take_fd(c);
 }
 
 static void world_conn_closed(struct conn *c)
@@ -218,8 +331,18 @@ static void world_conn_closed(struct conn *c)
 	wflow_of(c)->closed++;
 }
 
+static void world_lgr_event(struct proxy *p, enum proxy_lgr_event ev,
+			    const struct lgr *lgr, int err)
+{
+	struct world *w = (struct world *)((char *)p - offsetof(struct world, p));
+
+	if ((unsigned)ev <= PROXY_LINK_FAILOVER)
+		w->lgr_events[ev]++;
+	w->lgr_event_err = err;
+}
+
 /* The flows here are bare conns: no proxy event reaches a flow. */
-static const struct proxy_ops world_proxy_ops = { 0 };
+static const struct proxy_ops world_proxy_ops = { .lgr_event = world_lgr_event };
 
 static const struct conn_ops world_conn_ops = {
 	.ended = world_conn_ended,
@@ -253,16 +376,21 @@ static void world_on_epset_batch(struct epset *s)
 
 /*
  * rx_ring: our rings (the link group's ring_size); region: how much ring
- * area the link group has. The send queue starts with plenty of room and
- * nothing completed; autocork is on with max_bytes cork_max.
+ * area the link group has; links: how many links it has (up to
+ * WORLD_LINKS_MAX), each allowed 16 flows. Every send queue starts with
+ * plenty of room and nothing completed; autocork is on with max_bytes
+ * cork_max.
  */
-static inline struct world *world_new(uint32_t rx_ring, uint32_t region, uint32_t cork_max)
+static inline struct world *world_new_links(uint32_t rx_ring, uint32_t region,
+					    uint32_t cork_max, unsigned links)
 {
 	struct world *w = calloc(1, sizeof(*w));
 	struct lgr *lgr;
 	unsigned i;
 
 	assert_non_null(w);
+	assert_true(links >= 1 && links <= WORLD_LINKS_MAX);
+	w->n_links = links;
 	assert_int_equal(uv_loop_init(&w->loop), 0);
 	w->cfg.fallback.connect_timeout_ms = 5000;
 
@@ -283,6 +411,10 @@ static inline struct world *world_new(uint32_t rx_ring, uint32_t region, uint32_
 	w->fake.room = 64;
 	w->fake.peer = calloc(1, FAKE_PEER_SIZE);
 	assert_non_null(w->fake.peer);
+	for (i = 1; i < links; i++) {
+		world_fake(w, i)->room = 64;
+		world_fake(w, i)->peer = w->fake.peer;
+	}
 	w->region_size = region;
 	w->region = calloc(1, region);
 	assert_non_null(w->region);
@@ -306,13 +438,19 @@ static inline struct world *world_new(uint32_t rx_ring, uint32_t region, uint32_
 	lgr->region = w->region;
 	lgr->region_size = region;
 	rmb_pool_init(&lgr->rmbs, 0, region, &w->p.rmb_budget);
-	assert_int_equal(lgr__setup_links(lgr, 1, 16), 0);
-	lgr->links[0].tp = &w->fake;
+	assert_int_equal(lgr__setup_links(lgr, links, 16), 0);
+	for (i = 0; i < links; i++)
+		lgr->links[i].tp = world_fake(w, i);
 	w->lgr = lgr;
 	w->lnk = &lgr->links[0];
 	for (i = 0; i < WORLD_FLOWS; i++)
-		w->flows[i].app = -1;
+		w->flows[i].app = w->flows[i].taken_fd = -1;
 	return w;
+}
+
+static inline struct world *world_new(uint32_t rx_ring, uint32_t region, uint32_t cork_max)
+{
+	return world_new_links(rx_ring, region, cork_max, 1);
 }
 
 /* Runs the loop without blocking until cond holds or two seconds pass;
@@ -365,24 +503,35 @@ static inline int world_socket(int *app, int rcvbuf, int sndbuf)
 	return fd;
 }
 
-/* The i-th message the link posted, as a CDC / an LLC message. */
-static inline struct cdc_msg world_cdc(struct world *w, unsigned i)
+/* The i-th message link f posted, as a CDC / an LLC message. */
+static inline struct cdc_msg fake_cdc(const struct fake *f, unsigned i)
 {
 	struct cdc_msg m;
 
-	assert_true(i < w->fake.n_msgs);
-	assert_int_equal(w->fake.msgs[i].b[0], CDC_MSG_TYPE);
-	assert_int_equal(cdc_decode(w->fake.msgs[i].b, LINK_MSG_LEN, &m), 0);
+	assert_true(i < f->n_msgs);
+	assert_int_equal(f->msgs[i].b[0], CDC_MSG_TYPE);
+	assert_int_equal(cdc_decode(f->msgs[i].b, LINK_MSG_LEN, &m), 0);
 	return m;
+}
+
+static inline struct llc_msg fake_llc(const struct fake *f, unsigned i)
+{
+	struct llc_msg m;
+
+	assert_true(i < f->n_msgs);
+	assert_int_equal(llc_decode(f->msgs[i].b, LINK_MSG_LEN, &m), 0);
+	return m;
+}
+
+/* The same on link 0. */
+static inline struct cdc_msg world_cdc(struct world *w, unsigned i)
+{
+	return fake_cdc(&w->fake, i);
 }
 
 static inline struct llc_msg world_llc(struct world *w, unsigned i)
 {
-	struct llc_msg m;
-
-	assert_true(i < w->fake.n_msgs);
-	assert_int_equal(llc_decode(w->fake.msgs[i].b, LINK_MSG_LEN, &m), 0);
-	return m;
+	return fake_llc(&w->fake, i);
 }
 
 /* A flow's original destination, 10.0.0.1:80, in the sockaddr_storage
@@ -429,29 +578,45 @@ static inline void world_accept(struct world *w, unsigned i, uint32_t peer_ring)
 	assert_int_equal(f->c.tx_size, peer_ring);
 }
 
-/* Flow i, open and accepted; the FLOW_OPEN is taken out of the message
- * log so that the test sees only what the flow does after. */
+/* Flow i, open and accepted; the FLOW_OPEN (the one message the open
+ * posted, on the link the flow was put on: the least loaded, the first of
+ * equals) is taken out of that link's log so that the test sees only what
+ * the flow does after. */
 static inline struct wflow *world_open(struct world *w, unsigned i, uint32_t peer_ring)
 {
-	struct wflow *f = world_open_only(w, i, 0, 0);
+	struct wflow *f;
+	struct fake *lf;
 	struct llc_msg m;
+	unsigned before[WORLD_LINKS_MAX], k;
 
+	for (k = 0; k < w->n_links; k++)
+		before[k] = world_fake(w, k)->n_msgs;
+	f = world_open_only(w, i, 0, 0);
 	world_batch_end(w);
-	assert_int_equal(w->fake.n_msgs, 1);
-	m = world_llc(w, 0);
+	lf = fake_of_link(f->c.link);
+	for (k = 0; k < w->n_links; k++)
+		if (world_fake(w, k) != lf)
+			assert_int_equal(world_fake(w, k)->n_msgs, before[k]);
+	assert_int_equal(lf->n_msgs, before[f->c.link->idx] + 1);
+	m = fake_llc(lf, lf->n_msgs - 1);
 	assert_int_equal(m.type, LLC_FLOW_OPEN);
 	assert_int_equal(m.open.token, f->c.token);
-	w->fake.n_msgs = 0;
+	lf->n_msgs--;
 	world_accept(w, i, peer_ring);
 	return f;
 }
 
-/* Every send so far completed, and the transport says so. */
+/* Every send so far on link i completed, and the transport says so. */
+static inline void world_complete_link(struct world *w, unsigned i)
+{
+	world_fake(w, i)->done = w->lgr->links[i].tx_seq;
+	link_tx_progress(&w->lgr->links[i]);
+	world_batch_end(w);
+}
+
 static inline void world_complete(struct world *w)
 {
-	w->fake.done = w->lnk->tx_seq;
-	link_tx_progress(w->lnk);
-	world_batch_end(w);
+	world_complete_link(w, 0);
 }
 
 /* The peer sends flow f a CDC with its cursors and the given flags, as
@@ -505,8 +670,11 @@ static inline void world_free(struct world *w)
 			assert_int_equal(w->flows[i].closed, 1);
 		if (w->flows[i].app >= 0)
 			close(w->flows[i].app);
+		if (w->flows[i].taken_fd >= 0)
+			close(w->flows[i].taken_fd);
 	}
-	assert_int_equal(w->fake.bad_calls, 0);
+	for (i = 0; i < w->n_links; i++)
+		assert_int_equal(world_fake(w, i)->bad_calls, 0);
 	epset_close(&w->p.epset, NULL);
 	uv_run(&w->loop, UV_RUN_NOWAIT);
 	assert_int_equal(uv_loop_close(&w->loop), 0);
