@@ -351,7 +351,9 @@ void conn_abort(struct conn *c)
  * (stale ones are ignored), the transport writes again what the peer has
  * not confirmed consuming, and a CLOSED or ABORT is repeated (the peer
  * takes a second one as a no-op). An open or accept that was posted and
- * lost is caught by the open's deadline, like a lost answer.
+ * lost is caught by the open's deadline, like a lost answer. An opener
+ * that gave up before the peer's accept has no token to address yet: its
+ * ABORT still waits for the accept.
  */
 void conn_move_link(struct conn *c, struct link *to)
 {
@@ -371,7 +373,7 @@ void conn_move_link(struct conn *c, struct link *to)
 		c->closed_pending = true;
 	if (c->tx_ring && c->lgr->ops->conn_moved)
 		c->lgr->ops->conn_moved(c);
-	if (c->state == CONN_ACTIVE || c->abort_pending || c->closed_pending)
+	if (c->peer_token && (c->state == CONN_ACTIVE || c->abort_pending || c->closed_pending))
 		work |= CONN_TX_CDC;
 	if (work)
 		link_conn_work(c, work);

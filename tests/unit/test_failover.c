@@ -773,6 +773,50 @@ static void test_posted_open_keeps_waiting(void **state)
 	assert_int_equal(w->lgr->state, LGR_ACTIVE);
 }
 
+/*
+ * An opener that gave up (deadline: it went over TCP) while its FLOW_OPEN
+ * was out keeps its ring for the late answer, and owes the peer an ABORT
+ * once the accept names the peer's token. After a failover it has nothing
+ * to post yet (no token to address); the accept on link 1 then gets the
+ * ABORT, and the peer's CLOSED frees the ring.
+ *
+ * (Regression: conn_move_link() posted a CDC for every flow with
+ * abort_pending, this one too: an ABORT to token 0, which the peer drops,
+ * and abort_pending was spent. The late accept then got a CDC without
+ * ABORT: the peer's flow (its connection to the destination) stayed up
+ * and never answered CLOSED, and our ring was never freed.)
+ */
+static void test_abandoned_open_aborts_after_move(void **state)
+{
+	struct world *w = *state;
+	struct fake *f1 = world_fake(w, 1);
+	struct wflow *f = world_open_only(w, 0, 0, 0);
+	struct llc_flow_accept a = { .peer_token = PEER_TOKEN, .rmb = { .size = RING } };
+	unsigned i;
+
+	world_batch_end(w);
+	list_del(&f->c.wait_node);		/* as lgr_sweep() does */
+	conn_on_deadline(&f->c);
+	assert_int_equal(f->ended, CONN_END_DECLINED + 1);
+	assert_int_equal(f->c.state, CONN_CLOSED);
+
+	lgr_link_down(L(w, 0), -EIO);
+	world_batch_end(w);
+	for (i = 0; i < f1->n_msgs; i++)
+		assert_int_not_equal(fake_cdc(f1, i).token, 0);
+	assert_int_equal(f1->n_msgs, 0);
+
+	a.token = f->c.token;
+	conn_on_accept(&f->c, &a);
+	world_batch_end(w);
+	assert_int_equal(f1->n_msgs, 1);
+	assert_int_equal(fake_cdc(f1, 0).token, PEER_TOKEN);
+	assert_true(fake_cdc(f1, 0).conn_flags & CDC_CF_ABORT);
+	world_peer_cdc(w, f, 0, CDC_CF_CLOSED);
+	assert_int_equal(f->closed, 1);
+	assert_int_equal(w->lgr->rmbs.n_used, 0);
+}
+
 #if 0	/* lead bug: a FLOW_OPEN lost with its link fails the whole group later */
 /*
  * An open posted on link 0 and lost with it: the peer never hears of the
@@ -1243,6 +1287,7 @@ int main(void)
 #endif
 		T2(test_unposted_open_goes_on_survivor),
 		T2(test_posted_open_keeps_waiting),
+		T2(test_abandoned_open_aborts_after_move),
 #if 0	/* lead bug: a FLOW_OPEN lost with its link fails the whole group later */
 		T2(test_lost_open_keeps_group),
 #endif
