@@ -371,7 +371,10 @@ void conn_move_link(struct conn *c, struct link *to)
 		c->abort_pending = true;
 	else if (c->end_sent == CDC_CF_CLOSED)
 		c->closed_pending = true;
-	if (c->tx_ring && c->lgr->ops->conn_moved)
+	/* Only a flow still moving data carries bytes again: a reset one has
+	 * no reader for them, and once its ABORT arrived the peer may have
+	 * freed its ring and given it to another flow. */
+	if (c->state == CONN_ACTIVE && c->tx_ring && c->lgr->ops->conn_moved)
 		c->lgr->ops->conn_moved(c);
 	if (c->peer_token && (c->state == CONN_ACTIVE || c->abort_pending || c->closed_pending))
 		work |= CONN_TX_CDC;

@@ -61,7 +61,8 @@ struct smc_transport_ops {
 	/*
 	 * c was moved to c->link from a failed link (may be NULL for a
 	 * transport whose links cannot fail alone): carry again whatever
-	 * the peer has not confirmed consuming, [tx_cons, tx_prod).
+	 * the peer has not confirmed consuming, [tx_cons, tx_prod). Only
+	 * for a flow still moving data (CONN_ACTIVE).
 	 */
 	void (*conn_moved)(struct conn *c);
 	/*

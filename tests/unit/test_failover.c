@@ -567,6 +567,40 @@ static void test_abort_reposted(void **state)
 	assert_int_equal(w->p.stats.bad_messages, 0);
 }
 
+/*
+ * Once our ABORT reached the peer, its ring is no longer ours: the peer
+ * frees it as soon as it answered CLOSED, and may give it to a new flow.
+ * A flow that was reset must not write anything into it again after a
+ * failover (its bytes have no reader anyway).
+ *
+ * (Regression: conn_move_link() called the transport's conn_moved() for
+ * every flow with a ring, so a reset flow whose peer had not confirmed
+ * consuming everything wrote [tx_cons, tx_prod) again into a ring the
+ * peer may have reused: another flow's data overwritten.)
+ */
+static void test_no_rewrite_after_abort(void **state)
+{
+	struct world *w = *state;
+	struct fake *f1 = world_fake(w, 1);
+	struct wflow *f = open_on(w, 0, 0);
+	uint8_t reused[RING];
+
+	app_send(w, f, "unconsumed", 10);
+	conn_abort(&f->c);
+	world_batch_end(w);
+	world_complete_link(w, 0);		/* the ABORT arrived */
+	memset(reused, 0x55, sizeof(reused));
+	memcpy(peer_ring(w, f), reused, RING);	/* the peer's new flow */
+
+	lgr_link_down(L(w, 0), -EIO);
+	world_batch_end(w);
+	assert_int_equal(f1->n_rewrites, 0);
+	assert_memory_equal(peer_ring(w, f), reused, RING);
+	assert_true(fake_cdc(f1, 0).conn_flags & CDC_CF_ABORT);
+	world_peer_cdc(w, f, 0, CDC_CF_CLOSED);
+	assert_int_equal(f->closed, 1);
+}
+
 /* A CLOSED (our answer to the peer's ABORT) that waited for room on
  * link 0 goes on link 1, and then the flow is released. */
 static void test_queued_closed_moves(void **state)
@@ -1277,6 +1311,7 @@ int main(void)
 		T2(test_queued_cdc_moves),
 		T2(test_survivor_queue_full),
 		T2(test_abort_reposted),
+		T2(test_no_rewrite_after_abort),
 		T2(test_queued_closed_moves),
 #if 0	/* lead bug: a CLOSED posted on a link that then fails is lost */
 		T2(test_posted_closed_reposted),
