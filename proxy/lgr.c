@@ -455,11 +455,20 @@ void lgr_link_down(struct link *lnk, int err)
 	}
 	p->stats.link_failovers++;
 	lgr_report(lgr, PROXY_LINK_FAILOVER, err);
-	/* Declines the dead link still owed go on the survivor. */
+	/* Declines the dead link still owed go on the survivor. Each was
+	 * counted in declines_sent when it was first posted, and
+	 * link_post_decline() counts again. A failed post fails the group
+	 * and releases it (lgr->ops too): stop there. */
 	n_decl = lnk->n_decline_q;
 	lnk->n_decline_q = 0;
-	for (i = 0; i < n_decl; i++)
-		link_post_decline(to, lnk->decline_q[i].token, lnk->decline_q[i].reason);
+	for (i = 0; i < n_decl; i++) {
+		unsigned reason = lnk->decline_q[i].reason;
+
+		p->stats.declines_sent[reason < CLC_DECL__MAX ? reason : 0]--;
+		link_post_decline(to, lnk->decline_q[i].token, reason);
+		if (lgr->state != LGR_ACTIVE)
+			return;
+	}
 	/* Limits per link do not hold up a move: flows are not refused. */
 	list_for_each_safe(pos, tmp, &lgr->conn_list) {
 		struct conn *c = list_entry(pos, struct conn, lgr_node);

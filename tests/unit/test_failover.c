@@ -890,6 +890,42 @@ static void test_lost_open_keeps_group(void **state)
 /* ------------------------------------------------------------------ */
 /* Declines. */
 
+/*
+ * Two declines waited for room on link 0: they go on link 1, in order,
+ * each counted once in declines_sent.
+ *
+ * (Regression: lgr_link_down() re-posted them through link_post_decline(),
+ * which counts every decline it is given: each moved decline was counted
+ * twice.)
+ */
+static void test_declines_move(void **state)
+{
+	struct world *w = *state;
+	struct fake *f1 = world_fake(w, 1);
+	struct llc_msg m;
+
+	w->fake.room = 0;
+	link_post_decline(L(w, 0), 0x00010001, CLC_DECL_MAX_FLOWS);
+	link_post_decline(L(w, 0), 0x00020002, CLC_DECL_POLICY);
+	assert_int_equal(L(w, 0)->n_decline_q, 2);
+
+	lgr_link_down(L(w, 0), -EIO);
+	world_batch_end(w);
+	assert_int_equal(L(w, 0)->n_decline_q, 0);
+	assert_int_equal(f1->n_msgs, 2);
+	m = fake_llc(f1, 0);
+	assert_int_equal(m.type, LLC_FLOW_DECLINE);
+	assert_int_equal(m.decline.token, 0x00010001);
+	assert_int_equal(m.decline.reason, CLC_DECL_MAX_FLOWS);
+	m = fake_llc(f1, 1);
+	assert_int_equal(m.type, LLC_FLOW_DECLINE);
+	assert_int_equal(m.decline.token, 0x00020002);
+	assert_int_equal(m.decline.reason, CLC_DECL_POLICY);
+	assert_int_equal(w->fake.n_msgs, 0);
+	assert_int_equal(w->p.stats.declines_sent[CLC_DECL_MAX_FLOWS], 1);
+	assert_int_equal(w->p.stats.declines_sent[CLC_DECL_POLICY], 1);
+}
+
 /* The survivor's queue is full too: they wait there, then go. */
 static void test_declines_wait_on_survivor(void **state)
 {
@@ -909,6 +945,33 @@ static void test_declines_wait_on_survivor(void **state)
 	assert_int_equal(f1->n_msgs, 1);
 	assert_int_equal(fake_llc(f1, 0).decline.token, 0x00010001);
 	assert_int_equal(L(w, 1)->n_decline_q, 0);
+}
+
+/*
+ * The survivor's post fails while the declines move: the group fails (as
+ * any failed post does), and the rest of the move stops there.
+ *
+ * (Regression: the loop went on posting declines on a group that
+ * lgr_fail() had released: link_post_decline() called lgr->ops->tx_room()
+ * with lgr->ops NULL, a crash.)
+ */
+static void test_declines_move_survivor_fails(void **state)
+{
+	struct world *w = *state;
+	struct fake *f1 = world_fake(w, 1);
+	struct wflow *f = open_on(w, 0, 0);
+
+	w->fake.room = 0;
+	link_post_decline(L(w, 0), 0x00010001, CLC_DECL_MAX_FLOWS);
+	link_post_decline(L(w, 0), 0x00020002, CLC_DECL_POLICY);
+	f1->post_err = -EIO;
+	lgr_link_down(L(w, 0), -ETIMEDOUT);
+	assert_int_equal(w->p.stats.lgr_failures, 1);
+	assert_int_equal(f->ended, CONN_END_LINK_DOWN + 1);
+	w->lgr = NULL;			/* freed at the end of the batch */
+	world_batch_end(w);
+	assert_int_equal(f->closed, 1);
+	assert_int_equal(w->p.rmb_budget.used, 0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1326,7 +1389,9 @@ int main(void)
 #if 0	/* lead bug: a FLOW_OPEN lost with its link fails the whole group later */
 		T2(test_lost_open_keeps_group),
 #endif
+		T2(test_declines_move),
 		T2(test_declines_wait_on_survivor),
+		T2(test_declines_move_survivor_fails),
 		T2(test_survivor_post_failure_fails_group),
 		T2(test_last_link_fails_group),
 		T1(test_single_link_fails_group),
