@@ -373,9 +373,16 @@ static int worker_init(struct worker *w, struct worker_pool *pool, unsigned inde
 	}
 	w->proxy.data = w;
 	/* Once, from the first worker: they all see the same devices. */
-	if (index == 0 && w->proxy.rdma_status[0])
-		log_warn("rdma is off: %s; peers on other hosts get shm (same host) or tcp",
-			 w->proxy.rdma_status);
+	if (index == 0 && w->proxy.rdma_status[0]) {
+		/* Asked for by name, its absence is a problem; under "auto"
+		 * it is what most hosts are. */
+		if (cfg->transport == CFG_TRANSPORT_RDMA)
+			log_warn("rdma is off: %s; flows to peers go over tcp",
+				 w->proxy.rdma_status);
+		else
+			log_info("rdma is off: %s; flows to peers on other hosts go over tcp",
+				 w->proxy.rdma_status);
+	}
 	uv_async_init(&w->loop, &w->mailbox, worker_on_mailbox);
 	w->mailbox.data = w;
 	w->mailbox_open = true;
