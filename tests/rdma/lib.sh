@@ -16,6 +16,7 @@
 #   rt_run ARGS...             # flowcheck run to the server, via the redirect
 #   rt_run_ok LABEL WHY ARGS...
 #   rt_server_expect PAT WHY   # stop the server, judge its summary
+#   rt_rule_add / rt_rule_del  # iptables rules, deleted at exit in any case
 #   rt_pass / rt_fail WHY      # exactly one PASS/FAIL line, then exit
 #
 # Topology. rxe receives only in the initial network namespace (on some
@@ -52,7 +53,7 @@ declare -A RT_CPORT=([A]=7002 [B]=7003)	# control ports
 declare -A RT_PID=([A]= [B]=)
 
 RT_PIDS=()
-RT_RULE=()
+RT_RULES=()		# iptables rules to delete at exit, as -D arguments
 SERVER_PID=
 
 rt_log() { printf '%s: %s\n' "$RT_NAME" "$*" >&2; }
@@ -82,6 +83,10 @@ rt_init() {
 			exit 1
 		fi
 	done
+	if [ "${RT_TRACE:-0}" = 1 ]; then
+		PS4='+ ${EPOCHREALTIME} ${LINENO}: '
+		set -x
+	fi
 	# /run is a tmpfs in the guest: UNIX sockets do not work over 9p.
 	RT_DIR=$(mktemp -d /run/smcp-rt.XXXXXX)
 	chmod 755 "$RT_DIR"
@@ -98,9 +103,9 @@ rt_cleanup() {
 		kill -KILL "$p" 2>/dev/null
 	done
 	wait 2>/dev/null
-	if [ ${#RT_RULE[@]} -gt 0 ]; then
-		iptables -t nat -D "${RT_RULE[@]}" 2>/dev/null
-	fi
+	for p in "${RT_RULES[@]}"; do
+		eval "iptables -D $p" 2>/dev/null
+	done
 	if [ -n "${RT_DIR:-}" ] && [ -d "$RT_DIR" ]; then
 		if [ "${RT_KEEP:-0}" = 1 ] && [ -n "${RT_LOGDIR:-}" ]; then
 			cp -r "$RT_DIR" "$RT_LOGDIR/$RT_NAME.dir" 2>/dev/null
@@ -121,12 +126,31 @@ rt_wait_file() {
 	return 1
 }
 
+# rt_rule_add -t TABLE CHAIN RULE...: inserts an iptables rule that the
+# test's exit deletes (the tests share one guest); rt_rule_del with the
+# same arguments deletes it before.
+rt_rule_add() {
+	local spec
+	spec=$(printf '%q ' "$@")
+	iptables -I "$@" || return 1
+	RT_RULES+=("$spec")
+}
+
+rt_rule_del() {
+	local spec i
+	spec=$(printf '%q ' "$@")
+	iptables -D "$@" || return 1
+	for i in "${!RT_RULES[@]}"; do
+		[ "${RT_RULES[$i]}" = "$spec" ] && unset "RT_RULES[$i]"
+	done
+	return 0
+}
+
 # REDIRECT what apps send to the server into daemon A; the daemons' own
 # connections carry the mark and pass.
 rt_redirect() {
-	RT_RULE=(OUTPUT -p tcp -d "$ADDR" --dport "$SPORT" -m mark ! --mark "$MARK"
-		 -j REDIRECT --to-ports "${RT_LPORT[A]}")
-	iptables -t nat -A "${RT_RULE[@]}" || { RT_RULE=(); rt_fail "iptables REDIRECT"; }
+	rt_rule_add OUTPUT -t nat -p tcp -d "$ADDR" --dport "$SPORT" -m mark ! --mark "$MARK" \
+		-j REDIRECT --to-ports "${RT_LPORT[A]}" || rt_fail "iptables REDIRECT"
 }
 
 rt_server_start() {
