@@ -81,6 +81,10 @@ struct conn {
 	struct smc_cursor tx_prod;	/* written into the peer's ring */
 	struct smc_cursor tx_prod_sent;	/* last producer cursor announced */
 	struct smc_cursor tx_cons;	/* peer's consumer cursor, as announced */
+	/* The peer surely has every byte before this: its consumer cursor,
+	 * or the producer cursor of a CDC whose send completed. Failover
+	 * carries again only what lies after it. */
+	struct smc_cursor tx_prod_done;
 	uint32_t tx_last_seq;		/* link sequence of our last CDC */
 	bool tx_unacked_valid;		/* tx_last_seq is set */
 
@@ -103,8 +107,11 @@ struct conn {
 
 	unsigned tx_work;		/* CONN_TX_* */
 	uint8_t end_sent;		/* CDC_CF_CLOSED or _ABORT once posted */
+	bool peer_heard;		/* a CDC came from the peer */
+	bool resend_open;		/* failover: FLOW_OPEN again, marked resent */
 	struct list_head tx_node;	/* link->tx_wait */
 	struct list_head cork_node;	/* link->corked */
+	struct list_head drain_node;	/* link->draining: last send in flight */
 	struct list_head wait_node;	/* lgr->connecting */
 	struct proxy_defer defer;
 

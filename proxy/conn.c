@@ -114,6 +114,7 @@ static void conn_common_init(struct conn *c, struct lgr *lgr, int fd,
 	list_init(&c->lgr_node);
 	list_init(&c->tx_node);
 	list_init(&c->cork_node);
+	list_init(&c->drain_node);
 	list_init(&c->wait_node);
 	c->last_active_ms = uv_now(lgr->proxy->loop);
 }
@@ -265,6 +266,12 @@ static void conn_maybe_release(struct conn *c)
 		return;
 	if (!conn_peer_quiet(c) && lgr->state != LGR_DOWN)
 		return;
+	/* Until our last message completed, a link failure could lose it:
+	 * the flow stays, to send it again on another link. */
+	if (lgr->state != LGR_DOWN && lgr->ops->conn_moved && link_conn_unacked(c)) {
+		link_drain(c);
+		return;
+	}
 	link_conn_forget(c);
 	if (c->token)
 		lgr_conn_del(lgr, c);
@@ -347,39 +354,65 @@ void conn_abort(struct conn *c)
 
 /*
  * The link failed under c. What c posted there may or may not have
- * arrived: the CDC goes again on the new link with the newest cursors
- * (stale ones are ignored), the transport writes again what the peer has
- * not confirmed consuming, and a CLOSED or ABORT is repeated (the peer
- * takes a second one as a no-op). An open or accept that was posted and
- * lost is caught by the open's deadline, like a lost answer. An opener
- * that gave up before the peer's accept has no token to address yet: its
- * ABORT still waits for the accept.
+ * arrived, so it goes again on the new link, once more each receiver
+ * takes as a no-op:
+ * - bytes after the last point the peer surely has (tx_prod_done: its
+ *   consumer cursor, or the cursor of our last completed CDC), written
+ *   again at the same offsets, then a CDC with our newest cursors;
+ * - a CLOSED or ABORT we had posted (a second one is ignored);
+ * - a FLOW_OPEN, marked resent (the acceptor answers again if it knows
+ *   the flow), and a FLOW_ACCEPT while the opener has not been heard from
+ *   (a second accept is ignored).
+ * Bytes go again only while the peer still reads the ring: not after our
+ * ABORT (it may have freed it) nor after a CDC with our FIN completed.
  */
 void conn_move_link(struct conn *c, struct link *to)
 {
 	struct link *from = c->link;
 	unsigned work = c->tx_work;
+	bool unacked = link_conn_unacked(c);
+	bool fin_unsure = c->fin_sent && unacked;
 
 	link_conn_forget(c);
 	from->n_conns--;
 	to->n_conns++;
 	c->link = to;
 	c->tx_work = 0;
+	if (c->tx_unacked_valid && !unacked)
+		c->tx_prod_done = c->tx_prod_sent;
+	if (c->tx_ring && cursor_diff(c->tx_prod_done, c->tx_cons, c->tx_size) > 0)
+		c->tx_prod_done = c->tx_cons;
 	/* Its messages on the dead link will never complete. */
 	c->tx_unacked_valid = false;
 	if (c->end_sent == CDC_CF_ABORT)
 		c->abort_pending = true;
 	else if (c->end_sent == CDC_CF_CLOSED)
 		c->closed_pending = true;
-	/* Only a flow still moving data carries bytes again: a reset one has
-	 * no reader for them, and once its ABORT arrived the peer may have
-	 * freed its ring and given it to another flow. */
-	if (c->state == CONN_ACTIVE && c->tx_ring && c->lgr->ops->conn_moved)
+	if (c->tx_ring && !c->end_sent && !c->abort_pending && c->peer_token &&
+	    (c->state == CONN_ACTIVE || fin_unsure) && c->lgr->ops->conn_moved)
 		c->lgr->ops->conn_moved(c);
-	if (c->peer_token && (c->state == CONN_ACTIVE || c->abort_pending || c->closed_pending))
+	if (c->peer_token && (c->state == CONN_ACTIVE || c->abort_pending || c->closed_pending ||
+			      fin_unsure))
 		work |= CONN_TX_CDC;
+	/* An opener still waiting for the answer (opening, or given up and
+	 * waiting to abort it) asks again. */
+	if (conn_is_opener(c) && !c->peer_token && !(work & CONN_TX_OPEN) &&
+	    (c->state == CONN_OPENING || c->late)) {
+		c->resend_open = true;
+		work |= CONN_TX_OPEN;
+	}
+	if (!conn_is_opener(c) && c->peer_token && !c->peer_heard && !c->end_sent &&
+	    !c->abort_pending)
+		work |= CONN_TX_ACCEPT;
 	if (work)
 		link_conn_work(c, work);
+}
+
+void conn_resend_accept(struct conn *c)
+{
+	if (conn_is_opener(c) || c->end_sent || c->abort_pending)
+		return;
+	link_conn_work(c, CONN_TX_ACCEPT);
 }
 
 void conn_link_down(struct conn *c)
@@ -512,6 +545,7 @@ void conn_on_cdc(struct conn *c, const struct cdc_msg *m)
 	int64_t d;
 
 	st->cdc_received++;
+	c->peer_heard = true;
 	if (m->conn_flags & (CDC_CF_ABORT | CDC_CF_CLOSED)) {
 		bool abort = m->conn_flags & CDC_CF_ABORT;
 
@@ -583,6 +617,8 @@ void conn_build_msg(struct conn *c, unsigned work, uint8_t msg[LINK_MSG_LEN])
 		const struct sockaddr *sa = (const struct sockaddr *)&c->dest;
 
 		m.open.token = c->token;
+		if (c->resend_open)
+			m.open.flags = LLC_OPEN_RESENT;
 		m.open.rmb.offset = c->rmb->offset;
 		m.open.rmb.size = c->rmb->size;
 		m.open.rmb.key = c->rmb->key;
@@ -626,6 +662,9 @@ void conn_build_msg(struct conn *c, unsigned work, uint8_t msg[LINK_MSG_LEN])
 			m.conn_flags |= CDC_CF_DONE_WRITING;
 			c->fin_sent = true;
 		}
+		/* The previous CDC completed: the peer has what it announced. */
+		if (c->tx_unacked_valid && !link_conn_unacked(c))
+			c->tx_prod_done = c->tx_prod_sent;
 		c->tx_prod_sent = c->tx_prod;
 		c->rx_cons_sent = c->rx_cons;
 		c->tx_last_seq = c->link->tx_seq;

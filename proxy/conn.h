@@ -37,6 +37,9 @@ void conn_abort(struct conn *c);
 void conn_link_down(struct conn *c);
 /* c's link failed: carry on over to, from the last confirmed cursor. */
 void conn_move_link(struct conn *c, struct link *to);
+/* A resent FLOW_OPEN named c (acceptor): the accept goes again, unless c
+ * already ended and said so. */
+void conn_resend_accept(struct conn *c);
 /* Closes nothing and hands back the socket of a declined OPENING conn. */
 int conn_take_fd(struct conn *c);
 

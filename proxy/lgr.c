@@ -361,6 +361,21 @@ void lgr_on_flow_open(struct link *lnk, const struct llc_flow_open *m)
 	unsigned reason;
 	int err;
 
+	/* Sent again after a link failed: if the first one arrived, its flow
+	 * exists, and only the accept goes again. A scan, but only for
+	 * resent opens, which only failover makes. */
+	if (m->flags & LLC_OPEN_RESENT) {
+		struct list_head *pos;
+
+		list_for_each(pos, &lgr->conn_list) {
+			struct conn *c = list_entry(pos, struct conn, lgr_node);
+
+			if (c->peer_token == m->token) {
+				conn_resend_accept(c);
+				return;
+			}
+		}
+	}
 	if (m->family == 4) {
 		struct sockaddr_in *sin = (struct sockaddr_in *)&dest;
 

@@ -27,6 +27,7 @@ struct link {
 	struct list_head kick_node;	/* proxy->kick_links */
 	struct list_head tx_wait;	/* conns with work the queue had no room for */
 	struct list_head corked;	/* conns holding autocorked bytes */
+	struct list_head draining;	/* ended conns whose last send is in flight */
 	/* Flow declines that found the queue full. */
 	struct {
 		uint32_t token;

@@ -21,6 +21,7 @@ void link_init(struct link *lnk, struct lgr *lgr, unsigned idx)
 	list_init(&lnk->kick_node);
 	list_init(&lnk->tx_wait);
 	list_init(&lnk->corked);
+	list_init(&lnk->draining);
 }
 
 static int link_post(struct link *lnk, const uint8_t msg[LINK_MSG_LEN])
@@ -98,6 +99,7 @@ void link_conn_work(struct conn *c, unsigned work)
 void link_conn_forget(struct conn *c)
 {
 	list_del(&c->tx_node);
+	list_del(&c->drain_node);
 	list_del(&c->cork_node);
 	c->corked = false;
 }
@@ -148,6 +150,28 @@ bool link_conn_unacked(const struct conn *c)
 	if (!c->tx_unacked_valid)
 		return false;
 	return (int32_t)(c->tx_last_seq - lnk->lgr->ops->tx_done(lnk)) >= 0;
+}
+
+void link_drain(struct conn *c)
+{
+	if (list_empty(&c->drain_node))
+		list_add_tail(&c->drain_node, &c->link->draining);
+	link_want_progress(c->link);
+}
+
+/* Ended conns whose last send completed are released. */
+static void link_run_draining(struct link *lnk)
+{
+	struct list_head *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &lnk->draining) {
+		struct conn *c = list_entry(pos, struct conn, drain_node);
+
+		if (link_conn_unacked(c))
+			continue;
+		list_del(&c->drain_node);
+		conn_tx_posted(c);	/* releases it now */
+	}
 }
 
 void link_cork(struct conn *c)
@@ -214,8 +238,10 @@ static void link_run(struct link *lnk)
 	link_uncork(lnk);
 	if (lgr->state == LGR_DOWN)
 		return;
+	link_run_draining(lnk);
 	/* Still waiting for room or completions: ask to be told. */
-	if (!list_empty(&lnk->tx_wait) || lnk->n_decline_q || !list_empty(&lnk->corked))
+	if (!list_empty(&lnk->tx_wait) || lnk->n_decline_q || !list_empty(&lnk->corked) ||
+	    !list_empty(&lnk->draining))
 		link_want_progress(lnk);
 }
 
@@ -235,7 +261,8 @@ void link_flush(struct link *lnk)
 		lnk->kick = false;
 		lnk->lgr->ops->flush(lnk);
 	}
-	if (!list_empty(&lnk->tx_wait) || lnk->n_decline_q || !list_empty(&lnk->corked))
+	if (!list_empty(&lnk->tx_wait) || lnk->n_decline_q || !list_empty(&lnk->corked) ||
+	    !list_empty(&lnk->draining))
 		link_run(lnk);
 }
 

@@ -31,6 +31,9 @@ void link_post_test(struct link *lnk, uint32_t cookie);
 bool link_conn_unacked(const struct conn *c);
 /* Holds c's unannounced bytes until its sends complete. */
 void link_cork(struct conn *c);
+/* c ended and waits for its last send to complete before it is released
+ * (a transport with failover could have to send it again). */
+void link_drain(struct conn *c);
 
 /* From the transport: one received message; sends completed or queue
  * space came free. */

@@ -27,8 +27,11 @@ struct llc_rmb {
 	uint32_t key;			/* rdma: the ring's rkey; shm: 0 */
 };
 
+#define LLC_OPEN_RESENT	0x01	/* sent again after a link failed */
+
 struct llc_flow_open {
 	uint32_t token;			/* the opener's token for the flow */
+	uint8_t flags;			/* LLC_OPEN_* */
 	struct llc_rmb rmb;		/* the opener's receive ring */
 	uint8_t family;			/* 4 or 6 */
 	uint16_t port;			/* the flow's original destination */

@@ -44,6 +44,7 @@ void llc_encode(const struct llc_msg *m, uint8_t buf[LINK_MSG_LEN])
 		wire_put32(buf + 8, m->open.rmb.offset);
 		wire_put32(buf + 12, m->open.rmb.size);
 		buf[16] = m->open.family;
+		buf[17] = m->open.flags;
 		wire_put16(buf + 18, m->open.port);
 		memcpy(buf + 20, m->open.addr, m->open.family == 4 ? 4 : 16);
 		wire_put32(buf + 36, m->open.rmb.key);
@@ -68,12 +69,14 @@ void llc_encode(const struct llc_msg *m, uint8_t buf[LINK_MSG_LEN])
 
 static int decode_open(const uint8_t *buf, struct llc_flow_open *o)
 {
-	if (buf[17] || !wire_all_zero(buf + LLC_OPEN_END, LINK_MSG_LEN - LLC_OPEN_END))
+	if ((buf[17] & ~LLC_OPEN_RESENT) ||
+	    !wire_all_zero(buf + LLC_OPEN_END, LINK_MSG_LEN - LLC_OPEN_END))
 		return -EBADMSG;
 	o->token = wire_get32(buf + 4);
 	o->rmb.offset = wire_get32(buf + 8);
 	o->rmb.size = wire_get32(buf + 12);
 	o->family = buf[16];
+	o->flags = buf[17];
 	o->port = wire_get16(buf + 18);
 	memcpy(o->addr, buf + 20, sizeof(o->addr));
 	o->rmb.key = wire_get32(buf + 36);

@@ -530,14 +530,14 @@ static void rdma_conn_moved(struct conn *c)
 	if (!rc || !rl)
 		return;
 	/*
-	 * Everything the peer has not confirmed consuming is written again
-	 * on the new link: bytes it already had are rewritten with the same
-	 * values at the same place, and it reads none of them before the
-	 * CDC that follows announces them. No byte is lost or duplicated.
+	 * What the peer may not have is written again on the new link:
+	 * bytes it already had are rewritten with the same values at the
+	 * same place, and it reads none of them before the CDC that follows
+	 * announces them. No byte is lost or duplicated.
 	 */
 	list_del(&rc->wait_node);
-	rc->wr_pos = c->tx_cons.count;
-	rc->pending = (uint32_t)cursor_diff(c->tx_cons, c->tx_prod, c->tx_size);
+	rc->wr_pos = c->tx_prod_done.count;
+	rc->pending = (uint32_t)cursor_diff(c->tx_prod_done, c->tx_prod, c->tx_size);
 	if (rc->pending && (!list_empty(&rl->write_wait) || !rc_queue_pending(rl, c)))
 		list_add_tail(&rc->wait_node, &rl->write_wait);
 	rl_kick(rl);

@@ -60,9 +60,8 @@ struct smc_transport_ops {
 	void (*conn_detach)(struct conn *c);
 	/*
 	 * c was moved to c->link from a failed link (may be NULL for a
-	 * transport whose links cannot fail alone): carry again whatever
-	 * the peer has not confirmed consuming, [tx_cons, tx_prod). Only
-	 * for a flow still moving data (CONN_ACTIVE).
+	 * transport whose links cannot fail alone): carry again what the
+	 * peer may not have, [c->tx_prod_done, c->tx_prod).
 	 */
 	void (*conn_moved)(struct conn *c);
 	/*

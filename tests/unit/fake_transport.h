@@ -19,7 +19,7 @@
  * private buffer instead and write() copies each range into the peer
  * region, as rdma mirrors rings by RDMA WRITE: a link whose drop_writes is
  * set then loses what it carries (in flight when it failed), and
- * conn_moved() copies [tx_cons, tx_prod) again on the new link, so that a
+ * conn_moved() copies [tx_prod_done, tx_prod) again on the new link, so that a
  * test sees in the peer region exactly what the peer would.
  *
  * The rest builds what the flow code needs around it, without
@@ -225,8 +225,8 @@ static void fake_rewrite(struct fake *f, struct conn *c, uint32_t off, uint32_t 
 static void fake_conn_moved(struct conn *c)
 {
 	struct fake *f = fake_of_link(c->link);
-	int64_t n = cursor_diff(c->tx_cons, c->tx_prod, c->tx_size);
-	uint32_t off = c->tx_cons.count, first = c->tx_size - off;
+	int64_t n = cursor_diff(c->tx_prod_done, c->tx_prod, c->tx_size);
+	uint32_t off = c->tx_prod_done.count, first = c->tx_size - off;
 
 	f->moved_calls++;
 	if (c->link->state != LINK_ACTIVE || n < 0 || n > c->tx_size) {
@@ -249,6 +249,25 @@ static void fake_lgr_close(struct lgr *lgr)
 static const struct smc_transport_ops fake_ops = {
 	.name = "fake",
 	.mode = FLOW_MODE_SHM,
+	.tx_room = fake_tx_room,
+	.post = fake_post,
+	.flush = fake_flush,
+	.tx_done = fake_tx_done,
+	.want_progress = fake_want_progress,
+	.conn_attach = fake_conn_attach,
+	.conn_detach = fake_conn_detach,
+	.write = fake_write,
+	.lgr_close = fake_lgr_close,
+};
+
+/*
+ * A group of several links can lose one: conn_moved is what tells the flow
+ * code so (as rdma has it and shm not), and a flow then stays until its
+ * last send completed, to send it again after a failover.
+ */
+static const struct smc_transport_ops fake_failover_ops = {
+	.name = "fake",
+	.mode = FLOW_MODE_RDMA,
 	.tx_room = fake_tx_room,
 	.post = fake_post,
 	.flush = fake_flush,
@@ -432,7 +451,7 @@ static inline struct world *world_new_links(uint32_t rx_ring, uint32_t region,
 	list_init(&lgr->connecting);
 	list_add_tail(&lgr->node, &w->p.lgrs);
 	w->p.n_lgrs++;
-	lgr->ops = &fake_ops;
+	lgr->ops = links > 1 ? &fake_failover_ops : &fake_ops;
 	lgr->tp = &w->fake;
 	lgr->ring_size = rx_ring;
 	lgr->region = w->region;

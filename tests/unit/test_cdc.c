@@ -396,8 +396,13 @@ static void test_llc_rejects(void **state)
 	/* FLOW_OPEN: byte 17, family, port, the unused bytes of a family-4
 	 * address, the ring size. */
 	llc_encode(&c[0].m, buf);
-	buf[17] = 1;
-	assert_int_equal(llc_dec(buf, LINK_MSG_LEN, &m), -EBADMSG);
+	buf[17] = LLC_OPEN_RESENT;			/* the one flag */
+	assert_int_equal(llc_dec(buf, LINK_MSG_LEN, &m), 0);
+	assert_int_equal(m.open.flags, LLC_OPEN_RESENT);
+	for (unsigned b = 1; b < 8; b++) {
+		buf[17] = (uint8_t)(1u << b);
+		assert_int_equal(llc_dec(buf, LINK_MSG_LEN, &m), -EBADMSG);
+	}
 	buf[17] = 0;
 	for (unsigned f = 0; f < 256; f++) {
 		buf[16] = (uint8_t)f;

@@ -18,11 +18,13 @@
  * fall back to TCP); TEST_LINK on idle links; and, as the peer of a
  * failover, repeated CDCs, CLOSEDs and ABORTs taken as no-ops.
  *
- * Lead bugs (failing tests kept under #if 0, see each): the last message
- * of a flow released when it was posted (CLOSED, the FIN of a clean end)
- * is lost with its link; a FLOW_OPEN lost with its link fails the whole
- * group at the open's second deadline; a flow whose FIN reached the peer
- * still rewrites bytes into a ring the peer may have freed.
+ * Regressions of three bugs this file found: the last message of a flow
+ * released when it was posted (CLOSED, the FIN of a clean end) was lost
+ * with its link (flows now stay until their last send completed); a
+ * FLOW_OPEN lost with its link failed the whole group at the open's second
+ * deadline (it is now sent again, marked resent); a flow whose FIN reached
+ * the peer rewrote bytes into a ring the peer may have freed (replay now
+ * starts after the last completed CDC).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -307,12 +309,13 @@ static void test_survivor_least_loaded(void **state)
 /* Replay. */
 
 /*
- * 10000 bytes arrive and the peer confirms consuming 6000; 9000 more are
- * written (the ring wraps) and lost with link 0. On link 1, exactly
- * [tx_cons, tx_prod) is written again, as two ranges, then a CDC whose
- * producer cursor is tx_prod: what the peer reads from its consumer
- * cursor to the announced producer is the stream, no byte missing, none
- * twice.
+ * 10000 bytes arrive (their CDC completes) and the peer confirms consuming
+ * 6000; 9000 more are written (the ring wraps) and lost with link 0. On
+ * link 1, exactly what the peer may not have, [10000, tx_prod) (after the
+ * last completed CDC, as the kernel's SMC replays from tx_curs_fin), is
+ * written again, as two ranges, then a CDC whose producer cursor is
+ * tx_prod: what the peer reads from its consumer cursor to the announced
+ * producer is the stream, no byte missing, none twice.
  */
 static void test_replay_unconfirmed_across_wrap(void **state)
 {
@@ -345,11 +348,11 @@ static void test_replay_unconfirmed_across_wrap(void **state)
 	assert_int_equal(f1->moved_calls, 1);
 	assert_int_equal(f1->n_rewrites, 2);
 	assert_int_equal(f1->rewrites[0].token, f->c.token);
-	assert_int_equal(f1->rewrites[0].off, 6000);
-	assert_int_equal(f1->rewrites[0].len, RING - 6000);
+	assert_int_equal(f1->rewrites[0].off, 10000);
+	assert_int_equal(f1->rewrites[0].len, RING - 10000);
 	assert_int_equal(f1->rewrites[1].off, 0);
 	assert_int_equal(f1->rewrites[1].len, 2616);
-	assert_int_equal(f1->rewritten, 13000);
+	assert_int_equal(f1->rewritten, 9000);
 	/* Then the CDC, on the new link. */
 	assert_int_equal(f1->rewrites[1].after_msgs, 0);
 	assert_int_equal(f1->n_msgs, 1);
@@ -561,6 +564,9 @@ static void test_abort_reposted(void **state)
 	assert_int_equal(f->n_ended, 1);
 
 	world_peer_cdc(w, f, 0, CDC_CF_CLOSED);
+	/* Released once the ABORT sent again has completed too. */
+	assert_int_equal(f->closed, 0);
+	world_complete_link(w, 1);
 	assert_int_equal(f->closed, 1);
 	assert_int_equal(w->lgr->rmbs.n_used, 0);
 	assert_int_equal(L(w, 1)->n_conns, 0);
@@ -598,6 +604,7 @@ static void test_no_rewrite_after_abort(void **state)
 	assert_memory_equal(peer_ring(w, f), reused, RING);
 	assert_true(fake_cdc(f1, 0).conn_flags & CDC_CF_ABORT);
 	world_peer_cdc(w, f, 0, CDC_CF_CLOSED);
+	world_complete_link(w, 1);
 	assert_int_equal(f->closed, 1);
 }
 
@@ -618,12 +625,13 @@ static void test_queued_closed_moves(void **state)
 	assert_int_equal(f1->n_msgs, 1);
 	assert_int_equal(fake_cdc(f1, 0).conn_flags, CDC_CF_CLOSED);
 	assert_int_equal(f1->n_rewrites, 0);
+	assert_int_equal(f->closed, 0);		/* until the CLOSED completed */
+	world_complete_link(w, 1);
 	assert_int_equal(f->closed, 1);
 	assert_int_equal(w->lgr->rmbs.n_used, 0);
 	assert_int_equal(w->fake.n_msgs, 0);
 }
 
-#if 0	/* lead bug: a CLOSED posted on a link that then fails is lost */
 /*
  * Our CLOSED (the answer to the peer's ABORT) was posted on link 0 and
  * has not completed when link 0 fails: it may not have arrived, and the
@@ -685,9 +693,7 @@ static void test_clean_end_last_cdc_reposted(void **state)
 	assert_true(m.conn_flags & CDC_CF_DONE_WRITING);
 	assert_memory_equal(peer_ring(w, f), "bye", 3);
 }
-#endif
 
-#if 0	/* lead bug: a flow whose FIN reached the peer rewrites into a ring the peer may have freed */
 /*
  * Our FIN (and every byte before it: sends complete in order) reached
  * the peer, which finished its side too and released the flow, ring and
@@ -721,7 +727,6 @@ static void test_no_rewrite_after_fin_arrived(void **state)
 	assert_int_equal(f1->n_rewrites, 0);
 	assert_memory_equal(peer_ring(w, f), reused, RING);
 }
-#endif
 
 /* ------------------------------------------------------------------ */
 /* Opening flows. */
@@ -762,17 +767,19 @@ static void test_unposted_open_goes_on_survivor(void **state)
 }
 
 /*
- * A FLOW_OPEN that was posted on link 0 is not posted again (the peer may
- * have it): the flow keeps waiting on link 1 with its deadline. One gets
- * its accept on link 1 late and opens; the other's deadline sends it to
- * TCP, the group staying up.
+ * A FLOW_OPEN that was posted on link 0 may be lost with it: it goes again
+ * on link 1, marked resent (the acceptor answers again if it had it, opens
+ * the flow if not), with the flow's deadline unchanged. One gets its
+ * accept on link 1 and opens; the other's deadline sends it to TCP, the
+ * group staying up.
  */
-static void test_posted_open_keeps_waiting(void **state)
+static void test_posted_open_resent(void **state)
 {
 	struct world *w = *state;
 	struct fake *f1 = world_fake(w, 1);
 	struct wflow *a, *b;
 	uint64_t deadline;
+	struct llc_msg m;
 
 	a = world_open_only(w, 0, 0, 0);
 	b = world_open_only(w, 1, 0, 0);
@@ -780,22 +787,30 @@ static void test_posted_open_keeps_waiting(void **state)
 	assert_ptr_equal(a->c.link, L(w, 0));
 	assert_ptr_equal(b->c.link, L(w, 1));
 	assert_int_equal(f1->n_msgs, 1);	/* b's FLOW_OPEN */
+	m = fake_llc(f1, 0);
+	assert_int_equal(m.open.flags, 0);
 	f1->n_msgs = 0;
 	deadline = a->c.deadline_ms;
 
 	lgr_link_down(L(w, 0), -EIO);
 	world_batch_end(w);
 	assert_ptr_equal(a->c.link, L(w, 1));
-	assert_int_equal(f1->n_msgs, 0);
+	assert_int_equal(f1->n_msgs, 1);
+	m = fake_llc(f1, 0);
+	assert_int_equal(m.type, LLC_FLOW_OPEN);
+	assert_int_equal(m.open.token, a->c.token);
+	assert_int_equal(m.open.flags, LLC_OPEN_RESENT);
+	assert_int_equal(m.open.rmb.offset, a->c.rmb->offset);
 	assert_int_equal(a->c.state, CONN_OPENING);
 	assert_int_equal(a->c.deadline_ms, deadline);
 	assert_false(list_empty(&a->c.wait_node));	/* on lgr->connecting */
 	assert_int_equal(w->p.stats.flows_moved, 1);
 
-	/* The peer had it: its accept comes over link 1. */
+	/* The accept comes over link 1 (a second one would be ignored). */
+	world_accept(w, 0, RING);
 	world_accept(w, 0, RING);
 	app_send(w, a, "late", 4);
-	assert_int_equal(f1->n_msgs, 1);
+	assert_int_equal(f1->n_msgs, 2);
 	assert_memory_equal(peer_ring(w, a), "late", 4);
 
 	/* b's answer never comes: TCP, and the group stays. */
@@ -810,9 +825,11 @@ static void test_posted_open_keeps_waiting(void **state)
 /*
  * An opener that gave up (deadline: it went over TCP) while its FLOW_OPEN
  * was out keeps its ring for the late answer, and owes the peer an ABORT
- * once the accept names the peer's token. After a failover it has nothing
- * to post yet (no token to address); the accept on link 1 then gets the
- * ABORT, and the peer's CLOSED frees the ring.
+ * once the accept names the peer's token. After a failover it sends its
+ * open again (the peer may never have had it: without an answer its
+ * second deadline would fail the group) but no CDC (no token to address);
+ * the accept on link 1 then gets the ABORT, and the peer's CLOSED frees
+ * the ring once the ABORT completed.
  *
  * (Regression: conn_move_link() posted a CDC for every flow with
  * abort_pending, this one too: an ABORT to token 0, which the peer drops,
@@ -826,7 +843,6 @@ static void test_abandoned_open_aborts_after_move(void **state)
 	struct fake *f1 = world_fake(w, 1);
 	struct wflow *f = world_open_only(w, 0, 0, 0);
 	struct llc_flow_accept a = { .peer_token = PEER_TOKEN, .rmb = { .size = RING } };
-	unsigned i;
 
 	world_batch_end(w);
 	list_del(&f->c.wait_node);		/* as lgr_sweep() does */
@@ -836,56 +852,61 @@ static void test_abandoned_open_aborts_after_move(void **state)
 
 	lgr_link_down(L(w, 0), -EIO);
 	world_batch_end(w);
-	for (i = 0; i < f1->n_msgs; i++)
-		assert_int_not_equal(fake_cdc(f1, i).token, 0);
-	assert_int_equal(f1->n_msgs, 0);
+	assert_int_equal(f1->n_msgs, 1);
+	assert_int_equal(fake_llc(f1, 0).type, LLC_FLOW_OPEN);
+	assert_int_equal(fake_llc(f1, 0).open.flags, LLC_OPEN_RESENT);
 
 	a.token = f->c.token;
 	conn_on_accept(&f->c, &a);
 	world_batch_end(w);
-	assert_int_equal(f1->n_msgs, 1);
-	assert_int_equal(fake_cdc(f1, 0).token, PEER_TOKEN);
-	assert_true(fake_cdc(f1, 0).conn_flags & CDC_CF_ABORT);
+	assert_int_equal(f1->n_msgs, 2);
+	assert_int_equal(fake_cdc(f1, 1).token, PEER_TOKEN);
+	assert_true(fake_cdc(f1, 1).conn_flags & CDC_CF_ABORT);
 	world_peer_cdc(w, f, 0, CDC_CF_CLOSED);
+	world_complete_link(w, 1);
 	assert_int_equal(f->closed, 1);
 	assert_int_equal(w->lgr->rmbs.n_used, 0);
 }
 
-#if 0	/* lead bug: a FLOW_OPEN lost with its link fails the whole group later */
 /*
- * An open posted on link 0 and lost with it: the peer never hears of the
- * flow. Its first deadline sends it over TCP, which is right; its second
- * (CONN_OPEN_GRACE times later) takes the silence for a wedged peer and
- * fails the link group, resetting every flow on the surviving link,
- * although the peer answers everything else. A failover must not turn
- * into a group reset seconds later: the flows of link 1 must survive.
- * (The same holds for a FLOW_ACCEPT lost with its link: the opener's
- * deadlines end the same way. Sending either again on the new link needs
- * the peer to take a repeated FLOW_OPEN as a no-op, which it cannot tell
- * today; the opener already ignores a second FLOW_ACCEPT.)
+ * An open posted on link 0 and lost with it: the peer never heard of the
+ * flow. Sent again on link 1, it is answered there, and a failover does
+ * not turn into a group reset seconds later (which the opener's second
+ * deadline, taking the silence for a wedged peer, would do): the flows of
+ * link 1 survive.
  */
 static void test_lost_open_keeps_group(void **state)
 {
 	struct world *w = *state;
+	struct fake *f1 = world_fake(w, 1);
 	struct wflow *lost = world_open_only(w, 0, 0, 0), *other;
 
 	world_batch_end(w);
 	other = open_on(w, 1, 1);
+	f1->n_msgs = 0;
 	lgr_link_down(L(w, 0), -EIO);
 	world_batch_end(w);
+	assert_int_equal(f1->n_msgs, 1);
+	assert_int_equal(fake_llc(f1, 0).open.flags, LLC_OPEN_RESENT);
 
 	list_del(&lost->c.wait_node);
-	conn_on_deadline(&lost->c);		/* over TCP */
-	list_del(&lost->c.wait_node);
-	conn_on_deadline(&lost->c);		/* CONN_OPEN_GRACE later */
-	if (w->p.stats.lgr_failures)
-		w->lgr = NULL;			/* freed at the end of the batch */
+	conn_on_deadline(&lost->c);		/* over TCP, meanwhile */
+	{
+		/* The resent open's answer. */
+		struct llc_flow_accept a = {
+			.token = lost->c.token, .peer_token = PEER_TOKEN,
+			.rmb = { .size = RING },
+		};
+
+		conn_on_accept(&lost->c, &a);
+	}
 	world_batch_end(w);
 	assert_int_equal(w->p.stats.lgr_failures, 0);
 	assert_int_equal(other->c.state, CONN_ACTIVE);
 	assert_int_equal(other->ended, 0);
+	/* The late accept is aborted, as before the failover. */
+	assert_true(fake_cdc(f1, f1->n_msgs - 1).conn_flags & CDC_CF_ABORT);
 }
-#endif
 
 /* ------------------------------------------------------------------ */
 /* Declines. */
@@ -1376,19 +1397,13 @@ int main(void)
 		T2(test_abort_reposted),
 		T2(test_no_rewrite_after_abort),
 		T2(test_queued_closed_moves),
-#if 0	/* lead bug: a CLOSED posted on a link that then fails is lost */
 		T2(test_posted_closed_reposted),
 		T2(test_clean_end_last_cdc_reposted),
-#endif
-#if 0	/* lead bug: a flow whose FIN reached the peer rewrites into a ring the peer may have freed */
 		T2(test_no_rewrite_after_fin_arrived),
-#endif
 		T2(test_unposted_open_goes_on_survivor),
-		T2(test_posted_open_keeps_waiting),
+		T2(test_posted_open_resent),
 		T2(test_abandoned_open_aborts_after_move),
-#if 0	/* lead bug: a FLOW_OPEN lost with its link fails the whole group later */
 		T2(test_lost_open_keeps_group),
-#endif
 		T2(test_declines_move),
 		T2(test_declines_wait_on_survivor),
 		T2(test_declines_move_survivor_fails),
