@@ -448,72 +448,19 @@ static int stats_flows_table(FILE *out, const json_t *flows)
 	return rc;
 }
 
-/*
- * "per_worker": one row per worker, to see how the kernel spread the
- * connections over them. Members other than the known ones are left to
- * --json.
- */
-static int stats_workers_table(FILE *out, const json_t *workers)
+/* A column of an array-of-objects table: the member and its heading; id
+ * columns are names (a worker or CQ index), printed without grouping. */
+struct stats_col {
+	const char *key, *head;
+	bool id;
+};
+
+/* One row per element of arr, the columns given; the first column is
+ * left-aligned, the rest right-aligned. Members not listed are left to
+ * --json. */
+static int stats_array_table(FILE *out, const json_t *arr, const struct stats_col *col,
+			     size_t ncol)
 {
-	static const struct {
-		const char *key, *head;
-	} col[] = {
-		{ "worker", "worker" },
-		{ "flows_active", "active" },
-		{ "flows_accepted", "accepted" },
-		{ "bytes_in", "bytes in" },
-		{ "bytes_out", "bytes out" },
-	};
-	const size_t ncol = sizeof(col) / sizeof(col[0]);
-	const json_t *w;
-	struct tbl t;
-	char buf[64];
-	size_t i;
-	int rc;
-
-	tbl_init(&t, ncol);
-	tbl_row(&t);
-	for (size_t c = 0; c < ncol; c++) {
-		t.right[c] = c > 0;
-		tbl_set(&t, c, "%s", col[c].head);
-	}
-	json_array_foreach(workers, i, w) {
-		tbl_row(&t);
-		for (size_t c = 0; c < ncol; c++) {
-			const json_t *v = json_object_get(w, col[c].key);
-
-			if (c == 0 && json_is_integer(v))
-				tbl_set(&t, c, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-			else
-				tbl_set(&t, c, "%s", fmt_value(buf, sizeof(buf), v));
-		}
-	}
-	rc = tbl_print(out, &t, "");
-	tbl_free(&t);
-	return rc;
-}
-
-/*
- * "cq": one row per completion queue of each worker's pool (rdma only):
- * how often it was polled, what the polls found, how often it was re-armed
- * and woke the loop. Members other than the known ones are left to --json.
- */
-static int stats_cq_table(FILE *out, const json_t *cqs)
-{
-	static const struct {
-		const char *key, *head;
-		bool id;		/* a name, not a quantity: no grouping */
-	} col[] = {
-		{ "worker", "worker", true },
-		{ "cq", "cq", true },
-		{ "links", "links", false },
-		{ "polls", "polls", false },
-		{ "completions", "completions", false },
-		{ "empty_polls", "empty polls", false },
-		{ "rearms", "rearms", false },
-		{ "events", "events", false },
-	};
-	const size_t ncol = sizeof(col) / sizeof(col[0]);
 	const json_t *e;
 	struct tbl t;
 	char buf[64];
@@ -526,7 +473,7 @@ static int stats_cq_table(FILE *out, const json_t *cqs)
 		t.right[c] = c > 0;
 		tbl_set(&t, c, "%s", col[c].head);
 	}
-	json_array_foreach(cqs, i, e) {
+	json_array_foreach(arr, i, e) {
 		tbl_row(&t);
 		for (size_t c = 0; c < ncol; c++) {
 			const json_t *v = json_object_get(e, col[c].key);
@@ -541,6 +488,32 @@ static int stats_cq_table(FILE *out, const json_t *cqs)
 	tbl_free(&t);
 	return rc;
 }
+
+/* "per_worker": one row per worker. */
+static const struct stats_col stats_worker_cols[] = {
+	{ "worker", "worker", true },
+	{ "flows_active", "active", false },
+	{ "flows_accepted", "accepted", false },
+	{ "bytes_in", "bytes in", false },
+	{ "bytes_out", "bytes out", false },
+};
+
+/*
+ * "cq": one row per completion queue of each worker's pool (rdma only):
+ * how often it was polled, what the polls found, how often it was re-armed
+ * and woke the loop.
+ */
+static const struct stats_col stats_cq_cols[] = {
+	{ "worker", "worker", true },
+	{ "cq", "cq", true },
+	{ "links", "links", false },
+	{ "polls", "polls", false },
+	{ "completions", "completions", false },
+	{ "empty_polls", "empty polls", false },
+	{ "rearms", "rearms", false },
+	{ "events", "events", false },
+	{ "rearm_failures", "rearm failures", false },
+};
 
 static void note_not_answering(FILE *out, const json_t *reply, const char *what);
 
@@ -581,7 +554,8 @@ static int render_stats_table(FILE *out, const json_t *st)
 
 	v = json_object_get(st, "per_worker");
 	if (json_is_array(v) && json_array_size(v)) {
-		rc = stats_workers_table(out, v);
+		rc = stats_array_table(out, v, stats_worker_cols,
+				       sizeof(stats_worker_cols) / sizeof(stats_worker_cols[0]));
 		if (rc < 0)
 			return rc;
 		fputc('\n', out);
@@ -589,7 +563,8 @@ static int render_stats_table(FILE *out, const json_t *st)
 
 	v = json_object_get(st, "cq");
 	if (json_is_array(v) && json_array_size(v)) {
-		rc = stats_cq_table(out, v);
+		rc = stats_array_table(out, v, stats_cq_cols,
+				       sizeof(stats_cq_cols) / sizeof(stats_cq_cols[0]));
 		if (rc < 0)
 			return rc;
 	}
