@@ -856,8 +856,11 @@ static int rdma_rx_carve(void *ctx, struct rmb *r)
 		mr = ibv_reg_mr(dev->pd, rg->rx + r->offset, r->size,
 				access | IBV_ACCESS_RELAXED_ORDERING);
 	if (!mr) {
-		dev->relaxed_ok = false;
 		mr = ibv_reg_mr(dev->pd, rg->rx + r->offset, r->size, access);
+		/* Refused with the flag only: the device lacks it, for good.
+		 * Refused both ways: memory or memlock, not the flag. */
+		if (mr && dev->relaxed_ok)
+			dev->relaxed_ok = false;
 	}
 	if (!mr)
 		return errno ? -errno : -ENOMEM;
