@@ -73,6 +73,11 @@ $(B)/tools/smcpeer: tests/tools/smcpeer.c $(B)/libsmcproxy.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libsmcproxy.a $(LDLIBS)
 
+# rdmapeer, the hostile rdma peer of the rdma guest tests, likewise.
+$(B)/tools/rdmapeer: tests/tools/rdmapeer.c $(B)/libsmcproxy.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libsmcproxy.a $(LDLIBS)
+
 # Fuzz targets: replayed over their corpus by a plain driver in make check,
 # fuzzed for real with clang's libFuzzer by make fuzz.
 $(B)/fuzz/%-replay: tests/fuzz/%.c tests/fuzz/replay.c $(B)/libsmcproxy.a

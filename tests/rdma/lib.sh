@@ -18,6 +18,7 @@
 #   rt_server_expect PAT WHY   # stop the server, judge its summary
 #   rt_rule_add / rt_rule_del  # iptables rules, deleted at exit in any case
 #   rt_pass / rt_fail WHY      # exactly one PASS/FAIL line, then exit
+#   rt_defer WHY               # a failed check that lets the test go on
 #
 # Topology. rxe receives only in the initial network namespace (on some
 # kernels), so everything lives in the guest's root namespace and both
@@ -254,12 +255,18 @@ rt_stat() {
 	printf '%s\n' "$out" | "$JGET" "${paths[@]}"
 }
 
+# Milliseconds of the wall clock.
+rt_now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
+
 # rt_wait_stat A|B PATH OP N [SECONDS]: waits until the stat satisfies
-# "test VALUE OP N".
+# "test VALUE OP N". The timeout is wall-clock time: under TCG a query
+# alone can take a good part of a second.
 rt_wait_stat() {
-	local d=$1 path=$2 op=$3 want=$4 t=${5:-10} i v=
-	for ((i = 0; i < t * 10; i++)); do
+	local d=$1 path=$2 op=$3 want=$4 t=${5:-10} end v=
+	end=$(($(rt_now_ms) + t * 1000))
+	while :; do
 		v=$(rt_stat "$d" "$path" 2>/dev/null) && test "$v" "$op" "$want" && return 0
+		[ "$(rt_now_ms)" -lt $end ] || break
 		sleep 0.1
 	done
 	rt_log "daemon $d: stats $path is ${v:-?}, wanted $op $want"
@@ -360,6 +367,18 @@ rt_run_ok() {
 # rt_eq WHAT GOT WANT: fails unless the two numbers are equal.
 rt_eq() { [ "$2" -eq "$3" ] 2>/dev/null || rt_fail "$1 is $2, expected $3"; }
 
+# rt_defer WHY: a failure that does not stop the test, so that the checks
+# after it still run and report; rt_pass then fails with every WHY (and
+# rt_fail adds them to its own). For tests whose checks are independent.
+RT_DEFERRED=()
+rt_defer() {
+	rt_log "FAILED CHECK: $*"
+	RT_DEFERRED+=("$*")
+}
+
+# rt_defer_eq WHAT GOT WANT: rt_eq, deferred.
+rt_defer_eq() { [ "$2" -eq "$3" ] 2>/dev/null || rt_defer "$1 is $2, expected $3"; }
+
 rt_dump_logs() {
 	local f
 	for f in "$RT_DIR"/A.log "$RT_DIR"/B.log "$RT_DIR"/server.log; do
@@ -370,12 +389,19 @@ rt_dump_logs() {
 }
 
 rt_pass() {
+	[ ${#RT_DEFERRED[@]} -eq 0 ] || rt_fail
 	echo "PASS $RT_NAME${1:+: $1}"
 	exit 0
 }
 
+# rt_fail [WHY]: the deferred failures first, then WHY.
 rt_fail() {
+	local why
+	why=$(printf '%s; ' "${RT_DEFERRED[@]}" "$@")
+	why=${why%; }
+	why=${why%; }
+	RT_DEFERRED=()
 	rt_dump_logs >&2
-	echo "FAIL $RT_NAME: $*"
+	echo "FAIL $RT_NAME: $why"
 	exit 1
 }

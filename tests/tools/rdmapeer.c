@@ -1,0 +1,1240 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdmapeer: a deliberately hostile peer daemon for the rdma guest tests
+ * (tests/rdma/t_rdma_hostile.sh). It speaks smcproxy-protocol(7) from the
+ * proposer's side with the daemon's own codecs (clc, llc, cdc, rdma_pd from
+ * libsmcproxy.a), offering only the rdma transport, and then does over
+ * rdma_cm and verbs what a well-behaved peer never would.
+ *
+ *   rdmapeer --connect ADDR:PORT [--mark N] [--timeout MS] [--links N]
+ *            [--open DEST:PORT] [--verbose] [FILE...]
+ *
+ * ADDR:PORT is the daemon's control port. In order:
+ *
+ * 1. The handshake (proposal, accept, confirm, ready); the accept's
+ *    RDMA_ADDR names the daemon's rdma_cm listener. Then, while the daemon
+ *    waits for the group's links, connection requests whose private data
+ *    is wrong, one per case, each printed as "NAME: rejected" (what a
+ *    robust daemon does), "NAME: ACCEPTED", "NAME: timeout" or
+ *    "NAME: unreachable":
+ *      pd-empty          no private data (rdma_cm pads it with zeros)
+ *      pd-garbage        random bytes
+ *      pd-bad-magic      a valid layout with another magic
+ *      pd-bad-version    version 2
+ *      pd-unknown-lgr    a valid layout naming a group that does not exist
+ *      pd-link-range     this group, a link index past its links
+ *      pd-small-region   this group, a region smaller than any ring
+ *    then link 0 for real, and with it up:
+ *      pd-duplicate      this group's link 0 again
+ *      pd-other-region   link 1 naming another region than link 0 did
+ *    then the remaining links for real: "established".
+ *
+ * 2. Per FILE (a fuzz_link_msg corpus sample) on a live group: the file's
+ *    bytes as 64-byte SENDs on link 0 (the last one zero-padded; an empty
+ *    file is one zero slot), then a FLOW_OPEN to 127.0.0.1:1 as a sync
+ *    marker the daemon must decline. Prints "NAME: alive (MSGS)",
+ *    "NAME: failed" (the daemon disconnected every link: it failed the
+ *    group) or "NAME: timeout", MSGS being what the daemon answered to the
+ *    file itself, as smcpeer(links) does over shm. A failed group is
+ *    replaced by a fresh one for the next sample.
+ *
+ * 3. Attacks only rdma has, each on a live group, printed as "NAME: failed"
+ *    (every link went), "NAME: link failed, group alive" (the daemon
+ *    dropped the link and answered the marker on another), "NAME: alive"
+ *    or "NAME: timeout":
+ *      send-zero         a SEND of 0 bytes
+ *      send-short        a SEND of 1 byte
+ *      send-oversize     a SEND of 128 bytes (the daemon posts 64-byte receives)
+ *      write-badkey      an RDMA WRITE to the daemon's region with an rkey it never gave
+ *
+ * 4. With --open DEST:PORT (a destination the daemon may connect to):
+ *    "cross-group-write". Two groups, G1 and G2; a flow opened on G2 to
+ *    DEST gives the daemon's ring for it (offset and rkey in its
+ *    FLOW_ACCEPT). A write to that ring over G2's own link proves the
+ *    address and key right; the same write over G1's link must fail,
+ *    since a peer's rkeys cover only the memory of its own link group
+ *    (DESIGN 4). Prints "cross-group-write: refused" (isolated),
+ *    "cross-group-write: WRITTEN" (G1's link wrote into G2's ring), or
+ *    "cross-group-write: inconclusive (WHY)".
+ *
+ * A handshake that does not succeed prints "declined-handshake REASON",
+ * "closed", "timeout" or "bad-answer" instead and ends the run.
+ *
+ * Exit status: 0 when every step got an answer of some kind (the test
+ * judges which), 1 on a local error (no device, cannot connect, a file),
+ * 2 on usage errors.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "cdc.h"
+#include "cfg.h"
+#include "clc.h"
+#include "llc.h"
+#include "rdma.h"
+#include "rdma_pd.h"
+
+#define LINKS_MAX	8
+#define REGION_SIZE	(1u << 20)	/* "our rings": the daemon never writes here */
+#define RING_SIZE	65536u		/* the ring a FLOW_OPEN names in it */
+#define SQ_DEPTH	32
+#define RQ_DEPTH	32
+#define SLOT_BIG	128		/* send slots: room for send-oversize */
+#define FILE_MAX	(64 * LINK_MSG_LEN)
+#define SYNC_TOKEN	0x53590000u	/* "SY": the markers */
+#define OPEN_TOKEN	0x4f500001u	/* "OP": the cross-group flow */
+
+struct opts {
+	struct cfg_addr connect;
+	bool have_connect;
+	struct cfg_addr open;
+	bool have_open;
+	unsigned links;
+	uint32_t mark;
+	int timeout_ms;
+	char **files;
+	int n_files;
+	bool verbose;
+};
+
+static const char *prog = "rdmapeer";
+static struct opts o;
+static int64_t t0_ms;
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int left_ms(int64_t deadline)
+{
+	int64_t d = deadline - now_ms();
+
+	return d < 0 ? 0 : (int)d;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+/* ------------------------------------------------------------------ */
+/* The handshake over TCP, proposer's side (as smcpeer's). */
+
+static int tcp_connect(int64_t deadline)
+{
+	struct pollfd pfd;
+	int fd, one = 1, err = 0;
+	socklen_t len = sizeof(err);
+
+	fd = socket(o.connect.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (o.mark && setsockopt(fd, SOL_SOCKET, SO_MARK, &o.mark, sizeof(o.mark)) < 0)
+		goto out_errno;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(fd, (const struct sockaddr *)&o.connect.ss, o.connect.len) < 0) {
+		if (errno != EINPROGRESS)
+			goto out_errno;
+		pfd = (struct pollfd){ .fd = fd, .events = POLLOUT };
+		if (poll(&pfd, 1, left_ms(deadline)) == 0) {
+			close(fd);
+			return -ETIMEDOUT;
+		}
+		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+			goto out_errno;
+		if (err) {
+			close(fd);
+			return -err;
+		}
+	}
+	return fd;
+
+out_errno:
+	err = -errno;
+	close(fd);
+	return err;
+}
+
+static int io_all(int fd, uint8_t *buf, size_t len, int64_t deadline, bool tx)
+{
+	struct pollfd pfd = { .fd = fd, .events = tx ? POLLOUT : POLLIN };
+	size_t off = 0;
+	ssize_t n;
+
+	while (off < len) {
+		n = tx ? send(fd, buf + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT) :
+			 recv(fd, buf + off, len - off, MSG_DONTWAIT);
+		if (n > 0) {
+			off += (size_t)n;
+			continue;
+		}
+		if (!tx && (n == 0 || errno == ECONNRESET))
+			return -ECONNRESET;
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			return -errno;
+		if (poll(&pfd, 1, left_ms(deadline)) == 0)
+			return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+static int clc_recv(int fd, struct clc_msg *m, int64_t deadline)
+{
+	uint8_t buf[CLC_MSG_MAX];
+	struct clc_hdr hdr;
+	int err;
+
+	err = io_all(fd, buf, CLC_HDR_LEN, deadline, false);
+	if (err)
+		return err;
+	if (clc_decode_hdr(buf, CLC_HDR_LEN, &hdr))
+		return -EBADMSG;
+	err = io_all(fd, buf + CLC_HDR_LEN, hdr.length - CLC_HDR_LEN, deadline, false);
+	if (err)
+		return err;
+	return clc_decode(buf, hdr.length, m) ? -EBADMSG : 0;
+}
+
+static int clc_send(int fd, const struct clc_msg *m, int64_t deadline)
+{
+	uint8_t buf[CLC_MSG_MAX];
+	int len = clc_encode(m, buf, sizeof(buf));
+
+	if (len < 0)
+		return len;
+	return io_all(fd, buf, (size_t)len, deadline, true);
+}
+
+/* The daemon's way of naming this host: /proc's boot id as 16 bytes. */
+static int read_host_id(uint8_t id[CLC_HOST_ID_LEN])
+{
+	char buf[64];
+	ssize_t n;
+	int fd, i, k = 0;
+
+	fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	memset(id, 0, CLC_HOST_ID_LEN);
+	for (i = 0; buf[i] && k < 2 * CLC_HOST_ID_LEN; i++) {
+		char c = buf[i];
+		int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+
+		if (v < 0)
+			continue;
+		id[k / 2] |= (uint8_t)(k % 2 ? v : v << 4);
+		k++;
+	}
+	return k == 2 * CLC_HOST_ID_LEN ? 0 : -EINVAL;
+}
+
+/*
+ * Proposal (rdma only), accept, confirm, ready. 1 with the accept in *acc;
+ * 0 after printing how the daemon refused; -errno for a local error.
+ */
+static int hs_run(struct clc_accept *acc)
+{
+	int64_t deadline = now_ms() + o.timeout_ms;
+	struct clc_msg m = { .hdr.type = CLC_PROPOSAL };
+	struct rdma_tlv ra = { .version = 1, .cm_port = 1 };
+	struct rdma_tlv peer;
+	const char *what;
+	int fd, err;
+
+	m.proposal.transports = CLC_TR_RDMA;
+	err = read_host_id(m.proposal.host_id);
+	if (err) {
+		say("boot id: %s", strerror(-err));
+		return err;
+	}
+	if (getrandom(m.proposal.nonce, CLC_NONCE_LEN, 0) != CLC_NONCE_LEN)
+		return -EIO;
+	m.proposal.ring_size = RING_SIZE;
+	m.proposal.links = (uint16_t)o.links;
+	m.proposal.max_flows_per_link = 255;
+	/* We never listen: the proposer connects every link. */
+	rdma_tlv_encode(&ra, m.proposal.rdma_addr);
+	m.proposal.rdma_addr_len = RDMA_TLV_LEN;
+
+	fd = tcp_connect(deadline);
+	if (fd < 0) {
+		say("connect: %s", strerror(-fd));
+		return fd;
+	}
+	err = clc_send(fd, &m, deadline);
+	if (!err)
+		err = clc_recv(fd, &m, deadline);
+	if (err)
+		goto out_closed;
+	if (m.hdr.type == CLC_DECLINE)
+		goto out_declined;
+	if (m.hdr.type != CLC_ACCEPT || m.accept.transport != CLC_TR_RDMA ||
+	    !m.accept.links || m.accept.links > o.links ||
+	    rdma_tlv_decode(m.accept.rdma_addr, m.accept.rdma_addr_len, &peer)) {
+		err = -EBADMSG;
+		goto out_closed;
+	}
+	*acc = m.accept;
+	m = (struct clc_msg){ .hdr.type = CLC_CONFIRM };
+	err = clc_send(fd, &m, deadline);
+	if (!err)
+		err = clc_recv(fd, &m, deadline);
+	if (err)
+		goto out_closed;
+	if (m.hdr.type == CLC_DECLINE)
+		goto out_declined;
+	if (m.hdr.type != CLC_CONFIRM) {
+		err = -EBADMSG;
+		goto out_closed;
+	}
+	close(fd);
+	return 1;
+
+out_declined:
+	printf("declined-handshake %s\n", clc_decline_name(m.decline.reason));
+	close(fd);
+	return 0;
+out_closed:
+	what = err == -EPIPE || err == -ECONNRESET ? "closed" :
+	       err == -ETIMEDOUT ? "timeout" : "bad-answer";
+	printf("%s\n", what);
+	close(fd);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* A link group over rdma_cm. */
+
+enum lk_state { LK_IDLE, LK_CONNECTING, LK_UP, LK_REJECTED, LK_UNREACHABLE, LK_FAILED };
+
+struct grp;
+
+struct lk {
+	struct grp *g;
+	struct rdma_cm_id *id;
+	struct ibv_qp *qp;
+	enum lk_state state;
+	bool resolved;			/* route resolved: time to connect */
+	uint8_t pd[64];			/* the private data we send */
+	size_t pd_len;
+	struct rdma_pd peer;		/* what the daemon's accept carried */
+	bool have_peer;
+	enum ibv_wc_status last_status;	/* of the last signalled send */
+	unsigned sends_done;
+	uint8_t *tx;			/* SQ_DEPTH slots of SLOT_BIG */
+	uint8_t *rx;			/* RQ_DEPTH slots of LINK_MSG_LEN */
+	struct ibv_mr *tx_mr, *rx_mr;
+	unsigned tx_next;
+};
+
+struct grp {
+	struct clc_accept acc;
+	struct sockaddr_storage cm_addr;
+	struct rdma_event_channel *ech;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	uint8_t *region;
+	struct ibv_mr *region_mr;
+	unsigned n_links;
+	struct lk links[LINKS_MAX];
+	bool up;
+};
+
+/* What the daemon said on the links, for the step being judged. */
+struct probe {
+	uint32_t sync;			/* the marker's token */
+	bool synced;
+	uint32_t open_token;		/* the cross-group flow, 0 if none */
+	bool open_done;
+	struct llc_msg open_answer;
+	char msgs[512];			/* answers to anything but the marker */
+	size_t len;
+};
+
+static void describe_slot(const uint8_t *slot, size_t len, char *buf, size_t size)
+{
+	struct llc_msg m;
+	struct cdc_msg c;
+
+	if (!cdc_decode(slot, len, &c)) {
+		snprintf(buf, size, "cdc token 0x%08" PRIx32 " flags 0x%02x", c.token, c.conn_flags);
+		return;
+	}
+	if (llc_decode(slot, len, &m)) {
+		snprintf(buf, size, "malformed 0x%02x", len ? slot[0] : 0);
+		return;
+	}
+	switch (m.type) {
+	case LLC_FLOW_ACCEPT:
+		snprintf(buf, size, "flow_accept 0x%08" PRIx32, m.accept.peer_token);
+		break;
+	case LLC_FLOW_DECLINE:
+		snprintf(buf, size, "flow_decline %s", clc_decline_name(m.decline.reason));
+		break;
+	case LLC_FLOW_OPEN:
+		snprintf(buf, size, "flow_open");
+		break;
+	case LLC_TEST_LINK:
+		snprintf(buf, size, "test_link");
+		break;
+	default:
+		snprintf(buf, size, "test_link_rsp");
+		break;
+	}
+}
+
+static void probe_on_msg(struct probe *pr, const uint8_t *slot, size_t len)
+{
+	struct llc_msg m;
+	char what[64];
+
+	if (!llc_decode(slot, len, &m)) {
+		if (m.type == LLC_FLOW_DECLINE && pr->sync && m.decline.token == pr->sync) {
+			pr->synced = true;
+			if (m.decline.reason != CLC_DECL_POLICY)
+				say("the marker 127.0.0.1:1 was declined with %s, not policy",
+				    clc_decline_name(m.decline.reason));
+			return;
+		}
+		if ((m.type == LLC_FLOW_ACCEPT || m.type == LLC_FLOW_DECLINE) && pr->open_token &&
+		    (m.type == LLC_FLOW_ACCEPT ? m.accept.token : m.decline.token) == pr->open_token) {
+			pr->open_done = true;
+			pr->open_answer = m;
+			return;
+		}
+	}
+	describe_slot(slot, len, what, sizeof(what));
+	if (pr->len < sizeof(pr->msgs))
+		pr->len += (size_t)snprintf(pr->msgs + pr->len, sizeof(pr->msgs) - pr->len,
+					    "%s%s", pr->len ? ", " : "", what);
+}
+
+static unsigned links_up(const struct grp *g)
+{
+	unsigned i, n = 0;
+
+	for (i = 0; i < g->n_links; i++)
+		n += g->links[i].state == LK_UP;
+	return n;
+}
+
+static int lk_post_recv(struct lk *l, unsigned i)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(l->rx + i * LINK_MSG_LEN),
+		.length = LINK_MSG_LEN,
+		.lkey = l->rx_mr->lkey,
+	};
+	struct ibv_recv_wr wr = { .wr_id = ((uint64_t)(l - l->g->links) << 32) | i,
+				  .sg_list = &sge, .num_sge = 1 };
+	struct ibv_recv_wr *bad;
+
+	return ibv_post_recv(l->qp, &wr, &bad);
+}
+
+/* The device's resources, on the first link's context. */
+static int grp_verbs(struct grp *g, struct ibv_context *ctx)
+{
+	if (g->ctx)
+		return g->ctx == ctx ? 0 : -ENODEV;
+	g->ctx = ctx;
+	g->pd = ibv_alloc_pd(ctx);
+	g->cq = g->pd ? ibv_create_cq(ctx, LINKS_MAX * (SQ_DEPTH + RQ_DEPTH) + 16, NULL, NULL, 0) : NULL;
+	if (!g->pd || !g->cq)
+		return -ENOMEM;
+	g->region_mr = ibv_reg_mr(g->pd, g->region, REGION_SIZE,
+				  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	return g->region_mr ? 0 : -errno;
+}
+
+static int lk_create_qp(struct lk *l)
+{
+	struct grp *g = l->g;
+	struct ibv_qp_init_attr attr = { 0 };
+	unsigned i;
+	int err;
+
+	err = grp_verbs(g, l->id->verbs);
+	if (err)
+		return err;
+	l->tx = calloc(SQ_DEPTH, SLOT_BIG);
+	l->rx = calloc(RQ_DEPTH, LINK_MSG_LEN);
+	if (!l->tx || !l->rx)
+		return -ENOMEM;
+	l->tx_mr = ibv_reg_mr(g->pd, l->tx, SQ_DEPTH * SLOT_BIG, IBV_ACCESS_LOCAL_WRITE);
+	l->rx_mr = ibv_reg_mr(g->pd, l->rx, RQ_DEPTH * LINK_MSG_LEN, IBV_ACCESS_LOCAL_WRITE);
+	if (!l->tx_mr || !l->rx_mr)
+		return -errno;
+	attr.send_cq = g->cq;
+	attr.recv_cq = g->cq;
+	attr.qp_type = IBV_QPT_RC;
+	attr.cap.max_send_wr = SQ_DEPTH;
+	attr.cap.max_recv_wr = RQ_DEPTH;
+	attr.cap.max_send_sge = 1;
+	attr.cap.max_recv_sge = 1;
+	if (rdma_create_qp(l->id, g->pd, &attr))
+		return -errno;
+	l->qp = l->id->qp;
+	for (i = 0; i < RQ_DEPTH; i++) {
+		err = lk_post_recv(l, i);
+		if (err)
+			return -err;
+	}
+	return 0;
+}
+
+static void lk_close(struct lk *l)
+{
+	if (l->id) {
+		if (l->state == LK_UP)
+			rdma_disconnect(l->id);
+		if (l->qp)
+			rdma_destroy_qp(l->id);
+		rdma_destroy_id(l->id);
+	}
+	if (l->tx_mr)
+		ibv_dereg_mr(l->tx_mr);
+	if (l->rx_mr)
+		ibv_dereg_mr(l->rx_mr);
+	free(l->tx);
+	free(l->rx);
+	*l = (struct lk){ .g = l->g };
+}
+
+static void grp_close(struct grp *g)
+{
+	unsigned i;
+
+	for (i = 0; i < LINKS_MAX; i++)
+		lk_close(&g->links[i]);
+	if (g->region_mr)
+		ibv_dereg_mr(g->region_mr);
+	if (g->cq)
+		ibv_destroy_cq(g->cq);
+	if (g->pd)
+		ibv_dealloc_pd(g->pd);
+	if (g->ech)
+		rdma_destroy_event_channel(g->ech);
+	free(g->region);
+	memset(g, 0, sizeof(*g));
+	for (i = 0; i < LINKS_MAX; i++)
+		g->links[i].g = g;
+}
+
+static void lk_on_cm(struct lk *l, struct rdma_cm_event *ev)
+{
+	int err;
+
+	if (o.verbose)
+		say("%lld ms: link %u: %s", (long long)(now_ms() - t0_ms), (unsigned)(l - l->g->links),
+		    rdma_event_str(ev->event));
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		if (rdma_resolve_route(l->id, 2000))
+			l->state = LK_UNREACHABLE;
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		l->resolved = true;
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		l->state = LK_UP;
+		if (!rdma_pd_decode(ev->param.conn.private_data, ev->param.conn.private_data_len,
+				    &l->peer))
+			l->have_peer = true;
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+		l->state = LK_REJECTED;
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+		l->state = LK_UNREACHABLE;
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		if (l->state == LK_UP) {
+			l->state = LK_FAILED;
+			err = rdma_disconnect(l->id);	/* our half, so the id can go */
+			(void)err;
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+/*
+ * Runs the group until done(pr) says so, every link is down, or the
+ * deadline: rdma_cm events, receives (to the probe, reposted) and send
+ * completions (their status kept per link).
+ */
+static void grp_pump(struct grp *g, struct probe *pr, bool (*done)(struct grp *, struct probe *),
+		     int64_t deadline)
+{
+	struct rdma_cm_event *ev;
+	struct ibv_wc wc[16];
+	int n, i;
+
+	for (;;) {
+		while (rdma_get_cm_event(g->ech, &ev) == 0) {
+			struct lk *l = ev->id->context;
+
+			/* The private data lives in the event: decoded first. */
+			if (l)
+				lk_on_cm(l, ev);
+			rdma_ack_cm_event(ev);
+		}
+		while (g->cq && (n = ibv_poll_cq(g->cq, 16, wc)) > 0) {
+			for (i = 0; i < n; i++) {
+				unsigned li = (unsigned)(wc[i].wr_id >> 32);
+				struct lk *l = &g->links[li < LINKS_MAX ? li : 0];
+
+				if (wc[i].opcode & IBV_WC_RECV) {
+					if (wc[i].status != IBV_WC_SUCCESS) {
+						if (l->state == LK_UP)
+							l->state = LK_FAILED;
+						continue;
+					}
+					if (pr)
+						probe_on_msg(pr, l->rx + (wc[i].wr_id & 0xffffffffu) *
+							     LINK_MSG_LEN, wc[i].byte_len);
+					if (l->state == LK_UP &&
+					    lk_post_recv(l, (unsigned)(wc[i].wr_id & 0xffffffffu)))
+						l->state = LK_FAILED;
+				} else {
+					l->last_status = wc[i].status;
+					l->sends_done++;
+					if (wc[i].status != IBV_WC_SUCCESS && l->state == LK_UP)
+						l->state = LK_FAILED;
+				}
+			}
+		}
+		if (done && done(g, pr))
+			return;
+		if (g->up && !links_up(g))
+			return;
+		if (now_ms() >= deadline)
+			return;
+		{
+			struct pollfd pfd = { .fd = g->ech->fd, .events = POLLIN };
+
+			poll(&pfd, 1, 5);
+		}
+	}
+}
+
+static bool lk_settled(struct grp *g, struct probe *pr)
+{
+	unsigned i;
+
+	for (i = 0; i < LINKS_MAX; i++) {
+		struct lk *l = &g->links[i];
+
+		if (l->state == LK_CONNECTING && l->resolved && l->id && !l->qp) {
+			struct rdma_conn_param cp = {
+				.private_data = l->pd_len ? l->pd : NULL,
+				.private_data_len = (uint8_t)l->pd_len,
+				.retry_count = 7,
+				.rnr_retry_count = 7,
+			};
+			int err = lk_create_qp(l);
+
+			if (err || rdma_connect(l->id, &cp)) {
+				say("link %u: cannot connect: %s", i, strerror(err ? -err : errno));
+				l->state = LK_UNREACHABLE;
+			}
+		}
+		if (l->state == LK_CONNECTING)
+			return false;
+	}
+	return true;
+}
+
+/* Connects g->links[i] with the private data pd (len bytes): its state
+ * says how it went. */
+static void lk_connect(struct grp *g, unsigned i, const uint8_t *pd, size_t len)
+{
+	struct lk *l = &g->links[i];
+
+	lk_close(l);
+	l->state = LK_CONNECTING;
+	memcpy(l->pd, pd, len);
+	l->pd_len = len;
+	if (rdma_create_id(g->ech, &l->id, l, RDMA_PS_TCP) ||
+	    rdma_resolve_addr(l->id, NULL, (struct sockaddr *)&g->cm_addr, 2000)) {
+		say("link %u: rdma_cm: %s", i, strerror(errno));
+		l->state = LK_UNREACHABLE;
+		return;
+	}
+	grp_pump(g, NULL, lk_settled, now_ms() + o.timeout_ms);
+}
+
+static void my_pd(const struct grp *g, unsigned link, uint8_t out[RDMA_PD_LEN])
+{
+	struct rdma_pd pd = {
+		.link = (uint8_t)link,
+		.addr = (uintptr_t)g->region,
+		.size = REGION_SIZE,
+	};
+
+	memcpy(pd.lgr_id, g->acc.lgr_id, CLC_LGR_ID_LEN);
+	rdma_pd_encode(&pd, out);
+}
+
+/* One bad connection request on a scratch link (the last index). */
+static void cm_case(struct grp *g, const char *name, const uint8_t *pd, size_t len)
+{
+	struct lk *l = &g->links[LINKS_MAX - 1];
+
+	lk_connect(g, LINKS_MAX - 1, pd, len);
+	printf("%s: %s\n", name, l->state == LK_REJECTED ? "rejected" :
+	       l->state == LK_UP ? "ACCEPTED" : l->state == LK_CONNECTING ? "timeout" :
+	       "unreachable");
+	lk_close(l);
+}
+
+/*
+ * A live group in g, made anew: handshake, then every link. With attacks,
+ * the bad connection requests of step 1 on the way. 1 when up, 0 when the
+ * daemon refused (printed), -1 on a local error.
+ */
+static int grp_up(struct grp *g, bool attacks)
+{
+	uint8_t pd[RDMA_PD_LEN], bad[RDMA_PD_LEN];
+	struct rdma_tlv ra;
+	unsigned i;
+	int err;
+
+	grp_close(g);
+	/* The region first: every link's private data names it. */
+	g->region = aligned_alloc(4096, REGION_SIZE);
+	if (!g->region)
+		return -1;
+	memset(g->region, 0, REGION_SIZE);
+	err = hs_run(&g->acc);
+	if (err <= 0)
+		return err < 0 ? -1 : 0;
+	g->n_links = g->acc.links;
+	rdma_tlv_decode(g->acc.rdma_addr, g->acc.rdma_addr_len, &ra);
+	memcpy(&g->cm_addr, &o.connect.ss, sizeof(g->cm_addr));
+	if (g->cm_addr.ss_family == AF_INET)
+		((struct sockaddr_in *)&g->cm_addr)->sin_port = htons(ra.cm_port);
+	else
+		((struct sockaddr_in6 *)&g->cm_addr)->sin6_port = htons(ra.cm_port);
+	g->ech = rdma_create_event_channel();
+	if (!g->ech) {
+		say("rdma_create_event_channel: %s", strerror(errno));
+		return -1;
+	}
+	fcntl(g->ech->fd, F_SETFL, fcntl(g->ech->fd, F_GETFL) | O_NONBLOCK);
+
+	if (attacks) {
+		struct rdma_pd p;
+
+		cm_case(g, "pd-empty", NULL, 0);
+		if (getrandom(bad, sizeof(bad), 0) != sizeof(bad))
+			return -1;
+		bad[0] ^= 'S';	/* whatever chance had, not our magic */
+		cm_case(g, "pd-garbage", bad, sizeof(bad));
+		my_pd(g, 0, bad);
+		bad[0] = 'X';
+		cm_case(g, "pd-bad-magic", bad, sizeof(bad));
+		my_pd(g, 0, bad);
+		bad[2] = RDMA_PD_VERSION + 1;
+		cm_case(g, "pd-bad-version", bad, sizeof(bad));
+		p = (struct rdma_pd){ .link = 0, .addr = (uintptr_t)g->region, .size = REGION_SIZE };
+		if (getrandom(p.lgr_id, sizeof(p.lgr_id), 0) != sizeof(p.lgr_id))
+			return -1;
+		rdma_pd_encode(&p, bad);
+		cm_case(g, "pd-unknown-lgr", bad, sizeof(bad));
+		my_pd(g, g->n_links, bad);
+		cm_case(g, "pd-link-range", bad, sizeof(bad));
+		p = (struct rdma_pd){ .link = 0, .addr = (uintptr_t)g->region, .size = 4096 };
+		memcpy(p.lgr_id, g->acc.lgr_id, CLC_LGR_ID_LEN);
+		rdma_pd_encode(&p, bad);
+		cm_case(g, "pd-small-region", bad, sizeof(bad));
+	}
+	my_pd(g, 0, pd);
+	lk_connect(g, 0, pd, sizeof(pd));
+	if (g->links[0].state != LK_UP) {
+		printf("link-0-%s\n", g->links[0].state == LK_REJECTED ? "rejected" : "unreachable");
+		return 0;
+	}
+	if (attacks) {
+		struct rdma_pd p = { .link = 1, .addr = (uintptr_t)g->region + 4096, .size = REGION_SIZE };
+
+		cm_case(g, "pd-duplicate", pd, sizeof(pd));
+		if (g->n_links > 1) {
+			memcpy(p.lgr_id, g->acc.lgr_id, CLC_LGR_ID_LEN);
+			rdma_pd_encode(&p, bad);
+			cm_case(g, "pd-other-region", bad, sizeof(bad));
+		}
+	}
+	for (i = 1; i < g->n_links; i++) {
+		my_pd(g, i, pd);
+		lk_connect(g, i, pd, sizeof(pd));
+		if (g->links[i].state != LK_UP) {
+			printf("link-%u-%s\n", i,
+			       g->links[i].state == LK_REJECTED ? "rejected" : "unreachable");
+			return 0;
+		}
+	}
+	g->up = true;
+	if (attacks)
+		printf("established\n");
+	return 1;
+}
+
+/* Posts a SEND of len bytes from buf on link i (signalled). */
+static int lk_send(struct lk *l, const uint8_t *buf, size_t len)
+{
+	uint8_t *slot = l->tx + (l->tx_next++ % SQ_DEPTH) * SLOT_BIG;
+	struct ibv_sge sge = { .addr = (uintptr_t)slot, .length = (uint32_t)len,
+			       .lkey = l->tx_mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = (uint64_t)(l - l->g->links) << 32,
+		.sg_list = &sge,
+		.num_sge = len ? 1 : 0,
+		.opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	};
+	struct ibv_send_wr *bad;
+
+	if (len > SLOT_BIG)
+		return -EINVAL;
+	memcpy(slot, buf, len);
+	return -ibv_post_send(l->qp, &wr, &bad);
+}
+
+static int lk_write(struct lk *l, uint64_t addr, uint32_t rkey, size_t len)
+{
+	uint8_t *slot = l->tx + (l->tx_next++ % SQ_DEPTH) * SLOT_BIG;
+	struct ibv_sge sge = { .addr = (uintptr_t)slot, .length = (uint32_t)len,
+			       .lkey = l->tx_mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = (uint64_t)(l - l->g->links) << 32,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = addr, .rkey = rkey },
+	};
+	struct ibv_send_wr *bad;
+
+	memset(slot, 0xa5, len);
+	return -ibv_post_send(l->qp, &wr, &bad);
+}
+
+static void flow_open_slot(uint8_t slot[LINK_MSG_LEN], uint32_t token, uint32_t key,
+			   const struct cfg_addr *dest)
+{
+	struct llc_msg m = { .type = LLC_FLOW_OPEN };
+
+	m.open.token = token;
+	m.open.rmb.offset = 0;
+	m.open.rmb.size = RING_SIZE;
+	m.open.rmb.key = key;
+	if (dest->ss.ss_family == AF_INET) {
+		const struct sockaddr_in *sin = (const void *)&dest->ss;
+
+		m.open.family = 4;
+		m.open.port = ntohs(sin->sin_port);
+		memcpy(m.open.addr, &sin->sin_addr, 4);
+	} else {
+		const struct sockaddr_in6 *sin6 = (const void *)&dest->ss;
+
+		m.open.family = 6;
+		m.open.port = ntohs(sin6->sin6_port);
+		memcpy(m.open.addr, &sin6->sin6_addr, 16);
+	}
+	llc_encode(&m, slot);
+}
+
+/* Sends the marker, a FLOW_OPEN every daemon must decline, on link i. */
+static int post_sync(struct grp *g, unsigned i, struct probe *pr, uint32_t n)
+{
+	struct cfg_addr lo = { .len = sizeof(struct sockaddr_in) };
+	struct sockaddr_in *sin = (struct sockaddr_in *)&lo.ss;
+	uint8_t slot[LINK_MSG_LEN];
+
+	sin->sin_family = AF_INET;
+	sin->sin_port = htons(1);
+	sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	pr->sync = SYNC_TOKEN | (n & 0xffff);
+	pr->synced = false;
+	flow_open_slot(slot, pr->sync, g->region_mr->rkey, &lo);
+	return lk_send(&g->links[i], slot, LINK_MSG_LEN);
+}
+
+static bool synced(struct grp *g, struct probe *pr)
+{
+	return pr->synced;
+}
+
+/* The marker came back, or link 0 (where it went) is gone. */
+static bool synced_or_gone(struct grp *g, struct probe *pr)
+{
+	return pr->synced || g->links[0].state != LK_UP;
+}
+
+static bool all_gone(struct grp *g, struct probe *pr)
+{
+	return links_up(g) == 0;
+}
+
+/* Link 0 went: the daemon's disconnects of the other links, if it failed
+ * the whole group, come right behind. */
+static void settle_after_loss(struct grp *g, struct probe *pr)
+{
+	if (g->links[0].state != LK_UP)
+		grp_pump(g, pr, all_gone, now_ms() + o.timeout_ms);
+}
+
+static bool open_done(struct grp *g, struct probe *pr)
+{
+	return pr->open_done;
+}
+
+static bool send_done(struct grp *g, struct probe *pr)
+{
+	return g->links[0].sends_done > 0 || g->links[0].state != LK_UP;
+}
+
+static void print_probe(const char *name, const struct grp *g, const struct probe *pr)
+{
+	if (o.verbose)
+		say("%lld ms: %s judged", (long long)(now_ms() - t0_ms), name);
+	printf("%s: %s%s%s%s\n", name,
+	       !links_up(g) ? "failed" : pr->synced ? "alive" :
+	       g->links[0].state != LK_UP ? "link failed" : "timeout",
+	       pr->len ? " (" : "", pr->msgs, pr->len ? ")" : "");
+}
+
+static uint32_t n_sync;
+
+/* A live group in g, made anew if the last one lost a link. */
+static int ensure_up(struct grp *g)
+{
+	if (g->up && links_up(g) == g->n_links)
+		return 0;
+	return grp_up(g, false) == 1 ? 0 : -1;
+}
+
+/* Step 2: one corpus sample. */
+static int run_file(struct grp *g, const char *path)
+{
+	uint8_t buf[FILE_MAX + 1], slot[LINK_MSG_LEN];
+	struct probe pr = { 0 };
+	size_t len, off = 0;
+	FILE *f = fopen(path, "rb");
+
+	if (!f) {
+		say("%s: %s", path, strerror(errno));
+		return 1;
+	}
+	len = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	if (len > FILE_MAX) {
+		say("%s: longer than %d slots", path, FILE_MAX / LINK_MSG_LEN);
+		return 1;
+	}
+	if (ensure_up(g))
+		return -1;
+	do {
+		size_t n = len - off < LINK_MSG_LEN ? len - off : LINK_MSG_LEN;
+
+		memset(slot, 0, sizeof(slot));
+		memcpy(slot, buf + off, n);
+		if (lk_send(&g->links[0], slot, LINK_MSG_LEN))
+			return -1;
+		off += n;
+	} while (off < len);
+	if (post_sync(g, 0, &pr, ++n_sync))
+		return -1;
+	grp_pump(g, &pr, synced_or_gone, now_ms() + o.timeout_ms);
+	settle_after_loss(g, &pr);
+	print_probe(base_name(path), g, &pr);
+	return 0;
+}
+
+/*
+ * Step 3: after the attack on link 0, the group either failed, dropped the
+ * link (the marker then goes on another), or shrugged.
+ */
+static void judge_link_attack(struct grp *g, const char *name)
+{
+	struct probe pr = { 0 };
+	unsigned i, other = g->n_links;
+
+	/* The attack first, then the marker behind it on the same link. */
+	if (post_sync(g, 0, &pr, ++n_sync) == 0)
+		grp_pump(g, &pr, synced_or_gone, now_ms() + o.timeout_ms);
+	if (pr.synced) {
+		printf("%s: alive%s%s%s\n", name, pr.len ? " (" : "", pr.msgs, pr.len ? ")" : "");
+		return;
+	}
+	settle_after_loss(g, &pr);
+	for (i = 1; i < g->n_links; i++)
+		if (g->links[i].state == LK_UP)
+			other = i;
+	if (g->links[0].state == LK_UP) {
+		printf("%s: timeout\n", name);
+		return;
+	}
+	if (other == g->n_links) {
+		printf("%s: failed\n", name);
+		return;
+	}
+	pr = (struct probe){ 0 };
+	if (post_sync(g, other, &pr, ++n_sync) == 0)
+		grp_pump(g, &pr, synced, now_ms() + o.timeout_ms);
+	printf("%s: link failed, group %s\n", name,
+	       pr.synced ? "alive" : links_up(g) ? "silent" : "failed");
+}
+
+static int run_link_attacks(struct grp *g)
+{
+	static const uint8_t oversize[128] = { 0xfe };
+	static const uint8_t one[1] = { LLC_FLOW_OPEN };
+
+	if (ensure_up(g) || lk_send(&g->links[0], NULL, 0))
+		return -1;
+	judge_link_attack(g, "send-zero");
+	if (ensure_up(g) || lk_send(&g->links[0], one, sizeof(one)))
+		return -1;
+	judge_link_attack(g, "send-short");
+	if (ensure_up(g) || lk_send(&g->links[0], oversize, sizeof(oversize)))
+		return -1;
+	judge_link_attack(g, "send-oversize");
+	if (ensure_up(g))
+		return -1;
+	if (!g->links[0].have_peer) {
+		printf("write-badkey: inconclusive (the daemon's accept named no region)\n");
+	} else {
+		/* Keys in rxe are (index << 8) | 8 random bits: index 0 with
+		 * bits nobody drew is a key no MR has. */
+		if (lk_write(&g->links[0], g->links[0].peer.addr, 0x00000000u ^ 0x5au, 64))
+			return -1;
+		judge_link_attack(g, "write-badkey");
+	}
+	return 0;
+}
+
+/* Step 4: does an rkey of one group's ring work over another group's link? */
+static int run_cross_group(void)
+{
+	struct grp g1, g2;
+	struct probe pr = { .open_token = OPEN_TOKEN };
+	uint8_t slot[LINK_MSG_LEN];
+	uint64_t addr;
+	uint32_t key;
+	int rc = -1;
+
+	memset(&g1, 0, sizeof(g1));
+	memset(&g2, 0, sizeof(g2));
+	grp_close(&g1);
+	grp_close(&g2);
+	if (grp_up(&g1, false) != 1 || grp_up(&g2, false) != 1)
+		goto out;
+	flow_open_slot(slot, OPEN_TOKEN, g2.region_mr->rkey, &o.open);
+	if (lk_send(&g2.links[0], slot, LINK_MSG_LEN))
+		goto out;
+	grp_pump(&g2, &pr, open_done, now_ms() + o.timeout_ms);
+	if (!pr.open_done || pr.open_answer.type != LLC_FLOW_ACCEPT || !g2.links[0].have_peer) {
+		char what[64] = "no answer";
+
+		if (pr.open_done && pr.open_answer.type == LLC_FLOW_DECLINE)
+			snprintf(what, sizeof(what), "flow_decline %s",
+				 clc_decline_name(pr.open_answer.decline.reason));
+		printf("cross-group-write: inconclusive (the flow to the --open destination: %s)\n",
+		       what);
+		rc = 0;
+		goto out;
+	}
+	addr = g2.links[0].peer.addr + pr.open_answer.accept.rmb.offset;
+	key = pr.open_answer.accept.rmb.key;
+	/* Over the ring's own group: the address and key are right. */
+	g2.links[0].sends_done = 0;
+	if (lk_write(&g2.links[0], addr, key, 64))
+		goto out;
+	grp_pump(&g2, NULL, send_done, now_ms() + o.timeout_ms);
+	if (!g2.links[0].sends_done || g2.links[0].last_status != IBV_WC_SUCCESS) {
+		printf("cross-group-write: inconclusive (the write over the ring's own group: %s)\n",
+		       g2.links[0].sends_done ? ibv_wc_status_str(g2.links[0].last_status) :
+		       "no completion");
+		rc = 0;
+		goto out;
+	}
+	/* Over another group's link. */
+	g1.links[0].sends_done = 0;
+	if (lk_write(&g1.links[0], addr, key, 64))
+		goto out;
+	grp_pump(&g1, NULL, send_done, now_ms() + o.timeout_ms);
+	if (!g1.links[0].sends_done)
+		printf("cross-group-write: inconclusive (no completion)\n");
+	else if (g1.links[0].last_status == IBV_WC_SUCCESS)
+		printf("cross-group-write: WRITTEN (a link of one group wrote into a ring of another)\n");
+	else
+		printf("cross-group-write: refused (%s)\n",
+		       ibv_wc_status_str(g1.links[0].last_status));
+	rc = 0;
+out:
+	grp_close(&g1);
+	grp_close(&g2);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+
+static void usage(void) __attribute__((noreturn));
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: rdmapeer --connect ADDR:PORT [--mark N] [--timeout MS] [--links N]\n"
+		"                [--open DEST:PORT] [--verbose] [FILE...]\n");
+	exit(2);
+}
+
+static const char *arg_value(int *i, int argc, char **argv)
+{
+	if (*i + 1 >= argc) {
+		say("%s needs a value", argv[*i]);
+		usage();
+	}
+	return argv[++*i];
+}
+
+static void parse_addr(const char *s, struct cfg_addr *a)
+{
+	if (cfg_parse_addr(s, a) < 0) {
+		say("not an address with a port: %s", s);
+		usage();
+	}
+}
+
+static unsigned long parse_num(const char *s, unsigned long max)
+{
+	char *end;
+	unsigned long v = strtoul(s, &end, 0);
+
+	if (!*s || *end || v > max) {
+		say("not a number up to %lu: %s", max, s);
+		usage();
+	}
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	struct grp g;
+	int i, rc = 0, err;
+
+	o.links = 2;
+	o.timeout_ms = 3000;
+	o.files = calloc((size_t)argc, sizeof(*o.files));
+	if (!o.files)
+		return 1;
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--connect")) {
+			parse_addr(arg_value(&i, argc, argv), &o.connect);
+			o.have_connect = true;
+		} else if (!strcmp(a, "--open")) {
+			parse_addr(arg_value(&i, argc, argv), &o.open);
+			o.have_open = true;
+		} else if (!strcmp(a, "--links")) {
+			o.links = (unsigned)parse_num(arg_value(&i, argc, argv), LINKS_MAX - 1);
+			if (!o.links)
+				usage();
+		} else if (!strcmp(a, "--mark")) {
+			o.mark = (uint32_t)parse_num(arg_value(&i, argc, argv), UINT32_MAX);
+		} else if (!strcmp(a, "--timeout")) {
+			o.timeout_ms = (int)parse_num(arg_value(&i, argc, argv), 600000);
+		} else if (!strcmp(a, "--verbose")) {
+			o.verbose = true;
+		} else if (a[0] == '-' && a[1]) {
+			say("unknown option %s", a);
+			usage();
+		} else {
+			o.files[o.n_files++] = argv[i];
+		}
+	}
+	if (!o.have_connect)
+		usage();
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	t0_ms = now_ms();
+
+	memset(&g, 0, sizeof(g));
+	grp_close(&g);
+	err = grp_up(&g, true);
+	if (err <= 0) {
+		grp_close(&g);
+		return err < 0 ? 1 : 0;
+	}
+	for (i = 0; i < o.n_files; i++) {
+		err = run_file(&g, o.files[i]);
+		if (err < 0) {
+			say("no live link group for %s", o.files[i]);
+			rc = 1;
+			goto out;
+		}
+		rc |= err;
+	}
+	if (run_link_attacks(&g)) {
+		say("no live link group for the link attacks");
+		rc = 1;
+		goto out;
+	}
+	grp_close(&g);
+	if (o.have_open && run_cross_group()) {
+		say("no live link groups for cross-group-write");
+		rc = 1;
+	}
+out:
+	grp_close(&g);
+	return rc;
+}
