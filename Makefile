@@ -146,6 +146,14 @@ demo: deps
 bench: all tools
 	tests/bench/run $(B)
 
+# The rdma link group against direct TCP and the TCP relay, and autocork,
+# rdma.inline and cq.pool on and off, in one boot of the Soft-RoCE guest
+# (tests/rdma/lab): ratios only, about 7 minutes; knobs at the top of
+# tests/bench/rdma.
+.PHONY: bench-rdma
+bench-rdma: all tools
+	tests/bench/rdma $(B)
+
 install: all
 	install -D -m 0755 $(B)/smcproxyd $(DESTDIR)$(SBINDIR)/smcproxyd
 	install -D -m 0755 $(B)/smcproxyctl $(DESTDIR)$(BINDIR)/smcproxyctl
