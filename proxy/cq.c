@@ -141,7 +141,10 @@ int cq_pool_init(struct cq_pool *pool, struct epset *epset, struct ibv_context *
 		flags = fcntl(cq->channel->fd, F_GETFL);
 		if (flags < 0 || fcntl(cq->channel->fd, F_SETFL, flags | O_NONBLOCK) < 0)
 			goto out_errno;
-		cq->cq = ibv_create_cq(ctx, (int)cqe, cq, cq->channel, (int)i);
+		/* Spread over the device's interrupt vectors; a pool larger
+		 * than it has shares them. */
+		cq->cq = ibv_create_cq(ctx, (int)cqe, cq, cq->channel,
+				       ctx->num_comp_vectors > 0 ? (int)i % ctx->num_comp_vectors : 0);
 		if (!cq->cq)
 			goto out_errno;
 		cq->cqe = (unsigned)cq->cq->cqe;
