@@ -339,15 +339,17 @@ rt_setup() {
 # rt_links A|B: one line per link of the daemon's active link groups:
 # "lgr link state transport flows bytes_tx bytes_rx".
 rt_links() {
-	local out i
+	local out n i f paths=()
 	out=$(rt_ctl "$1" --json links 2>&1) || { rt_log "smcproxyctl links ($1): $out"; return 1; }
-	for ((i = 0; ; i++)); do
-		printf '%s\n' "$out" | "$JGET" "links.$i.lgr" >/dev/null 2>&1 || break
-		printf '%s\n' "$out" | "$JGET" "links.$i.lgr" "links.$i.link" "links.$i.state" \
-			"links.$i.transport" "links.$i.flows" "links.$i.bytes_tx" \
-			"links.$i.bytes_rx" | tr '\n' ' '
-		echo
+	# One jget for all: each process start costs under TCG.
+	n=$(grep -c '"lgr"' <<<"$out")
+	[ "$n" -gt 0 ] || return 0
+	for ((i = 0; i < n; i++)); do
+		for f in lgr link state transport flows bytes_tx bytes_rx; do
+			paths+=("links.$i.$f")
+		done
 	done
+	printf '%s\n' "$out" | "$JGET" "${paths[@]}" | paste -d ' ' - - - - - - -
 }
 
 # flowcheck run to the server (through the redirect into daemon A).

