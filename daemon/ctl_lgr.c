@@ -170,8 +170,9 @@ void ctl_lgr_stats(json_t *body, const struct proxy_stats *st)
 		"cork_events", (json_int_t)st->cork_events,
 		"ring_full_local", (json_int_t)st->ring_full_local,
 		"ring_full_remote", (json_int_t)st->ring_full_remote));
-	json_object_set_new(body, "rdma", json_pack("{s:I, s:I, s:I}",
+	json_object_set_new(body, "rdma", json_pack("{s:I, s:I, s:I, s:I}",
 		"link_failures", (json_int_t)st->rdma_link_failures,
 		"async_events", (json_int_t)st->rdma_async_events,
-		"links_draining", (json_int_t)st->rdma_links_draining));
+		"links_draining", (json_int_t)st->rdma_links_draining,
+		"links_stuck", (json_int_t)st->rdma_links_stuck));
 }

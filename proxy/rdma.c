@@ -55,6 +55,8 @@
 #define RDMA_RESOLVE_MS		2000
 #define RDMA_CQ_SIZE		16384	/* entries per CQ; links take theirs */
 #define RDMA_KEEPALIVE_MS	5000	/* idle time before a TEST_LINK */
+#define RDMA_DRAIN_MS		30000	/* markers that long overdue: give up */
+#define RDMA_DRAIN_NEW_MS	1000	/* the same, for a link that never came up */
 
 enum rdma_link_state {
 	RL_CONNECTING,
@@ -84,7 +86,6 @@ struct rdma_rx_slot {
 struct rdma_dev {
 	struct proxy *proxy;
 	struct ibv_context *ctx;
-	struct ibv_pd *pd;
 	uint8_t port;
 	union ibv_gid gid;
 	char name[32];
@@ -106,6 +107,7 @@ struct rdma_lgr;
 
 struct rdma_link {
 	struct rdma_dev *dev;
+	struct rdma_dom *dom;		/* its group's, held until freed */
 	struct rdma_lgr *rg;		/* NULL once draining */
 	struct link *lnk;		/* NULL once draining */
 	enum rdma_link_state state;
@@ -132,6 +134,8 @@ struct rdma_link {
 	struct ibv_mr *bufs_mr;
 	unsigned markers_left;
 	uint64_t last_tx_ms;		/* last doorbell: the link was used */
+	uint64_t drain_since_ms;
+	bool ever_up;
 	struct list_head zombie_node;	/* dev->zombies, once draining */
 	struct proxy_defer defer;
 };
@@ -139,6 +143,7 @@ struct rdma_link {
 struct rdma_lgr {
 	struct lgr *lgr;
 	struct rdma_dev *dev;
+	struct rdma_dom *dom;
 	uint8_t *rx;			/* our rings: the peer writes here */
 	uint32_t rx_size;
 	uint8_t *tx;			/* mirrors of the peer's rings */
@@ -151,6 +156,40 @@ struct rdma_lgr {
 	unsigned n_up;
 	struct rdma_link *links[LGR_LINKS_MAX];
 };
+
+/*
+ * The protection domain of one link group: its rings, its links' queue
+ * pairs and buffers, so that an rkey a peer got for one group's ring is
+ * useless over another group's queue pair. Links that drain after their
+ * group closed hold it until they are freed.
+ */
+struct rdma_dom {
+	struct ibv_pd *pd;
+	unsigned refs;
+};
+
+static struct rdma_dom *rdma_dom_new(struct ibv_context *ctx)
+{
+	struct rdma_dom *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	d->pd = ibv_alloc_pd(ctx);
+	if (!d->pd) {
+		free(d);
+		return NULL;
+	}
+	d->refs = 1;
+	return d;
+}
+
+static void rdma_dom_put(struct rdma_dom *d)
+{
+	if (d && --d->refs == 0) {
+		ibv_dealloc_pd(d->pd);
+		free(d);
+	}
+}
 
 /* Per flow: the mirror and the bytes not yet queued as writes. */
 struct rdma_conn {
@@ -570,6 +609,7 @@ static void rdma_lgr_close(struct lgr *lgr)
 	rmb_pool_close(&lgr->rmbs);
 	lgr->rmbs.ops = NULL;
 	rmb_pool_close(&rg->tx_pool);
+	rdma_dom_put(rg->dom);
 	if (rg->rx)
 		munmap(rg->rx, rg->rx_size);
 	if (rg->tx)
@@ -607,6 +647,12 @@ static void rl_free_now(struct rdma_link *rl)
 	cq_put(rl->cq, rl->sq_depth + rl->rq_depth + 2);
 	if (rl->bufs_mr)
 		ibv_dereg_mr(rl->bufs_mr);
+	rdma_dom_put(rl->dom);
+	rl->qp = NULL;
+	rl->id = NULL;
+	rl->cq = NULL;
+	rl->bufs_mr = NULL;
+	rl->dom = NULL;
 	free(rl->bufs);
 	free(rl->tx);
 	free(rl->wr);
@@ -619,9 +665,11 @@ static void rl_reap(struct proxy_defer *d)
 {
 	struct rdma_link *rl = (struct rdma_link *)((char *)d - offsetof(struct rdma_link, defer));
 
-	list_del(&rl->zombie_node);
-	rl->dev->n_zombies--;
-	rl->dev->proxy->stats.rdma_links_draining = rl->dev->n_zombies;
+	if (!list_empty(&rl->zombie_node)) {
+		list_del(&rl->zombie_node);
+		rl->dev->n_zombies--;
+		rl->dev->proxy->stats.rdma_links_draining = rl->dev->n_zombies;
+	}
 	rl_free_now(rl);
 }
 
@@ -658,7 +706,9 @@ static struct rdma_link *rl_new(struct rdma_dev *dev, struct rdma_lgr *rg, unsig
 	rl->bufs = calloc(rl->sq_depth + rl->rq_depth + 1, LINK_MSG_LEN);
 	if (!rl->tx || !rl->wr || !rl->sge || !rl->rx || !rl->bufs)
 		goto out_free;
-	rl->bufs_mr = ibv_reg_mr(dev->pd, rl->bufs,
+	rl->dom = rg->dom;
+	rl->dom->refs++;
+	rl->bufs_mr = ibv_reg_mr(rl->dom->pd, rl->bufs,
 				 (size_t)(rl->sq_depth + rl->rq_depth + 1) * LINK_MSG_LEN,
 				 IBV_ACCESS_LOCAL_WRITE);
 	if (!rl->bufs_mr)
@@ -705,10 +755,10 @@ static int rl_create_qp(struct rdma_link *rl)
 	attr.cap.max_send_sge = 1;
 	attr.cap.max_recv_sge = 1;
 	attr.cap.max_inline_data = rl->use_inline ? LINK_MSG_LEN : 0;
-	if (rdma_create_qp(rl->id, dev->pd, &attr)) {
+	if (rdma_create_qp(rl->id, rl->dom->pd, &attr)) {
 		/* A device without inline sends still works without it. */
 		attr.cap.max_inline_data = 0;
-		if (!rl->use_inline || rdma_create_qp(rl->id, dev->pd, &attr))
+		if (!rl->use_inline || rdma_create_qp(rl->id, rl->dom->pd, &attr))
 			return -errno;
 	}
 	rl->qp = rl->id->qp;
@@ -791,10 +841,9 @@ static void rdma_link_down(struct rdma_link *rl, int err)
 		if (was_up)
 			rg->n_up--;
 	}
-	if (lnk)
-		lnk->tp = NULL;
 	rl->rg = NULL;
 	rl->lnk = NULL;
+	rl->drain_since_ms = uv_now(dev->proxy->loop);
 	list_add_tail(&rl->zombie_node, &dev->zombies);
 	dev->n_zombies++;
 	dev->proxy->stats.rdma_links_draining = dev->n_zombies;
@@ -821,10 +870,14 @@ static void rdma_link_down(struct rdma_link *rl, int err)
 	} else {
 		rdma_link_free(rl);	/* never had a QP: nothing in the CQ */
 	}
+	/* The link still answers tx_done() with what really completed while
+	 * its flows move: that is where their replay starts. */
 	if (lnk && err) {
 		dev->proxy->stats.rdma_link_failures++;
 		lgr_link_down(lnk, err);
 	}
+	if (lnk)
+		lnk->tp = NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -853,10 +906,10 @@ static int rdma_rx_carve(void *ctx, struct rmb *r)
 	struct ibv_mr *mr = NULL;
 
 	if (dev->relaxed_ok)
-		mr = ibv_reg_mr(dev->pd, rg->rx + r->offset, r->size,
+		mr = ibv_reg_mr(rg->dom->pd, rg->rx + r->offset, r->size,
 				access | IBV_ACCESS_RELAXED_ORDERING);
 	if (!mr) {
-		mr = ibv_reg_mr(dev->pd, rg->rx + r->offset, r->size, access);
+		mr = ibv_reg_mr(rg->dom->pd, rg->rx + r->offset, r->size, access);
 		/* Refused with the flag only: the device lacks it, for good.
 		 * Refused both ways: memory or memlock, not the flag. */
 		if (mr && dev->relaxed_ok)
@@ -873,7 +926,7 @@ static int rdma_rx_carve(void *ctx, struct rmb *r)
 static int rdma_tx_carve(void *ctx, struct rmb *r)
 {
 	struct rdma_lgr *rg = ctx;
-	struct ibv_mr *mr = ibv_reg_mr(rg->dev->pd, rg->tx + r->offset, r->size,
+	struct ibv_mr *mr = ibv_reg_mr(rg->dom->pd, rg->tx + r->offset, r->size,
 				       IBV_ACCESS_LOCAL_WRITE);
 
 	if (!mr)
@@ -915,6 +968,9 @@ int rdma_lgr_prepare(struct lgr *lgr)
 	rg->dev = dev;
 	lgr->tp = rg;
 	lgr->ops = &rdma_ops;
+	rg->dom = rdma_dom_new(dev->ctx);
+	if (!rg->dom)
+		goto out_errno;
 	rg->rx_size = rg->tx_size = (uint32_t)size;
 	rg->rx = rdma_region(size);
 	rg->tx = rdma_region(size);
@@ -974,6 +1030,7 @@ static void rl_established(struct rdma_link *rl, uint32_t peer_qpn)
 	struct lgr *lgr = rg->lgr;
 
 	rl->state = RL_UP;
+	rl->ever_up = true;
 	rl->last_tx_ms = uv_now(rl->dev->proxy->loop);
 	if (peer_qpn)
 		rl->peer_qpn = peer_qpn;	/* the server learnt it from the request */
@@ -1205,8 +1262,43 @@ static void rdma_keepalive(struct proxy *p)
 }
 
 /*
- * Every lgr sweep: keepalives, and port events the async handler saw: on
- * a port that went down, every link of this worker fails.
+ * A link whose markers never came back (a device that does not flush a
+ * queue pair that never ran, seen with rxe on connections a hostile peer
+ * left half-open): its queue pair, id, buffers and protection domain go,
+ * but the slots that completions name stay, should one still come.
+ */
+static void rdma_reap_stuck(struct rdma_dev *dev, uint64_t now)
+{
+	struct list_head *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &dev->zombies) {
+		struct rdma_link *rl = list_entry(pos, struct rdma_link, zombie_node);
+
+		if (!rl->markers_left || !rl->qp ||
+		    now - rl->drain_since_ms < (rl->ever_up ? RDMA_DRAIN_MS : RDMA_DRAIN_NEW_MS))
+			continue;
+		rdma_destroy_qp(rl->id);
+		rdma_destroy_id(rl->id);
+		cq_put(rl->cq, rl->sq_depth + rl->rq_depth + 2);
+		ibv_dereg_mr(rl->bufs_mr);
+		rdma_dom_put(rl->dom);
+		rl->qp = NULL;
+		rl->id = NULL;
+		rl->cq = NULL;
+		rl->bufs_mr = NULL;
+		rl->dom = NULL;
+		/* Off the draining list (a late marker still frees it). */
+		list_del(&rl->zombie_node);
+		dev->n_zombies--;
+		dev->proxy->stats.rdma_links_draining = dev->n_zombies;
+		dev->proxy->stats.rdma_links_stuck++;
+	}
+}
+
+/*
+ * Every lgr sweep: keepalives, links stuck draining, and port events the
+ * async handler saw: on a port that went down, every link of this worker
+ * fails.
  */
 void rdma_sweep(struct proxy *p)
 {
@@ -1218,6 +1310,7 @@ void rdma_sweep(struct proxy *p)
 	if (!dev)
 		return;
 	rdma_keepalive(p);
+	rdma_reap_stuck(dev, uv_now(p->loop));
 	if (gen == dev->port_gen)
 		return;
 	dev->port_gen = gen;
@@ -1288,11 +1381,6 @@ int rdma_init(struct proxy *p, char *errbuf, size_t errlen)
 	p->rdma = dev;
 	snprintf(dev->name, sizeof(dev->name), "%s", ibv_get_device_name(dev->ctx->device));
 	ibv_query_gid(dev->ctx, dev->port, 0, &dev->gid);
-	dev->pd = ibv_alloc_pd(dev->ctx);
-	if (!dev->pd) {
-		snprintf(errbuf, errlen, "%s: ibv_alloc_pd: %s", dev->name, strerror(errno));
-		goto out_close;
-	}
 	/* cq.pool 0: the CPUs shared out over the workers, at least one. */
 	n_cq = cfg->cq.pool;
 	if (!n_cq) {
@@ -1376,8 +1464,6 @@ void rdma_close(struct proxy *p)
 		rdma_destroy_event_channel(dev->ech);
 	}
 	cq_pool_close(&dev->cqs);
-	if (dev->pd)
-		ibv_dealloc_pd(dev->pd);
 	free(dev);
 	p->rdma = NULL;
 }

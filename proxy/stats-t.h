@@ -81,6 +81,7 @@ struct proxy_stats {
 	uint64_t rdma_link_failures;	/* rdma links failed (any cause) */
 	uint64_t rdma_async_events;	/* device async events read (worker 0) */
 	uint64_t rdma_links_draining;	/* gauge: failed links waiting for their flush */
+	uint64_t rdma_links_stuck;	/* their flush never came: released anyway */
 };
 
 #endif
