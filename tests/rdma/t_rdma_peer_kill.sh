@@ -54,7 +54,11 @@ sleep 1.2	# the negative cache entry expires
 rdma0=$(rt_stat A flows.closed.rdma)
 rt_run_ok rdma-again "flows failed after daemon B came back" \
 	--flows 10 --concurrency 10 --max-size 256KiB --seed 73 --timeout 60
-rt_wait_stat A flows.closed.rdma -eq $((rdma0 + 10)) 5 || rt_fail "new flows did not use rdma again"
+if ! rt_wait_stat A flows.closed.rdma -eq $((rdma0 + 10)) 5; then
+	rt_ctl A --json stats | "$JGET" stats.fallback stats.lgr stats.flows | sed 's/^/  A: /'
+	rt_ctl B --json stats | "$JGET" stats.declines_sent stats.lgr | sed 's/^/  B: /'
+	rt_fail "new flows did not use rdma again"
+fi
 read -r hs tcp < <(rt_stat A lgr.handshakes flows.closed.tcp | tr '\n' ' ')
 rt_eq "daemon A: lgr.handshakes (a fresh group)" "$hs" 2
 rt_eq "daemon A: flows.closed.tcp" "$tcp" 10
