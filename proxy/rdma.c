@@ -133,6 +133,7 @@ struct rdma_link {
 	uint8_t *bufs;			/* sq_depth + rq_depth messages */
 	struct ibv_mr *bufs_mr;
 	unsigned markers_left;
+	bool markers_lost;		/* one could not be posted */
 	uint64_t last_tx_ms;		/* last doorbell: the link was used */
 	uint64_t drain_since_ms;
 	bool ever_up;
@@ -352,7 +353,9 @@ static void rl_release_quarantine(struct rdma_link *rl)
 
 static void rl_marker_done(struct rdma_link *rl)
 {
-	if (--rl->markers_left == 0)
+	/* With a marker that could not be posted, the queue it was for may
+	 * still hold work: rdma_reap_stuck() decides. */
+	if (--rl->markers_left == 0 && !rl->markers_lost)
 		rdma_link_free(rl);
 }
 
@@ -857,16 +860,22 @@ static void rdma_link_down(struct rdma_link *rl, int err)
 		struct ibv_send_wr *sbad;
 		struct ibv_recv_wr *rbad;
 
+		/*
+		 * The receive marker goes in before the transition: rxe
+		 * flushes the receive queue when the QP enters the error
+		 * state and never looks at it again (user receives ring no
+		 * doorbell). The send marker goes after, or it would be sent.
+		 * A device that takes neither leaves us no way to know when
+		 * the CQ is clean of this link: rdma_reap_stuck() gives up
+		 * on it later, keeping what a completion could name.
+		 */
+		rl->markers_left = 2;
+		if (vb_post_recv(rl->qp, &rwr, &rbad))
+			rl->markers_lost = true;
 		rdma_disconnect(rl->id);
 		ibv_modify_qp(rl->qp, &qa, IBV_QP_STATE);
-		rl->markers_left = 2;
-		/* A device that takes no work in the error state leaves us
-		 * no way to know when the CQ is clean of this link: keep its
-		 * memory for good rather than free what a completion names. */
 		if (vb_post_send(rl->qp, &swr, &sbad))
-			rl->markers_left = 0;
-		else if (vb_post_recv(rl->qp, &rwr, &rbad))
-			rl->markers_left = 0;
+			rl->markers_lost = true;
 	} else {
 		rdma_link_free(rl);	/* never had a QP: nothing in the CQ */
 	}
@@ -1274,7 +1283,7 @@ static void rdma_reap_stuck(struct rdma_dev *dev, uint64_t now)
 	list_for_each_safe(pos, tmp, &dev->zombies) {
 		struct rdma_link *rl = list_entry(pos, struct rdma_link, zombie_node);
 
-		if (!rl->markers_left || !rl->qp ||
+		if ((!rl->markers_left && !rl->markers_lost) || !rl->qp ||
 		    now - rl->drain_since_ms < (rl->ever_up ? RDMA_DRAIN_MS : RDMA_DRAIN_NEW_MS))
 			continue;
 		rdma_destroy_qp(rl->id);
