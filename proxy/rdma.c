@@ -403,6 +403,26 @@ static int rl_post_recv(struct rdma_link *rl, unsigned i)
 	return -vb_post_recv(rl->qp, &wr, &bad);
 }
 
+static void rl_established(struct rdma_link *rl, uint32_t peer_qpn);
+
+/*
+ * Server: a message came before rdma_cm said ESTABLISHED (the peer's side
+ * comes up first, and its first message can overtake our event). The peer
+ * sends only once all its links are up, which needs every one of ours
+ * accepted: they are all up.
+ */
+static void rg_implicit_up(struct rdma_lgr *rg)
+{
+	unsigned i;
+
+	for (i = 0; i < rg->lgr->n_links && rg->lgr->state == LGR_RENDEZVOUS; i++) {
+		struct rdma_link *l = rg->links[i];
+
+		if (l && l->state == RL_CONNECTING && l->qp)
+			rl_established(l, 0);
+	}
+}
+
 static void rdma_on_recv(struct cq_entry *e, const struct ibv_wc *wc)
 {
 	struct rdma_rx_slot *s = (struct rdma_rx_slot *)e;
@@ -418,6 +438,8 @@ static void rdma_on_recv(struct cq_entry *e, const struct ibv_wc *wc)
 		rdma_link_down(rl, -EIO);
 		return;
 	}
+	if (rl->state == RL_CONNECTING && rl->rg->lgr->role == LGR_ROLE_SERVER)
+		rg_implicit_up(rl->rg);
 	link_rx(rl->lnk, rl->bufs + (rl->sq_depth + s->i) * LINK_MSG_LEN, wc->byte_len);
 	/* link_rx may have failed the link or its whole group. */
 	if (rl->state != RL_DRAINING && rl_post_recv(rl, s->i))
@@ -1181,6 +1203,8 @@ static void rdma_on_cm_event(struct rdma_dev *dev, struct rdma_cm_event *ev)
 		return;
 	}
 	case RDMA_CM_EVENT_ESTABLISHED:
+		if (rl->state == RL_UP)
+			return;		/* a message said so already */
 		if (rl->rg->lgr->role == LGR_ROLE_CLIENT &&
 		    (rdma_pd_decode(data, len, &pd) || pd.link != rl->lnk->idx ||
 		     rg_set_peer(rl->rg, &pd))) {
