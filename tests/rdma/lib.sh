@@ -385,6 +385,13 @@ rt_defer() {
 # rt_defer_eq WHAT GOT WANT: rt_eq, deferred.
 rt_defer_eq() { [ "$2" -eq "$3" ] 2>/dev/null || rt_defer "$1 is $2, expected $3"; }
 
+# The counters that say where flows went instead of rdma, on stderr: for
+# a failure message that explains itself.
+rt_diag() {
+	rt_ctl A --json stats 2>&1 | "$JGET" stats.flows stats.fallback stats.lgr | sed 's/^/  A: /' >&2
+	rt_ctl B --json stats 2>&1 | "$JGET" stats.flows stats.declines_sent stats.lgr | sed 's/^/  B: /' >&2
+}
+
 rt_dump_logs() {
 	local f
 	for f in "$RT_DIR"/A.log "$RT_DIR"/B.log "$RT_DIR"/server.log; do

@@ -24,7 +24,7 @@ rt_run --flows 10 --concurrency 10 --size 512KiB --rate 24KiB --seed 51 --timeou
 	>"$RT_DIR/client.log" 2>&1 &
 client=$!
 RT_PIDS+=("$client")
-rt_wait_stat A flows.active.rdma -ge 10 30 || rt_fail "the 10 flows did not start on rdma"
+rt_wait_stat A flows.active.rdma -ge 10 30 || { rt_diag; rt_fail "the 10 flows did not start on rdma"; }
 # No more queries than needed until the link fails: under TCG each one
 # takes a while, and the flows must still be running.
 links=$(rt_links A) || rt_fail "links of daemon A"

@@ -23,7 +23,7 @@ rt_run --flows 10 --concurrency 10 --size 1MiB --rate 24KiB --seed 61 --timeout 
 	>"$RT_DIR/client.log" 2>&1 &
 client=$!
 RT_PIDS+=("$client")
-rt_wait_stat A flows.active.rdma -ge 10 30 || rt_fail "the 10 flows did not start on rdma"
+rt_wait_stat A flows.active.rdma -ge 10 30 || { rt_diag; rt_fail "the 10 flows did not start on rdma"; }
 sleep 1
 links=$(rt_links A) || rt_fail "links of daemon A"
 printf '%s\n' "$links" | sed 's/^/  links A before: /'

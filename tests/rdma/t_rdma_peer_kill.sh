@@ -11,7 +11,7 @@ rt_run --flows 10 --concurrency 10 --size 1MiB --rate 24KiB --seed 71 --timeout 
 	>"$RT_DIR/client.log" 2>&1 &
 client=$!
 RT_PIDS+=("$client")
-rt_wait_stat A flows.active.rdma -ge 10 30 || rt_fail "the 10 flows did not start on rdma"
+rt_wait_stat A flows.active.rdma -ge 10 30 || { rt_diag; rt_fail "the 10 flows did not start on rdma"; }
 sleep 1
 rt_links A | sed 's/^/  links A before: /'
 groups=$(rt_stat A lgr.handshakes)
