@@ -438,7 +438,8 @@ static void rdma_on_recv(struct cq_entry *e, const struct ibv_wc *wc)
 		rdma_link_down(rl, -EIO);
 		return;
 	}
-	if (rl->state == RL_CONNECTING && rl->rg->lgr->role == LGR_ROLE_SERVER)
+	/* This link may have had its event already and another not yet. */
+	if (rl->rg->lgr->state == LGR_RENDEZVOUS && rl->rg->lgr->role == LGR_ROLE_SERVER)
 		rg_implicit_up(rl->rg);
 	link_rx(rl->lnk, rl->bufs + (rl->sq_depth + s->i) * LINK_MSG_LEN, wc->byte_len);
 	/* link_rx may have failed the link or its whole group. */
