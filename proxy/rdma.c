@@ -664,7 +664,9 @@ const struct smc_transport_ops rdma_ops = {
 /* ------------------------------------------------------------------ */
 /* Links: creation, connection, teardown. */
 
-static void rl_free_now(struct rdma_link *rl)
+/* The device side of a link: queue pair, id, CQ room, buffer registration
+ * and its group's protection domain. Safe to call twice. */
+static void rl_release_hw(struct rdma_link *rl)
 {
 	if (rl->qp)
 		rdma_destroy_qp(rl->id);
@@ -679,6 +681,11 @@ static void rl_free_now(struct rdma_link *rl)
 	rl->cq = NULL;
 	rl->bufs_mr = NULL;
 	rl->dom = NULL;
+}
+
+static void rl_free_now(struct rdma_link *rl)
+{
+	rl_release_hw(rl);
 	free(rl->bufs);
 	free(rl->tx);
 	free(rl->wr);
@@ -1311,16 +1318,7 @@ static void rdma_reap_stuck(struct rdma_dev *dev, uint64_t now)
 		if ((!rl->markers_left && !rl->markers_lost) || !rl->qp ||
 		    now - rl->drain_since_ms < (rl->ever_up ? RDMA_DRAIN_MS : RDMA_DRAIN_NEW_MS))
 			continue;
-		rdma_destroy_qp(rl->id);
-		rdma_destroy_id(rl->id);
-		cq_put(rl->cq, rl->sq_depth + rl->rq_depth + 2);
-		ibv_dereg_mr(rl->bufs_mr);
-		rdma_dom_put(rl->dom);
-		rl->qp = NULL;
-		rl->id = NULL;
-		rl->cq = NULL;
-		rl->bufs_mr = NULL;
-		rl->dom = NULL;
+		rl_release_hw(rl);
 		/* Off the draining list (a late marker still frees it). */
 		list_del(&rl->zombie_node);
 		dev->n_zombies--;
