@@ -26,7 +26,7 @@ CFLAGS  += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE \
 LDLIBS  += $(PKG_LIBS) -lpthread
 
 # Everything below daemon/ is a library: proxy/ and config/ never log.
-LIB_SRC    := $(wildcard config/*.c proxy/*.c)
+LIB_SRC    := $(wildcard config/*.c) $(shell find proxy -name '*.c' | sort)
 LIB_OBJ    := $(LIB_SRC:%.c=$(B)/%.o)
 CTLLIB_SRC := daemon/ctl_proto.c daemon/ctl_render.c
 CTLLIB_OBJ := $(CTLLIB_SRC:%.c=$(B)/%.o)

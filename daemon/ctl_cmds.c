@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "addr.h"
+#include "core/addr.h"
 #include "ctl_lgr.h"
 #include "ctl_rdma.h"
 #include "flow.h"

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 #include <string.h>
 
-#include "addr.h"
-#include "clc.h"
+#include "core/addr.h"
+#include "smc/clc.h"
 #include "ctl_lgr.h"
 #include "ctl_rdma.h"
 #include "flow.h"
-#include "lgr.h"
+#include "smc/lgr.h"
 #include "proxy.h"
 
 static const char *lgr_transport_name(const struct lgr *lgr)

@@ -10,10 +10,10 @@
 
 #include "ctl_lgr.h"
 #include "ctl_rdma.h"
-#include "cq-t.h"
-#include "lgr-t.h"
+#include "transport/rdma/cq-t.h"
+#include "smc/lgr-t.h"
 #include "proxy-t.h"
-#include "rdma.h"
+#include "transport/rdma/rdma.h"
 
 /*
  * A fixed-size text field of the transport as a JSON string: at most len

@@ -8,7 +8,7 @@
 #include <uv.h>
 
 #include "ctl_proto.h"
-#include "list.h"
+#include "core/list.h"
 
 struct ctl_server;
 

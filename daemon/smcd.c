@@ -11,7 +11,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
-#include "addr.h"
+#include "core/addr.h"
 #include "flow-t.h"
 #include "log.h"
 #include "smcd.h"

@@ -24,11 +24,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "addr.h"
+#include "core/addr.h"
 #include "cfg.h"
 #include "flow.h"
 #include "log.h"
-#include "lgr-t.h"
+#include "smc/lgr-t.h"
 #include "worker.h"
 
 /* The generic sum in worker_stats_add() depends on this. */

@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "conn-t.h"
-#include "list.h"
-#include "relay-t.h"
+#include "smc/conn-t.h"
+#include "core/list.h"
+#include "relay/relay-t.h"
 #include "stats-t.h"
 
 struct proxy;

@@ -11,13 +11,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "addr.h"
-#include "conn.h"
+#include "core/addr.h"
+#include "smc/conn.h"
 #include "flow.h"
-#include "lgr.h"
-#include "origdst.h"
+#include "smc/lgr.h"
+#include "core/origdst.h"
 #include "proxy.h"
-#include "relay.h"
+#include "relay/relay.h"
 
 const char *flow_mode_name(enum flow_mode m)
 {

@@ -10,12 +10,12 @@
 struct rdma_dev;
 
 #include "cfg-t.h"
-#include "clc-t.h"
-#include "cork.h"
-#include "defer-t.h"
-#include "list.h"
-#include "rmb-t.h"
-#include "relay-t.h"
+#include "smc/clc-t.h"
+#include "smc/cork.h"
+#include "core/defer-t.h"
+#include "core/list.h"
+#include "smc/rmb-t.h"
+#include "relay/relay-t.h"
 #include "stats-t.h"
 
 struct proxy;

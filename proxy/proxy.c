@@ -19,17 +19,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "addr.h"
-#include "clc.h"
-#include "epset.h"
+#include "core/addr.h"
+#include "smc/clc.h"
+#include "core/epset.h"
 #include "flow.h"
-#include "lgr.h"
-#include "link.h"
-#include "rdma.h"
-#include "shm.h"
-#include "pipe_pool.h"
+#include "smc/lgr.h"
+#include "smc/link.h"
+#include "transport/rdma/rdma.h"
+#include "transport/shm/shm.h"
+#include "core/pipe_pool.h"
 #include "proxy.h"
-#include "relay.h"
+#include "relay/relay.h"
 
 #define ACCEPT_BATCH		64
 #define PAUSE_MIN_MS		10

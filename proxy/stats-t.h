@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "clc-t.h"
+#include "smc/clc-t.h"
 
 /* How a flow is carried past this daemon. */
 enum flow_mode {

@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cdc.h"
-#include "llc.h"
+#include "smc/cdc.h"
+#include "smc/llc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

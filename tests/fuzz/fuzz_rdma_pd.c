@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rdma.h"
-#include "rdma_pd.h"
+#include "transport/rdma/rdma.h"
+#include "transport/rdma/rdma_pd.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -92,12 +92,12 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
-#include "cdc.h"
+#include "smc/cdc.h"
 #include "cfg.h"
-#include "clc.h"
-#include "llc.h"
-#include "rdma.h"
-#include "rdma_pd.h"
+#include "smc/clc.h"
+#include "smc/llc.h"
+#include "transport/rdma/rdma.h"
+#include "transport/rdma/rdma_pd.h"
 
 #define LINKS_MAX	8
 #define REGION_SIZE	(1u << 20)	/* "our rings": the daemon never writes here */

@@ -58,7 +58,7 @@
  * 2 on usage errors.
  *
  * The rendezvous message and the byte offsets of a region's queues are
- * those of proxy/shm.c: smcproxy-protocol(7) leaves them to the
+ * those of proxy/transport/shm/shm.c: smcproxy-protocol(7) leaves them to the
  * implementation ("CAVEATS"), and this tool must match the daemon it tests.
  */
 #include <errno.h>
@@ -82,12 +82,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cdc.h"
+#include "smc/cdc.h"
 #include "cfg.h"
-#include "clc.h"
-#include "llc.h"
+#include "smc/clc.h"
+#include "smc/llc.h"
 
-/* proxy/shm.c's layout (layout version 1). */
+/* proxy/transport/shm/shm.c's layout (layout version 1). */
 #define SHM_MAGIC	"SMCPSHM1"
 #define SHM_RV_MAGIC	"SMCPRV01"
 #define SHM_VERSION	1
@@ -106,7 +106,7 @@ struct shm_rv_msg {
 	uint32_t size;			/* of the sender's memfd */
 	uint32_t status;		/* reply: 0, or a decline reason */
 };
-_Static_assert(sizeof(struct shm_rv_msg) == 36, "proxy/shm.c's rendezvous message");
+_Static_assert(sizeof(struct shm_rv_msg) == 36, "proxy/transport/shm/shm.c's rendezvous message");
 
 struct shm_hdr {
 	char magic[8];
@@ -668,7 +668,7 @@ static int grp_up(const struct opts *o, struct grp *g, unsigned n_rings, struct 
 	close(fds[0]);
 	for (i = 0; i < g->links; i++) {
 		g->efd_tx[i] = fds[1 + i];
-		/* Both queues start at zero (proxy/shm.c reads ours once). */
+		/* Both queues start at zero (proxy/transport/shm/shm.c reads ours once). */
 		g->tx_prod[i] = __atomic_load_n(q_index(queue_of(g->peer, i), Q_PROD),
 						__ATOMIC_ACQUIRE);
 		g->rx_cons[i] = 0;

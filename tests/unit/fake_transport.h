@@ -40,17 +40,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "cdc.h"
+#include "smc/cdc.h"
 #include "cfg-t.h"
-#include "conn.h"
-#include "cursor.h"
-#include "epset.h"
-#include "lgr.h"
-#include "link.h"
-#include "llc.h"
+#include "smc/conn.h"
+#include "smc/cursor.h"
+#include "core/epset.h"
+#include "smc/lgr.h"
+#include "smc/link.h"
+#include "smc/llc.h"
 #include "proxy-t.h"
-#include "rmb.h"
-#include "transport-t.h"
+#include "smc/rmb.h"
+#include "smc/transport-t.h"
 
 /* ------------------------------------------------------------------ */
 /* The transport. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the link message codecs, CDC (proxy/cdc.c) and LLC
- * (proxy/llc.c): the wire layout against bytes written out by hand from
+ * Unit tests of the link message codecs, CDC (proxy/smc/cdc.c) and LLC
+ * (proxy/smc/llc.c): the wire layout against bytes written out by hand from
  * smcproxy-protocol(7), round trips, and every byte and bit a decoder must
  * refuse. Both share one slot format, so each decoder is also fed the
  * other's messages.
@@ -17,9 +17,9 @@
 
 #include <cmocka.h>
 
-#include "cdc.h"
-#include "clc-t.h"
-#include "llc.h"
+#include "smc/cdc.h"
+#include "smc/clc-t.h"
+#include "smc/llc.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the peer handshake codec (proxy/clc.c): the wire layout of
+ * Unit tests of the peer handshake codec (proxy/smc/clc.c): the wire layout of
  * each message against bytes written out by hand from smcproxy-protocol(7),
  * round trips, every rejected field and truncation, the TLV rules, the
  * HMAC proofs against values computed independently (openssl dgst), and
@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "clc.h"
+#include "smc/clc.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

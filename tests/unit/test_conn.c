@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The data path of one SMC-mode flow (proxy/conn.c) on an in-memory
+ * The data path of one SMC-mode flow (proxy/smc/conn.c) on an in-memory
  * transport (fake_transport.h), the test playing the peer: it writes into
  * our receive ring and hands conn_on_cdc() the CDC messages a link would,
  * and reads the messages the flow posts. The application socket is a
@@ -621,7 +621,7 @@ static void test_open_link_full(void **state)
  * Only under AddressSanitizer (make check-asan) does this test fail.
  *
  * (Regression: conn_open() and conn_accept()
- * (proxy/conn.c, "c->dest = *(const struct sockaddr_storage *)dest") used to
+ * (proxy/smc/conn.c, "c->dest = *(const struct sockaddr_storage *)dest") used to
  * copy sizeof(struct sockaddr_storage) = 128 bytes from dest, reading
  * past a 16-byte sockaddr_in. Today's callers (flow.c, lgr.c) happen to
  * pass a sockaddr_storage.)
@@ -708,7 +708,7 @@ static void test_post_failure_fails_link_group(void **state)
  * failed) must not be announced: the peer would deliver whatever its ring
  * holds at those offsets. The flow (or the link group) has to go.
  *
- * (Regression: conn_fill() (proxy/conn.c) ignored
+ * (Regression: conn_fill() (proxy/smc/conn.c) ignored
  * the return value of ops->write() and advances tx_prod regardless; the
  * next CDC announces the bytes. shm's write() cannot fail, so this only
  * bites with rdma, which transport-t.h says is next.)

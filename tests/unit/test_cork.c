@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Autocork (proxy/cork.h): the decision itself, then the behaviour through
+ * Autocork (proxy/smc/cork.h): the decision itself, then the behaviour through
  * the real conn and link code on an in-memory transport (fake_transport.h):
  * the first write leaves at once, writes while it is unacknowledged are
  * held, the completion pushes them in one CDC, max_bytes pushes early, the
@@ -18,10 +18,10 @@
 
 #include <cmocka.h>
 
-#include "cork.h"
+#include "smc/cork.h"
 #include "fake_transport.h"
 #include "proxy.h"
-#include "relay-t.h"
+#include "relay/relay-t.h"
 
 #define RING	(64u * 1024)
 #define REGION	(1u << 20)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the completion-queue pool (proxy/cq.c) without a device.
+ * Unit tests of the completion-queue pool (proxy/transport/rdma/cq.c) without a device.
  * The verbs calls are wrapped (test_cq.wrap): the data-path shims
  * vb_poll_cq()/vb_req_notify_cq() and libibverbs' exported
  * ibv_create_comp_channel(), ibv_create_cq(), ibv_get_cq_event(),
@@ -33,9 +33,9 @@
 
 #include <cmocka.h>
 
-#include "cq.h"
-#include "epset.h"
-#include "verbs.h"
+#include "transport/rdma/cq.h"
+#include "core/epset.h"
+#include "transport/rdma/verbs.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define FQ_MAX		1024	/* completions a fake CQ can hold */

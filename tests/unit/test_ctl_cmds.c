@@ -28,12 +28,12 @@
 #include <cmocka.h>
 
 #include "cfg.h"
-#include "cq-t.h"
+#include "transport/rdma/cq-t.h"
 #include "ctl_lgr.h"
 #include "ctl_rdma.h"
-#include "lgr-t.h"
+#include "smc/lgr-t.h"
 #include "proxy.h"
-#include "rdma.h"
+#include "transport/rdma/rdma.h"
 #include "smcd.h"
 #include "worker.h"
 

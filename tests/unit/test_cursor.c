@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Ring cursors (proxy/cursor.h): advancing across the ring's wrap and the
+ * Ring cursors (proxy/smc/cursor.h): advancing across the ring's wrap and the
  * wrap counter's own wrap at 2^32, the distance between two cursors (full
  * ring vs empty, stale cursors as negative distances), at the smallest and
  * the largest ring size. Every case is checked against the plain stream
@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
-#include "cursor.h"
-#include "rmb-t.h"
+#include "smc/cursor.h"
+#include "smc/rmb-t.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

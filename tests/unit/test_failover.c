@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Link failure inside a link group (DESIGN.md section 4): lgr_link_down()
- * (proxy/lgr.c) and conn_move_link() (proxy/conn.c) on the in-memory
+ * (proxy/smc/lgr.c) and conn_move_link() (proxy/smc/conn.c) on the in-memory
  * transport of fake_transport.h, with two or three links, each with its
  * own send queue, and rings mirrored the way rdma mirrors them (a write
  * reaches the peer region only over a link, and a link that fails loses

@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "addr.h"
+#include "core/addr.h"
 #include "cfg.h"
 #include "proxy.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the rdma transport's wire codecs (proxy/rdma_pd.c): the
+ * Unit tests of the rdma transport's wire codecs (proxy/transport/rdma/rdma_pd.c): the
  * rdma_cm private data and the RDMA_ADDR TLV, against bytes written out by
  * hand from smcproxy-protocol(7) ("RDMA TRANSPORT"), round trips, and every
  * malformed input a decoder must refuse. Neither needs a device.
@@ -16,8 +16,8 @@
 
 #include <cmocka.h>
 
-#include "rdma.h"
-#include "rdma_pd.h"
+#include "transport/rdma/rdma.h"
+#include "transport/rdma/rdma_pd.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

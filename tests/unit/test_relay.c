@@ -20,9 +20,9 @@
 #include <cmocka.h>
 #include <fcntl.h>
 
-#include "epset.h"
-#include "pipe_pool.h"
-#include "relay.h"
+#include "core/epset.h"
+#include "core/pipe_pool.h"
+#include "relay/relay.h"
 
 static _Atomic unsigned long splice_calls;
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The receive-ring pool (proxy/rmb.c): offsets carved from a region, size
+ * The receive-ring pool (proxy/smc/rmb.c): offsets carved from a region, size
  * classes, reuse from the free lists, the fall back to smaller classes
  * when the region or the worker's budget runs short, and the budget that
  * link groups share. Only offsets are handed out, so no test needs the
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "rmb.h"
+#include "smc/rmb.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -13,7 +13,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "addr.h"
+#include "core/addr.h"
 #include "conn.h"
 #include "flow.h"
 #include "lgr.h"

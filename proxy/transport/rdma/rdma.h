@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "cq-t.h"
-#include "transport-t.h"
+#include "smc/transport-t.h"
 
 struct proxy;
 struct lgr;

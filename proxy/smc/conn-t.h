@@ -11,9 +11,9 @@
 #include <sys/socket.h>
 
 #include "cdc-t.h"
-#include "defer-t.h"
-#include "epset-t.h"
-#include "list.h"
+#include "core/defer-t.h"
+#include "core/epset-t.h"
+#include "core/list.h"
 #include "rmb-t.h"
 
 struct lgr;

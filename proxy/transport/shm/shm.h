@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "transport-t.h"
+#include "smc/transport-t.h"
 
 struct proxy;
 struct lgr;

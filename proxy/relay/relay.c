@@ -21,9 +21,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "addr.h"
-#include "epset.h"
-#include "pipe_pool.h"
+#include "core/addr.h"
+#include "core/epset.h"
+#include "core/pipe_pool.h"
 #include "relay.h"
 
 #define SPLICE_FLAGS	(SPLICE_F_MOVE | SPLICE_F_NONBLOCK)

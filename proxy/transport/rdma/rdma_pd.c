@@ -11,7 +11,7 @@
 
 #include "rdma.h"
 #include "rdma_pd.h"
-#include "wire.h"
+#include "core/wire.h"
 
 void rdma_pd_encode(const struct rdma_pd *pd, uint8_t out[RDMA_PD_LEN])
 {

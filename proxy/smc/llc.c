@@ -14,7 +14,7 @@
 #include "clc-t.h"
 #include "llc.h"
 #include "rmb.h"
-#include "wire.h"
+#include "core/wire.h"
 
 /* Where each message's fields end: the rest of the slot is reserved. */
 #define LLC_OPEN_END	40

@@ -11,10 +11,10 @@
 #include <sys/socket.h>
 
 #include "clc-t.h"
-#include "defer-t.h"
-#include "epset-t.h"
+#include "core/defer-t.h"
+#include "core/epset-t.h"
 #include "link-t.h"
-#include "list.h"
+#include "core/list.h"
 #include "rmb-t.h"
 #include "stats-t.h"
 #include "transport-t.h"

@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "epset-t.h"
-#include "pipe_pool-t.h"
+#include "core/epset-t.h"
+#include "core/pipe_pool-t.h"
 #include "stats-t.h"
 
 /* Legs of a relay; also the index of the direction that reads from it. */

@@ -26,17 +26,17 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "addr.h"
+#include "core/addr.h"
 #include "cdc.h"
 #include "conn.h"
 #include "cork.h"
 #include "cursor.h"
-#include "epset.h"
+#include "core/epset.h"
 #include "lgr.h"
 #include "link.h"
 #include "llc.h"
 #include "proxy.h"
-#include "relay.h"
+#include "relay/relay.h"
 #include "rmb.h"
 
 #define CONN_EVENTS	(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI)

@@ -24,12 +24,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "conn.h"
-#include "epset.h"
-#include "lgr.h"
-#include "link.h"
+#include "smc/conn.h"
+#include "core/epset.h"
+#include "smc/lgr.h"
+#include "smc/link.h"
 #include "proxy.h"
-#include "rmb.h"
+#include "smc/rmb.h"
 #include "shm.h"
 
 #define SHM_MAGIC	"SMCPSHM1"

@@ -18,7 +18,7 @@
 
 #include "clc.h"
 #include "rmb.h"
-#include "wire.h"
+#include "core/wire.h"
 
 /* Fixed parts: header included, TLVs excluded. */
 #define CLC_PROPOSAL_LEN	56

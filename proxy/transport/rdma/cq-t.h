@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "epset-t.h"
+#include "core/epset-t.h"
 
 #define CQ_POOL_MAX	16
 

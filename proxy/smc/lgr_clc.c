@@ -19,13 +19,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "addr.h"
+#include "core/addr.h"
 #include "clc.h"
-#include "epset.h"
+#include "core/epset.h"
 #include "lgr.h"
 #include "proxy.h"
-#include "rdma.h"
-#include "shm.h"
+#include "transport/rdma/rdma.h"
+#include "transport/shm/shm.h"
 
 #define HS_EVENTS	(EPOLLIN | EPOLLOUT | EPOLLRDHUP)
 

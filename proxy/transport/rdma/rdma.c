@@ -39,16 +39,16 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
-#include "conn.h"
-#include "cursor.h"
+#include "smc/conn.h"
+#include "smc/cursor.h"
 #include "cq.h"
-#include "epset.h"
-#include "lgr.h"
-#include "link.h"
+#include "core/epset.h"
+#include "smc/lgr.h"
+#include "smc/link.h"
 #include "proxy.h"
 #include "rdma.h"
 #include "rdma_pd.h"
-#include "rmb.h"
+#include "smc/rmb.h"
 #include "verbs.h"
 
 #define RDMA_REGION_MAX		(1u << 30)

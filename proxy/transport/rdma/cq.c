@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "cq.h"
-#include "epset.h"
+#include "core/epset.h"
 #include "verbs.h"
 
 #define CQ_POLL_BATCH	16	/* completions per ibv_poll_cq call */

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "list.h"
+#include "core/list.h"
 
 struct lgr;
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "cdc.h"
-#include "wire.h"
+#include "core/wire.h"
 
 #define CDC_PF_KNOWN	CDC_PF_WRITE_BLOCKED
 #define CDC_CF_KNOWN	(CDC_CF_DONE_WRITING | CDC_CF_CLOSED | CDC_CF_ABORT)

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "clc-t.h"
+#include "smc/clc-t.h"
 
 #define RDMA_PD_MAGIC		"SR"
 #define RDMA_PD_VERSION		1
