@@ -125,12 +125,11 @@ static json_t *stats_body(struct smcd *d)
 static json_t *flows_json(struct proxy *p)
 {
 	json_t *arr = json_array();
-	struct list_head *pos;
+	const struct flow *f;
 	uint64_t now = uv_now(p->loop);
 	char client[ADDR_STRLEN], dest[ADDR_STRLEN];
 
-	list_for_each(pos, &p->flows) {
-		const struct flow *f = list_entry(pos, struct flow, node);
+	for (f = flow_next(p, NULL); f; f = flow_next(p, f)) {
 		uint64_t in, out;
 
 		if (json_array_size(arr) > FLOWS_LIST_MAX)

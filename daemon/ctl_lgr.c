@@ -31,14 +31,12 @@ const char *ctl_lgr_id(const struct lgr *lgr, char buf[17])
 unsigned ctl_lgr_find(struct proxy *p, const char *prefix, struct lgr **found)
 {
 	size_t n = strlen(prefix);
-	struct list_head *pos;
 	unsigned matches = 0;
+	struct lgr *lgr;
 	char id[17];
 
 	*found = NULL;
-	list_for_each(pos, &p->lgrs) {
-		struct lgr *lgr = list_entry(pos, struct lgr, node);
-
+	for (lgr = lgr_next(&p->smc, NULL); lgr; lgr = lgr_next(&p->smc, lgr)) {
 		if (lgr->state != LGR_ACTIVE || n == 0 || n > 16 ||
 		    strncmp(ctl_lgr_id(lgr, id), prefix, n) != 0)
 			continue;
@@ -67,10 +65,9 @@ static const char *link_state_name(enum link_state s)
 json_t *ctl_links_json(struct proxy *p)
 {
 	json_t *arr = json_array();
-	struct list_head *pos;
+	const struct lgr *lgr;
 
-	list_for_each(pos, &p->lgrs) {
-		const struct lgr *lgr = list_entry(pos, struct lgr, node);
+	for (lgr = lgr_next(&p->smc, NULL); lgr; lgr = lgr_next(&p->smc, lgr)) {
 		char peer[ADDR_STRLEN], id[17];
 		unsigned i;
 
@@ -105,10 +102,9 @@ json_t *ctl_peers_json(struct proxy *p)
 {
 	uint64_t now = uv_now(p->loop);
 	json_t *arr = json_array();
-	struct list_head *pos;
+	const struct lgr *lgr;
 
-	list_for_each(pos, &p->lgrs) {
-		const struct lgr *lgr = list_entry(pos, struct lgr, node);
+	for (lgr = lgr_next(&p->smc, NULL); lgr; lgr = lgr_next(&p->smc, lgr)) {
 		char peer[ADDR_STRLEN], id[17];
 		bool neg = lgr->state == LGR_NEGATIVE;
 

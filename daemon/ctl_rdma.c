@@ -55,7 +55,7 @@ void ctl_rdma_link_fields(json_t *obj, const struct link *lnk)
 
 json_t *ctl_cq_json(struct proxy *p)
 {
-	const struct cq_pool *pool = rdma_cq_pool(p);
+	const struct cq_pool *pool = rdma_cq_pool(&p->smc);
 	json_t *arr = json_array();
 	unsigned i;
 

@@ -120,7 +120,7 @@ static void worker_on_proxy_event(struct proxy *p, enum proxy_event ev,
 	}
 }
 
-static void worker_on_lgr_event(struct proxy *p, enum proxy_lgr_event ev,
+static void worker_on_lgr_event(struct proxy *p, enum lgr_event ev,
 				const struct lgr *lgr, int err)
 {
 	struct worker *w = p->data;
@@ -128,19 +128,19 @@ static void worker_on_lgr_event(struct proxy *p, enum proxy_lgr_event ev,
 	const char *peer = addr_format((const struct sockaddr *)&lgr->peer, a, sizeof(a));
 
 	switch (ev) {
-	case PROXY_LGR_UP:
+	case LGR_EV_UP:
 		log_info("%slink group %s %s up: %s, %u links", worker_tag(w, t, sizeof(t)),
 			 lgr->role == LGR_ROLE_CLIENT ? "to" : "from", peer,
 			 lgr->ops ? lgr->ops->name : "?", lgr->n_links);
 		break;
-	case PROXY_LGR_NO_GROUP:
+	case LGR_EV_NO_GROUP:
 		/* At most once per peer and negative_ttl: the cache holds it. */
 		log_notice("%sno link group to %s (%s): its flows use TCP for %llu ms",
 			   worker_tag(w, t, sizeof(t)), peer,
 			   fallback_reason_name(lgr->neg_reason),
 			   (unsigned long long)p->cfg->fallback.negative_ttl_ms);
 		break;
-	case PROXY_LGR_FAILED:
+	case LGR_EV_FAILED:
 		/* A peer can fail the groups it proposes at will. */
 		if (lgr->role == LGR_ROLE_SERVER &&
 		    !log_ratelimit_ok(&w->pool->rl_setup, uv_now(p->loop)))
@@ -149,7 +149,7 @@ static void worker_on_lgr_event(struct proxy *p, enum proxy_lgr_event ev,
 			 worker_tag(w, t, sizeof(t)),
 			 lgr->role == LGR_ROLE_CLIENT ? "to" : "from", peer, strerror(-err));
 		break;
-	case PROXY_LINK_FAILOVER:
+	case LGR_EV_LINK_FAILOVER:
 		log_warn("%sa link of link group %s %s failed: %s; its flows moved to another link",
 			 worker_tag(w, t, sizeof(t)),
 			 lgr->role == LGR_ROLE_CLIENT ? "to" : "from", peer, strerror(-err));
@@ -373,15 +373,15 @@ static int worker_init(struct worker *w, struct worker_pool *pool, unsigned inde
 	}
 	w->proxy.data = w;
 	/* Once, from the first worker: they all see the same devices. */
-	if (index == 0 && w->proxy.rdma_status[0]) {
+	if (index == 0 && w->proxy.smc.rdma_status[0]) {
 		/* Asked for by name, its absence is a problem; under "auto"
 		 * it is what most hosts are. */
 		if (cfg->transport == CFG_TRANSPORT_RDMA)
 			log_warn("rdma is off: %s; flows to peers go over tcp",
-				 w->proxy.rdma_status);
+				 w->proxy.smc.rdma_status);
 		else
 			log_info("rdma is off: %s; flows to peers on other hosts go over tcp",
-				 w->proxy.rdma_status);
+				 w->proxy.smc.rdma_status);
 	}
 	uv_async_init(&w->loop, &w->mailbox, worker_on_mailbox);
 	w->mailbox.data = w;

@@ -6,10 +6,11 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "smc/conn-t.h"
 #include "core/list.h"
 #include "relay/relay-t.h"
-#include "stats-t.h"
+#include "smc/conn-t.h"
+#include "smc/net-t.h"
+#include "smc/stats-t.h"
 
 struct proxy;
 struct lgr;
@@ -32,7 +33,7 @@ struct flow {
 	uint64_t created_ms;
 	/* Parked while the link group to its peer does its handshake. */
 	struct lgr *lgr;
-	struct list_head wait_node;	/* lgr->waiting */
+	struct lgr_waiter waiter;	/* on lgr->waiting */
 	int fd;				/* the application socket, while parked */
 	bool peer_opened;		/* a peer daemon opened it: we are the acceptor */
 	/* The parts that carry it, each freed in its own time: the flow

@@ -16,6 +16,7 @@
 #include "flow.h"
 #include "smc/lgr.h"
 #include "core/origdst.h"
+#include "core/sock.h"
 #include "proxy.h"
 #include "relay/relay.h"
 
@@ -43,15 +44,6 @@ const char *fallback_reason_name(enum fallback_reason r)
 	return r < FB__MAX ? names[r] : "unknown";
 }
 
-enum fallback_reason fallback_of_decline(unsigned reason)
-{
-	if (reason == CLC_DECL_NONE)
-		return FB_NO_LINK;	/* the link group failed under an opening flow */
-	if (reason >= CLC_DECL_NO_DEVICE && reason <= CLC_DECL_INTERNAL)
-		return FB_DECL_NO_DEVICE + (reason - CLC_DECL_NO_DEVICE);
-	return FB_DECL_INTERNAL;
-}
-
 const char *flow_state_name(const struct flow *f)
 {
 	if (f->lgr)
@@ -59,6 +51,13 @@ const char *flow_state_name(const struct flow *f)
 	if (f->conn_carries)
 		return conn_state_name(&f->conn);
 	return relay_state_name(f->relay.state);
+}
+
+const struct flow *flow_next(const struct proxy *p, const struct flow *prev)
+{
+	const struct list_head *pos = prev ? prev->node.next : p->flows.next;
+
+	return pos == &p->flows ? NULL : list_entry(pos, struct flow, node);
 }
 
 void flow_bytes(const struct flow *f, uint64_t *in, uint64_t *out)
@@ -110,7 +109,7 @@ static enum fallback_reason flow_route(const struct proxy *p, const struct socka
 
 static void flow_reject(int fd)
 {
-	relay_set_rst_on_close(fd);
+	sock_set_rst_on_close(fd);
 	close(fd);
 }
 
@@ -279,8 +278,11 @@ static void flow_start_conn(struct flow *f, struct lgr *lgr)
 	p->stats.flows_active[f->mode]++;
 }
 
-void flow_lgr_ready(struct flow *f, struct lgr *lgr, enum fallback_reason reason)
+/* The link group f was parked on is up (lgr), or failed (NULL: the flow
+ * goes over TCP with reason). */
+static void flow_on_lgr_ready(struct lgr_waiter *w, struct lgr *lgr, enum fallback_reason reason)
 {
+	struct flow *f = (struct flow *)((char *)w - offsetof(struct flow, waiter));
 	int fd = f->fd;
 
 	f->lgr = NULL;
@@ -303,7 +305,8 @@ static struct flow *flow_new(struct proxy *p, const struct sockaddr_storage *cli
 	f->client = *client;
 	f->fd = -1;
 	list_init(&f->node);
-	list_init(&f->wait_node);
+	list_init(&f->waiter.node);
+	f->waiter.ready = flow_on_lgr_ready;
 	return f;
 }
 
@@ -351,7 +354,7 @@ int flow_open(struct proxy *p, int fd, const struct sockaddr_storage *client)
 	}
 
 	reason = flow_route(p, (struct sockaddr *)&f->dest, &pfx);
-	lgr = reason ? NULL : lgr_for_dest(p, (struct sockaddr *)&f->dest, pfx, &reason);
+	lgr = reason ? NULL : lgr_for_dest(&p->smc, (struct sockaddr *)&f->dest, pfx, &reason);
 	flow_register(p, f);
 	if (lgr) {
 		f->fd = fd;
@@ -360,7 +363,7 @@ int flow_open(struct proxy *p, int fd, const struct sockaddr_storage *client)
 		} else {
 			/* Not read until the group is up or failed. */
 			f->lgr = lgr;
-			list_add_tail(&f->wait_node, &lgr->waiting);
+			list_add_tail(&f->waiter.node, &lgr->waiting);
 		}
 		return 0;
 	}
@@ -384,7 +387,7 @@ int flow_accept_peer(struct proxy *p, struct link *lnk, const struct llc_flow_op
 		return -ENOMEM;
 	memcpy(&f->dest, dest, addr_len(dest));
 	f->peer_opened = true;
-	err = conn_accept(&f->conn, lnk, m, dest, &p->relay_params, &flow_conn_ops);
+	err = conn_accept(&f->conn, lnk, m, dest, &flow_conn_ops);
 	if (err) {
 		free(f);
 		return err;
@@ -401,7 +404,7 @@ void flow_abort(struct flow *f)
 {
 	if (f->lgr) {
 		/* Parked: nothing started yet. */
-		list_del(&f->wait_node);
+		list_del(&f->waiter.node);
 		f->lgr = NULL;
 		flow_reject(f->fd);
 		f->fd = -1;

@@ -18,9 +18,6 @@ void flow_abort(struct flow *f);
 struct lgr;
 struct link;
 struct llc_flow_open;
-/* The link group f was parked on is up (lgr), or failed (NULL: the flow
- * goes over TCP with reason). */
-void flow_lgr_ready(struct flow *f, struct lgr *lgr, enum fallback_reason reason);
 /*
  * A peer daemon opens a flow on lnk to dest (already checked to be an
  * address of this host): connects to it and accepts. -ENOSPC, -ENOMEM,
@@ -28,6 +25,12 @@ void flow_lgr_ready(struct flow *f, struct lgr *lgr, enum fallback_reason reason
  */
 int flow_accept_peer(struct proxy *p, struct link *lnk, const struct llc_flow_open *m,
 		     const struct sockaddr *dest);
+/*
+ * The flows of p one after another, for the stats socket: the one after
+ * prev, the first with NULL, NULL after the last. On p's thread; nothing
+ * may be added or freed between two calls (one event-loop turn).
+ */
+const struct flow *flow_next(const struct proxy *p, const struct flow *prev);
 /* Bytes from the client toward the destination, and back. */
 void flow_bytes(const struct flow *f, uint64_t *in, uint64_t *out);
 uint64_t flow_last_active(const struct flow *f);

@@ -7,16 +7,13 @@
 #include <stdint.h>
 #include <uv.h>
 
-struct rdma_dev;
-
 #include "cfg-t.h"
-#include "smc/clc-t.h"
-#include "smc/cork.h"
-#include "core/defer-t.h"
 #include "core/list.h"
-#include "smc/rmb-t.h"
+#include "core/loop-t.h"
+#include "core/pipe_pool-t.h"
 #include "relay/relay-t.h"
-#include "stats-t.h"
+#include "smc/net-t.h"
+#include "smc/stats-t.h"
 
 struct proxy;
 struct flow;
@@ -45,21 +42,13 @@ enum proxy_event {
 	PROXY_EV_FLOW_ENDED,		/* flow; err: relay's, if any */
 };
 
-/* What happened to a link group, for the daemon's log. */
-enum proxy_lgr_event {
-	PROXY_LGR_UP,		/* the group is active */
-	PROXY_LGR_NO_GROUP,	/* client: the handshake failed; reason in lgr->neg_reason */
-	PROXY_LGR_FAILED,	/* an active group failed; err: why */
-	PROXY_LINK_FAILOVER,	/* a link failed, its flows moved to another */
-};
-
 struct lgr;
 
 struct proxy_ops {
 	void (*event)(struct proxy *p, enum proxy_event ev,
 		      const struct flow *f, int err);
 	/* May be NULL. */
-	void (*lgr_event)(struct proxy *p, enum proxy_lgr_event ev,
+	void (*lgr_event)(struct proxy *p, enum lgr_event ev,
 			  const struct lgr *lgr, int err);
 	/* The last flow ended (used by the shutdown drain). */
 	void (*idle)(struct proxy *p);
@@ -79,7 +68,8 @@ struct proxy {
 	 * must not change them under running flows. */
 	struct relay_params relay_params;
 	struct relay_env relay_env;
-	struct epset epset;		/* every relay socket, edge-triggered */
+	struct loop core;		/* the event loop: epoll set, hooks, deferred frees */
+	struct loop_hook done_hook;	/* LOOP_BATCH_DONE: proxy_maybe_closed() */
 	struct pipe_pool pipes;
 	enum cfg_transport transport;
 
@@ -101,39 +91,12 @@ struct proxy {
 	uint64_t n_flows;
 	uint64_t next_flow_id;
 
-	/* Link groups (lgr.h), the control port and the shm rendezvous. */
-	struct list_head lgrs;
-	unsigned n_lgrs;
-	uint8_t lgr_transports;		/* CLC_TR_* this worker can offer */
-	uint8_t host_id[CLC_HOST_ID_LEN];
-	uint8_t psk[CLC_PSK_MAX];
-	size_t psk_len;			/* 0: peers trusted by prefix */
-	struct cork_params cork;
-	struct rmb_budget rmb_budget;
-	int control_fd;
-	uv_poll_t control_poll;
-	int shm_fd;
-	struct epset_entry shm_ev;
-	char shm_name[64];
-	struct list_head shm_rvs;
-	unsigned n_shm_rvs;
-	struct rdma_dev *rdma;		/* NULL: no device, or rdma not wanted */
-	char rdma_status[128];		/* why rdma is off, for the log */
-	struct list_head kick_links;	/* links with posts to flush */
-	struct list_head grave;		/* struct proxy_defer */
-	uv_prepare_t tick;		/* flushes links, frees the grave */
-	uv_timer_t lgr_timer;		/* lgr_sweep() */
-	struct {
-		struct sockaddr_storage addr;
-		uint64_t checked_ms;
-		bool local;
-	} local_cache[8];		/* destinations peers asked for */
-	unsigned local_next;
+	/* Link groups, the control port and the transports. */
+	struct smc_net smc;
 	struct proxy_stats stats;
-	unsigned open_handles;
+	bool loop_open;			/* core is set up */
 	bool closing;
-	bool epset_closing;
-	bool tick_closing;
+	bool loop_closing;		/* loop_close() called */
 	void (*close_cb)(struct proxy *p);
 };
 

@@ -20,16 +20,13 @@
 #include <unistd.h>
 
 #include "core/addr.h"
-#include "smc/clc.h"
 #include "core/epset.h"
-#include "flow.h"
-#include "smc/lgr.h"
-#include "smc/link.h"
-#include "transport/rdma/rdma.h"
-#include "transport/shm/shm.h"
+#include "core/loop.h"
 #include "core/pipe_pool.h"
+#include "flow.h"
 #include "proxy.h"
 #include "relay/relay.h"
+#include "smc/net.h"
 
 #define ACCEPT_BATCH		64
 #define PAUSE_MIN_MS		10
@@ -38,37 +35,14 @@
 #define ADOPT_MAX		64	/* inherited listening sockets */
 #define PIPE_POOL_MAX		64	/* empty pipes kept for reuse */
 
+#define proxy_of_net(n)	((struct proxy *)((char *)(n) - offsetof(struct proxy, smc)))
+
 static void proxy_on_acceptable(uv_poll_t *h, int status, int events);
 
-static void proxy_maybe_closed(struct proxy *p);
-static void proxy_on_handle_closed(uv_handle_t *h);
-
-static void proxy_on_epset_closed(struct epset *s)
+static void proxy_on_loop_closed(struct loop *l)
 {
-	struct proxy *p = (struct proxy *)((char *)s - offsetof(struct proxy, epset));
+	struct proxy *p = (struct proxy *)((char *)l - offsetof(struct proxy, core));
 
-	p->open_handles--;
-	proxy_maybe_closed(p);
-}
-
-static void proxy_maybe_closed(struct proxy *p)
-{
-	if (!p->closing || p->n_flows || !list_empty(&p->grave))
-		return;
-	if (!p->tick_closing) {
-		p->tick_closing = true;
-		p->open_handles++;
-		uv_close((uv_handle_t *)&p->tick, proxy_on_handle_closed);
-	}
-	if (p->epset.fd >= 0 && !p->epset_closing) {
-		rdma_close(p);	/* its fds are in the set */
-		/* Last: the flows that just closed were in it. */
-		p->epset_closing = true;
-		p->open_handles++;
-		epset_close(&p->epset, proxy_on_epset_closed);
-	}
-	if (p->open_handles)
-		return;
 	free(p->listeners);
 	p->listeners = NULL;
 	pipe_pool_close(&p->pipes);
@@ -80,6 +54,23 @@ static void proxy_maybe_closed(struct proxy *p)
 	}
 }
 
+/* Closing, once the last flow is gone and freed: the transports (their
+ * fds are in the loop's set), then the loop itself. */
+static void proxy_maybe_closed(struct proxy *p)
+{
+	if (!p->closing || p->n_flows || loop_has_deferred(&p->core) || p->loop_closing)
+		return;
+	p->loop_closing = true;
+	smc_net_close(&p->smc);
+	loop_close(&p->core, proxy_on_loop_closed);
+}
+
+static bool proxy_on_batch_done(struct loop_hook *h, bool run)
+{
+	proxy_maybe_closed((struct proxy *)((char *)h - offsetof(struct proxy, done_hook)));
+	return false;
+}
+
 void proxy__flow_freed(struct proxy *p)
 {
 	if (p->n_flows == 0 && p->ops->idle)
@@ -87,261 +78,54 @@ void proxy__flow_freed(struct proxy *p)
 	proxy_maybe_closed(p);
 }
 
-static void proxy_on_handle_closed(uv_handle_t *h)
-{
-	struct proxy *p = h->data;
-
-	p->open_handles--;
-	proxy_maybe_closed(p);
-}
-
-void proxy__on_handle_closed(uv_handle_t *h)
-{
-	proxy_on_handle_closed(h);
-}
-
-void proxy__kick_link(struct proxy *p, struct link *lnk)
-{
-	if (list_empty(&lnk->kick_node))
-		list_add_tail(&lnk->kick_node, &p->kick_links);
-}
-
-void proxy__defer(struct proxy *p, struct proxy_defer *d, void (*fn)(struct proxy_defer *d))
-{
-	d->fn = fn;
-	list_add_tail(&d->node, &p->grave);
-}
-
-/*
- * The end of a batch of events, and of every loop iteration: ring the
- * doorbells of links that posted (one per link however many flows wrote),
- * then free what the batch let go of.
- */
-static void proxy_batch_end(struct proxy *p)
-{
-	while (!list_empty(&p->kick_links)) {
-		struct link *lnk = list_entry(p->kick_links.next, struct link, kick_node);
-
-		list_del(&lnk->kick_node);
-		link_flush(lnk);
-	}
-	while (!list_empty(&p->grave)) {
-		struct proxy_defer *d = list_entry(p->grave.next, struct proxy_defer, node);
-
-		list_del(&d->node);
-		d->fn(d);
-	}
-	proxy_maybe_closed(p);
-}
-
-static void proxy_on_epset_batch(struct epset *s)
-{
-	proxy_batch_end((struct proxy *)((char *)s - offsetof(struct proxy, epset)));
-}
-
-/* Rounds of link work done before blocking, at most, so that sockets and
- * timers get their turn under a steady stream of messages. */
-#define PROXY_IDLE_ROUNDS 8
-
-/* The work before the loop blocks: the end of the batch, then the
- * transports' look at their queues (see smc_transport_ops.idle). */
-static void proxy_before_block(struct proxy *p)
-{
-	struct list_head *pos, *tmp;
-	unsigned round;
-	bool more = true;
-
-	for (round = 0; more; round++) {
-		proxy_batch_end(p);
-		more = false;
-		list_for_each_safe(pos, tmp, &p->lgrs) {
-			struct lgr *lgr = list_entry(pos, struct lgr, node);
-
-			if (lgr->state == LGR_ACTIVE && lgr->ops->idle &&
-			    lgr->ops->idle(lgr, round < PROXY_IDLE_ROUNDS))
-				more = true;
-		}
-		if (rdma_proxy_idle(p, round < PROXY_IDLE_ROUNDS))
-			more = true;
-	}
-}
-
-static void proxy_on_tick(uv_prepare_t *h)
-{
-	proxy_before_block(h->data);
-}
-
-#define PROXY_RUN_BATCH 64
-
-/*
- * Runs the proxy's event loop until nothing is left in it, with our epoll
- * set as the outer poller and libuv's own epoll fd inside it: one
- * epoll_wait per wake-up instead of two (libuv's, then ours), which was a
- * third of the system calls of a short connection and of a small message
- * over a link. libuv runs (its timers, its own fds, closing handles) only
- * when its fd is readable or a timer is due. The set lives until the
- * proxy closed (proxy_close()), which is what ends this.
- */
 int proxy_run(struct proxy *p)
 {
-	uv_loop_t *loop = p->loop;
-	struct epoll_event ev[PROXY_RUN_BATCH];
-	struct epoll_event uv_ev = { .events = EPOLLIN, .data.ptr = NULL };
-	int n, i, timeout;
-
-	if (p->epset.fd < 0 ||
-	    epoll_ctl(p->epset.fd, EPOLL_CTL_ADD, uv_backend_fd(loop), &uv_ev) < 0)
-		return uv_run(loop, UV_RUN_DEFAULT);
-	uv_poll_stop(&p->epset.poll);
-	while (p->epset.fd >= 0 && !p->epset_closing) {
-		bool run_uv;
-
-		proxy_before_block(p);
-		uv_update_time(loop);
-		timeout = uv_backend_timeout(loop);
-		n = epoll_wait(p->epset.fd, ev, PROXY_RUN_BATCH, timeout);
-		uv_update_time(loop);
-		/* Nothing came in time: a timer is due. */
-		run_uv = n <= 0 || timeout == 0;
-		for (i = 0; i < n; i++) {
-			struct epset_entry *e = ev[i].data.ptr;
-
-			if (!e)
-				run_uv = true;
-			else
-				e->cb(e, ev[i].events);
-		}
-		proxy_batch_end(p);
-		/* Not its return value: with our set no longer polled by
-		 * libuv, a closing proxy may have no libuv handle left active
-		 * while deferred frees and the set itself still wait. */
-		if (run_uv)
-			uv_run(loop, UV_RUN_NOWAIT);
-	}
-	/* Closing: the set is going, libuv closes the rest. */
-	return uv_run(loop, UV_RUN_DEFAULT);
+	return loop_run(&p->core);
 }
 
-static void proxy_on_lgr_timer(uv_timer_t *t)
+/* The SMC layer's calls up to the flows. */
+static int proxy_smc_flow_open(struct smc_net *net, struct link *lnk,
+			       const struct llc_flow_open *m, const struct sockaddr *dest)
 {
-	struct proxy *p = t->data;
-
-	rdma_sweep(p);
-	lgr_sweep(p, uv_now(p->loop));
-	if (!p->n_lgrs)
-		uv_timer_stop(&p->lgr_timer);
+	return flow_accept_peer(proxy_of_net(net), lnk, m, dest);
 }
 
-void proxy__lgr_timer(struct proxy *p)
+static bool proxy_smc_dest_is_listener(struct smc_net *net, const struct sockaddr *dest)
 {
-	if (!p->closing && !uv_is_active((uv_handle_t *)&p->lgr_timer))
-		uv_timer_start(&p->lgr_timer, proxy_on_lgr_timer, 100, 100);
+	return proxy_check_loop(proxy_of_net(net), dest) != 0;
 }
 
-bool proxy__addr_is_local(struct proxy *p, const struct sockaddr *sa)
+static void proxy_smc_exhausted(struct smc_net *net, int err)
 {
-	uint64_t now = uv_now(p->loop);
-	unsigned i;
-
-	/* Addresses come and go: trust an answer for a few seconds. */
-	for (i = 0; i < sizeof(p->local_cache) / sizeof(p->local_cache[0]); i++) {
-		struct sockaddr_storage a = p->local_cache[i].addr;
-
-		if (a.ss_family != sa->sa_family || now - p->local_cache[i].checked_ms > 5000)
-			continue;
-		if (a.ss_family == AF_INET ?
-		    ((struct sockaddr_in *)&a)->sin_addr.s_addr ==
-		    ((const struct sockaddr_in *)(const void *)sa)->sin_addr.s_addr :
-		    memcmp(&((struct sockaddr_in6 *)&a)->sin6_addr,
-			   &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16) == 0)
-			return p->local_cache[i].local;
-	}
-	i = p->local_next++ % (sizeof(p->local_cache) / sizeof(p->local_cache[0]));
-	memcpy(&p->local_cache[i].addr, sa, addr_len(sa));
-	p->local_cache[i].checked_ms = now;
-	p->local_cache[i].local = addr_is_iface_address(sa);
-	return p->local_cache[i].local;
+	proxy__pause_accepting(proxy_of_net(net), err);
 }
 
-/* This host's identity for the handshake: the kernel's boot id, shared by
- * every network namespace of the host and different in every VM, which is
- * exactly when shared memory between two daemons is possible. */
-static int proxy_read_host_id(uint8_t id[CLC_HOST_ID_LEN])
+static void proxy_smc_lgr_event(struct smc_net *net, enum lgr_event ev,
+				const struct lgr *lgr, int err)
 {
-	char buf[64];
-	ssize_t n;
-	int fd, i, k = 0;
+	struct proxy *p = proxy_of_net(net);
 
-	fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = '\0';
-	for (i = 0; buf[i] && k < 2 * CLC_HOST_ID_LEN; i++) {
-		char c = buf[i];
-		int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-
-		if (v < 0)
-			continue;
-		if (k % 2 == 0)
-			id[k / 2] = (uint8_t)(v << 4);
-		else
-			id[k / 2] |= (uint8_t)v;
-		k++;
-	}
-	return k == 2 * CLC_HOST_ID_LEN ? 0 : -EINVAL;
+	if (p->ops->lgr_event)
+		p->ops->lgr_event(p, ev, lgr, err);
 }
 
-/* Link groups, the control port and the shm rendezvous socket. */
-static int proxy_init_lgr(struct proxy *p, const struct cfg *cfg, char *errbuf, size_t errlen)
-{
-	int err;
+static const struct smc_net_ops proxy_smc_ops = {
+	.flow_open = proxy_smc_flow_open,
+	.dest_is_listener = proxy_smc_dest_is_listener,
+	.exhausted = proxy_smc_exhausted,
+	.lgr_event = proxy_smc_lgr_event,
+};
 
-	p->cork.enabled = cfg->autocork.enabled;
-	p->cork.max_bytes = (uint32_t)cfg->autocork.max_bytes;
-	p->rmb_budget.limit = cfg->buffers.pool;
-	if (cfg->transport == CFG_TRANSPORT_AUTO || cfg->transport == CFG_TRANSPORT_SHM)
-		p->lgr_transports |= CLC_TR_SHM;
-	/* rdma only where a peer could use it: with a control port. */
-	if ((cfg->transport == CFG_TRANSPORT_AUTO || cfg->transport == CFG_TRANSPORT_RDMA) &&
-	    cfg->has_control && cfg->n_peers) {
-		err = rdma_init(p, p->rdma_status, sizeof(p->rdma_status));
-		if (!err)
-			p->lgr_transports |= CLC_TR_RDMA;
-	}
-	err = proxy_read_host_id(p->host_id);
-	if (err) {
-		/* No identity, no same-host detection: shm is off. */
-		p->lgr_transports &= ~CLC_TR_SHM;
-	}
-	if (cfg->auth.psk_file[0]) {
-		err = clc_psk_load(cfg->auth.psk_file, p->psk, &p->psk_len);
-		if (err) {
-			snprintf(errbuf, errlen, "auth.psk_file %s: %s", cfg->auth.psk_file,
-				 err == -EINVAL ? "must hold 16 to 1024 bytes" : strerror(-err));
-			return err;
-		}
-	}
-	/* With no peer prefix, no proposal could be taken: no port. */
-	if (!cfg->has_control || !cfg->n_peers)
-		return 0;
-	err = lgr_listen(p, errbuf, errlen);
-	if (err) {
-		rdma_close(p);
-		return err;
-	}
-	if (p->lgr_transports & CLC_TR_SHM) {
-		err = shm_listen(p, errbuf, errlen);
-		if (err) {
-			lgr_unlisten(p);
-			rdma_close(p);
-			return err;
-		}
-	}
-	return 0;
+/* Link groups, the control port and the transports. */
+static int proxy_init_smc(struct proxy *p, const struct cfg *cfg, char *errbuf, size_t errlen)
+{
+	struct smc_net *net = &p->smc;
+
+	*net = (struct smc_net){ .loop = p->loop, .core = &p->core, .cfg = cfg,
+				 .ops = &proxy_smc_ops, .stats = &p->stats,
+				 .worker = p->worker, .n_workers = p->n_workers,
+				 .reuseport = p->reuseport, .mark = cfg->mark };
+	return smc_net_init(net, errbuf, errlen);
 }
 
 void proxy_adopt_listeners(struct proxy *p, const int *fds, size_t n)
@@ -472,17 +256,11 @@ int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
 			     .reuseport = reuseport,
 			     .adopt_fds = adopt_fds,
 			     .n_adopt = n_adopt < ADOPT_MAX ? n_adopt : ADOPT_MAX };
-	p->epset.fd = -1;
-	p->control_fd = -1;
-	p->shm_fd = -1;
 	list_init(&p->flows);
-	list_init(&p->lgrs);
-	list_init(&p->shm_rvs);
-	list_init(&p->kick_links);
-	list_init(&p->grave);
 	proxy_capture_params(p, cfg);
-	p->relay_env = (struct relay_env){ .loop = loop, .epset = &p->epset,
-					   .pipes = &p->pipes, .stats = &p->stats };
+	p->relay_env = (struct relay_env){ .loop = loop, .epset = &p->core.epset,
+					   .pipes = &p->pipes, .bytes_in = &p->stats.bytes_in,
+					   .bytes_out = &p->stats.bytes_out };
 
 	err = pipe_pool_init(&p->pipes, proxy_pipe_pool_max(p->n_workers), cfg->relay.buffer);
 	if (err)
@@ -532,30 +310,26 @@ int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
 		err = -EAFNOSUPPORT;
 		goto out_close_listeners;
 	}
-	err = epset_init(&p->epset, loop);
+	err = loop_init(&p->core, loop);
 	if (err) {
 		snprintf(errbuf, errlen, "epoll: %s", strerror(-err));
 		goto out_close_listeners;
 	}
-	p->epset.batch_end = proxy_on_epset_batch;
-	err = proxy_init_lgr(p, cfg, errbuf, errlen);
+	err = proxy_init_smc(p, cfg, errbuf, errlen);
 	if (err) {
-		uv_close((uv_handle_t *)&p->epset.poll, NULL);
-		close(p->epset.fd);
-		p->epset.fd = -1;
+		loop_discard(&p->core);
 		goto out_close_listeners;
 	}
+	p->loop_open = true;
+	p->done_hook.fn = proxy_on_batch_done;
+	loop_hook_add(&p->core, LOOP_BATCH_DONE, &p->done_hook);
 	for (i = 0; i < p->n_listeners; i++) {
 		uv_poll_init_socket(loop, &p->listeners[i].poll, p->listeners[i].fd);
 		p->listeners[i].poll.data = &p->listeners[i];
 	}
 	uv_timer_init(loop, &p->pause_timer);
 	uv_timer_init(loop, &p->idle_timer);
-	uv_timer_init(loop, &p->lgr_timer);
-	uv_prepare_init(loop, &p->tick);
-	p->pause_timer.data = p->idle_timer.data = p->lgr_timer.data = p->tick.data = p;
-	uv_prepare_start(&p->tick, proxy_on_tick);
-	uv_unref((uv_handle_t *)&p->tick);
+	p->pause_timer.data = p->idle_timer.data = p;
 	proxy_arm_idle_sweep(p);
 	err = 0;
 	goto out_close_unused;
@@ -592,7 +366,7 @@ static void proxy_poll_listeners(struct proxy *p, bool on)
 		else
 			uv_poll_stop(&p->listeners[i].poll);
 	}
-	lgr_poll_control(p, on);
+	smc_net_poll_control(&p->smc, on);
 }
 
 void proxy_start(struct proxy *p)
@@ -809,16 +583,13 @@ void proxy_stop_accepting(struct proxy *p)
 	p->accepting = false;
 	uv_timer_stop(&p->pause_timer);
 	for (i = 0; i < p->n_listeners; i++) {
-		p->open_handles++;
-		uv_close((uv_handle_t *)&p->listeners[i].poll, proxy_on_handle_closed);
-		p->listeners[i].poll.data = p;
+		loop_close_handle(&p->core, (uv_handle_t *)&p->listeners[i].poll);
 		close(p->listeners[i].fd);
 	}
 	/* The poll handles live in the array until their close callbacks:
 	 * keep it, just stop using it. */
 	p->n_listeners = 0;
-	lgr_unlisten(p);
-	shm_unlisten(p);
+	smc_net_unlisten(&p->smc);
 }
 
 void proxy_set_cfg(struct proxy *p, const struct cfg *cfg)
@@ -826,8 +597,7 @@ void proxy_set_cfg(struct proxy *p, const struct cfg *cfg)
 	size_t i;
 
 	p->cfg = cfg;
-	p->cork.enabled = cfg->autocork.enabled;
-	p->cork.max_bytes = (uint32_t)cfg->autocork.max_bytes;
+	smc_net_set_cfg(&p->smc, cfg);
 	/* Live keys: new flows get them; running flows keep theirs. */
 	p->relay_params.connect_timeout_ms = cfg->fallback.connect_timeout_ms;
 	p->relay_params.keepalive_ms = cfg->relay.keepalive_ms;
@@ -850,11 +620,9 @@ void proxy_close(struct proxy *p, void (*close_cb)(struct proxy *p))
 	p->close_cb = close_cb;
 	proxy_stop_accepting(p);
 	p->closing = true;
-	p->open_handles += 3;
-	uv_close((uv_handle_t *)&p->pause_timer, proxy_on_handle_closed);
-	uv_close((uv_handle_t *)&p->idle_timer, proxy_on_handle_closed);
-	uv_close((uv_handle_t *)&p->lgr_timer, proxy_on_handle_closed);
+	loop_close_handle(&p->core, (uv_handle_t *)&p->pause_timer);
+	loop_close_handle(&p->core, (uv_handle_t *)&p->idle_timer);
 	proxy_abort_flows(p);
-	lgr_close_all(p);
+	smc_net_shutdown(&p->smc);
 	proxy_maybe_closed(p);
 }

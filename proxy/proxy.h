@@ -51,24 +51,11 @@ void proxy__out_del(struct proxy *p, struct flow *f);
 bool proxy__out_find(const struct proxy *p, const struct sockaddr *peer,
 		     const struct sockaddr *dest);
 
-/* Private to proxy/: the link groups' needs. */
-void proxy__on_handle_closed(uv_handle_t *h);
-/* Flush lnk's posts at the end of this batch of events. */
-void proxy__kick_link(struct proxy *p, struct link *lnk);
-/* fn(d) runs once no event of the current batch can name d's object. */
-void proxy__defer(struct proxy *p, struct proxy_defer *d, void (*fn)(struct proxy_defer *d));
-/* Whether sa is an address of this host, remembered for a few seconds. */
-bool proxy__addr_is_local(struct proxy *p, const struct sockaddr *sa);
 /* Out of fds or memory: accepting (redirect and control) backs off. */
 void proxy__pause_accepting(struct proxy *p, int err);
-/* The link-group timer runs while there are link groups. */
-void proxy__lgr_timer(struct proxy *p);
 
 const char *flow_mode_name(enum flow_mode m);
 const char *fallback_reason_name(enum fallback_reason r);
-/* The fallback reason of a decline (enum clc_decline); CLC_DECL_NONE is a
- * link group that failed under an opening flow: no_link. */
-enum fallback_reason fallback_of_decline(unsigned reason);
 const char *flow_state_name(const struct flow *f);
 
 #endif

@@ -160,3 +160,27 @@ bool addr_in_prefix(const struct sockaddr *sa, const struct cfg_prefix *pfx)
 		return false;
 	return !rest || ((a[full] ^ pfx->addr[full]) & (0xff00 >> rest) & 0xff) == 0;
 }
+
+bool addr_cache_is_local(struct addr_cache *ac, const struct sockaddr *sa, uint64_t now_ms)
+{
+	const unsigned n = sizeof(ac->slot) / sizeof(ac->slot[0]);
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		const struct sockaddr *a = (const struct sockaddr *)&ac->slot[i].addr;
+
+		if (a->sa_family != sa->sa_family || now_ms - ac->slot[i].checked_ms > 5000)
+			continue;
+		if (a->sa_family == AF_INET ?
+		    ((const struct sockaddr_in *)(const void *)a)->sin_addr.s_addr ==
+		    ((const struct sockaddr_in *)(const void *)sa)->sin_addr.s_addr :
+		    memcmp(&((const struct sockaddr_in6 *)(const void *)a)->sin6_addr,
+			   &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16) == 0)
+			return ac->slot[i].local;
+	}
+	i = ac->next++ % n;
+	memcpy(&ac->slot[i].addr, sa, addr_len(sa));
+	ac->slot[i].checked_ms = now_ms;
+	ac->slot[i].local = addr_is_iface_address(sa);
+	return ac->slot[i].local;
+}

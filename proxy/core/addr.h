@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 /* Longest "[ipv6%scope]:port" plus NUL. */
@@ -29,6 +30,20 @@ bool addr_is_iface_address(const struct sockaddr *sa);
 void addr_unmap_v4(struct sockaddr_storage *ss);
 unsigned addr_port(const struct sockaddr *sa);
 socklen_t addr_len(const struct sockaddr *sa);
+
+/*
+ * Answers of addr_is_iface_address() for a few seconds: addresses come
+ * and go, and a netlink dump per flow a peer opens is too dear.
+ */
+struct addr_cache {
+	struct {
+		struct sockaddr_storage addr;
+		uint64_t checked_ms;
+		bool local;
+	} slot[8];
+	unsigned next;
+};
+bool addr_cache_is_local(struct addr_cache *ac, const struct sockaddr *sa, uint64_t now_ms);
 
 struct cfg_prefix;
 /* Whether sa's address lies in the prefix (families must match). */

@@ -9,7 +9,6 @@
 
 #include "core/epset-t.h"
 #include "core/pipe_pool-t.h"
-#include "stats-t.h"
 
 /* Legs of a relay; also the index of the direction that reads from it. */
 enum relay_leg {
@@ -64,7 +63,8 @@ struct relay_env {
 	uv_loop_t *loop;
 	struct epset *epset;
 	struct pipe_pool *pipes;
-	struct proxy_stats *stats;
+	/* The worker's byte counters: client to server, and back. */
+	uint64_t *bytes_in, *bytes_out;
 };
 
 struct relay;

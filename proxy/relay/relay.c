@@ -25,6 +25,7 @@
 #include "core/epset.h"
 #include "core/pipe_pool.h"
 #include "relay.h"
+#include "core/sock.h"
 
 #define SPLICE_FLAGS	(SPLICE_F_MOVE | SPLICE_F_NONBLOCK)
 #define RELAY_EVENTS	(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI)
@@ -41,13 +42,6 @@ const char *relay_state_name(enum relay_state s)
 	case RELAY_CLOSING:	return "closing";
 	}
 	return "unknown";
-}
-
-int relay_set_rst_on_close(int fd)
-{
-	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
-
-	return setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) < 0 ? -errno : 0;
 }
 
 /* Failures here are not fatal: they cost latency or dead-peer detection,
@@ -94,7 +88,7 @@ static void relay_finish(struct relay *r, enum relay_end how, int err)
 	for (i = 0; i < 2; i++) {
 		if (r->fd[i] >= 0) {
 			if (how != RELAY_END_CLEAN)
-				relay_set_rst_on_close(r->fd[i]);
+				sock_set_rst_on_close(r->fd[i]);
 			close(r->fd[i]);	/* also leaves the epoll set */
 			r->fd[i] = -1;
 		}
@@ -219,9 +213,9 @@ static int relay_pump_copy(struct relay *r, int i)
 			return -EIO;	/* cannot happen: we peeked them */
 		d->bytes += w;
 		if (i == RELAY_CLIENT)
-			r->env->stats->bytes_in += w;
+			*r->env->bytes_in += w;
 		else
-			r->env->stats->bytes_out += w;
+			*r->env->bytes_out += w;
 		if (w < n) {
 			d->out_blocked = true;
 			return 0;
@@ -281,9 +275,9 @@ static int relay_pump(struct relay *r, int i)
 				d->queued -= n;
 				d->bytes += n;
 				if (i == RELAY_CLIENT)
-					r->env->stats->bytes_in += n;
+					*r->env->bytes_in += n;
 				else
-					r->env->stats->bytes_out += n;
+					*r->env->bytes_out += n;
 				progress = true;
 			} else if (n < 0 && errno == EAGAIN) {
 				d->out_blocked = true;

@@ -24,9 +24,6 @@ void relay_abort(struct relay *r);
 
 const char *relay_state_name(enum relay_state s);
 
-/* Sets SO_LINGER {1, 0} so that close() sends an RST. */
-int relay_set_rst_on_close(int fd);
-
 /* TCP_NODELAY, SO_OOBINLINE and, unless keepalive_ms is 0, keepalive.
  * Set on a listener, accepted sockets inherit them. */
 void relay_tune_socket(int fd, uint64_t keepalive_ms);

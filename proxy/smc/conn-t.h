@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 
 #include "cdc-t.h"
-#include "core/defer-t.h"
+#include "core/loop-t.h"
 #include "core/epset-t.h"
 #include "core/list.h"
 #include "rmb-t.h"
@@ -113,7 +113,7 @@ struct conn {
 	struct list_head cork_node;	/* link->corked */
 	struct list_head drain_node;	/* link->draining: last send in flight */
 	struct list_head wait_node;	/* lgr->connecting */
-	struct proxy_defer defer;
+	struct loop_defer defer;
 
 	uint64_t bytes_tx;		/* socket -> peer */
 	uint64_t bytes_rx;		/* peer -> socket */

@@ -35,8 +35,9 @@
 #include "lgr.h"
 #include "link.h"
 #include "llc.h"
-#include "proxy.h"
-#include "relay/relay.h"
+#include "core/loop.h"
+#include "core/sock.h"
+#include "net.h"
 #include "rmb.h"
 
 #define CONN_EVENTS	(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI)
@@ -63,9 +64,9 @@ const char *conn_state_name(const struct conn *c)
 	return "unknown";
 }
 
-static struct proxy *conn_proxy(const struct conn *c)
+static struct smc_net *conn_net(const struct conn *c)
 {
-	return c->lgr->proxy;
+	return c->lgr->net;
 }
 
 /* The opener reads the application; the acceptor writes the destination:
@@ -116,7 +117,7 @@ static void conn_common_init(struct conn *c, struct lgr *lgr, int fd,
 	list_init(&c->cork_node);
 	list_init(&c->drain_node);
 	list_init(&c->wait_node);
-	c->last_active_ms = uv_now(lgr->proxy->loop);
+	c->last_active_ms = uv_now(lgr->net->loop);
 }
 
 int conn_open(struct conn *c, struct lgr *lgr, int fd, const struct sockaddr *dest,
@@ -133,7 +134,7 @@ int conn_open(struct conn *c, struct lgr *lgr, int fd, const struct sockaddr *de
 	err = lgr_conn_add(lgr, c);
 	if (err)
 		goto out_put_rmb;
-	c->deadline_ms = uv_now(lgr->proxy->loop) + lgr->proxy->cfg->fallback.connect_timeout_ms;
+	c->deadline_ms = uv_now(lgr->net->loop) + lgr->net->cfg->fallback.connect_timeout_ms;
 	list_add_tail(&c->wait_node, &lgr->connecting);
 	link_conn_work(c, CONN_TX_OPEN);
 	return 0;
@@ -164,15 +165,14 @@ static int conn_attach_peer(struct conn *c, const struct llc_rmb *rmb)
 	return 0;
 }
 
-static int conn_socket_connect(struct conn *c, const struct sockaddr *dest,
-			       const struct relay_params *rp)
+static int conn_socket_connect(struct conn *c, const struct sockaddr *dest, uint32_t mark)
 {
 	int fd, err, one = 1;
 
 	fd = socket(dest->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (rp->mark && setsockopt(fd, SOL_SOCKET, SO_MARK, &rp->mark, sizeof(rp->mark)) < 0) {
+	if (mark && setsockopt(fd, SOL_SOCKET, SO_MARK, &mark, sizeof(mark)) < 0) {
 		err = -errno;
 		goto out_close;
 	}
@@ -194,8 +194,7 @@ out_close:
 }
 
 int conn_accept(struct conn *c, struct link *lnk, const struct llc_flow_open *m,
-		const struct sockaddr *dest, const struct relay_params *rp,
-		const struct conn_ops *ops)
+		const struct sockaddr *dest, const struct conn_ops *ops)
 {
 	struct lgr *lgr = lnk->lgr;
 	int err;
@@ -213,13 +212,13 @@ int conn_accept(struct conn *c, struct link *lnk, const struct llc_flow_open *m,
 	err = lgr_conn_add_on(lgr, c, lnk);
 	if (err)
 		goto out_detach;
-	err = conn_socket_connect(c, dest, rp);
+	err = conn_socket_connect(c, dest, lgr->net->mark);
 	if (err)
 		goto out_del;
-	err = epset_add(&conn_proxy(c)->epset, c->fd, CONN_EVENTS, &c->ev);
+	err = epset_add(&conn_net(c)->core->epset, c->fd, CONN_EVENTS, &c->ev);
 	if (err)
 		goto out_close;
-	c->deadline_ms = uv_now(lgr->proxy->loop) + rp->connect_timeout_ms;
+	c->deadline_ms = uv_now(lgr->net->loop) + lgr->net->cfg->fallback.connect_timeout_ms;
 	list_add_tail(&c->wait_node, &lgr->connecting);
 	link_conn_work(c, CONN_TX_ACCEPT);
 	return 0;
@@ -246,7 +245,7 @@ static bool conn_peer_quiet(const struct conn *c)
 	return c->peer_fin || c->peer_closed;
 }
 
-static void conn_reap(struct proxy_defer *d)
+static void conn_reap(struct loop_defer *d)
 {
 	struct conn *c = (struct conn *)((char *)d - offsetof(struct conn, defer));
 
@@ -280,7 +279,7 @@ static void conn_maybe_release(struct conn *c)
 	rmb_put(&lgr->rmbs, c->rmb);
 	c->rmb = NULL;
 	list_del(&c->wait_node);
-	proxy__defer(lgr->proxy, &c->defer, conn_reap);
+	loop_defer(lgr->net->core, &c->defer, conn_reap);
 }
 
 static void conn_close_fd(struct conn *c, bool rst)
@@ -288,7 +287,7 @@ static void conn_close_fd(struct conn *c, bool rst)
 	if (c->fd < 0)
 		return;
 	if (rst)
-		relay_set_rst_on_close(c->fd);
+		sock_set_rst_on_close(c->fd);
 	close(c->fd);		/* also leaves the epoll set */
 	c->fd = -1;
 }
@@ -310,7 +309,7 @@ static void conn_end(struct conn *c, enum conn_end how, int err, unsigned declin
  * CLOSED once it stopped writing into our ring). */
 static void conn_reset(struct conn *c, enum conn_end how, int err)
 {
-	struct proxy_stats *st = &conn_proxy(c)->stats;
+	struct proxy_stats *st = conn_net(c)->stats;
 
 	if (c->state == CONN_CLOSED)
 		return;
@@ -338,8 +337,8 @@ static void conn_reset(struct conn *c, enum conn_end how, int err)
 			/* conn_end() took it off the deadline list: its ring
 			 * waits for the answer, but not for ever. */
 			c->late = true;
-			c->deadline_ms = uv_now(conn_proxy(c)->loop) +
-					 CONN_OPEN_GRACE * conn_proxy(c)->cfg->fallback.connect_timeout_ms;
+			c->deadline_ms = uv_now(conn_net(c)->loop) +
+					 CONN_OPEN_GRACE * conn_net(c)->cfg->fallback.connect_timeout_ms;
 			list_add_tail(&c->wait_node, &c->lgr->connecting);
 		}
 		return;
@@ -457,8 +456,8 @@ void conn_on_deadline(struct conn *c)
 		return;
 	}
 	c->late = true;
-	c->deadline_ms = uv_now(lgr->proxy->loop) +
-			 CONN_OPEN_GRACE * lgr->proxy->cfg->fallback.connect_timeout_ms;
+	c->deadline_ms = uv_now(lgr->net->loop) +
+			 CONN_OPEN_GRACE * lgr->net->cfg->fallback.connect_timeout_ms;
 	list_add_tail(&c->wait_node, &lgr->connecting);
 	if (c->state == CONN_OPENING) {
 		c->state = CONN_CLOSED;
@@ -498,7 +497,7 @@ void conn_on_accept(struct conn *c, const struct llc_flow_accept *m)
 		return;
 	err = conn_attach_peer(c, &m->rmb);
 	if (!err)
-		err = epset_add(&conn_proxy(c)->epset, c->fd, CONN_EVENTS, &c->ev);
+		err = epset_add(&conn_net(c)->core->epset, c->fd, CONN_EVENTS, &c->ev);
 	if (err) {
 		conn_reset(c, CONN_END_PROTOCOL, err);
 		return;
@@ -540,7 +539,7 @@ void conn_on_decline(struct conn *c, unsigned reason)
  */
 void conn_on_cdc(struct conn *c, const struct cdc_msg *m)
 {
-	struct proxy_stats *st = &conn_proxy(c)->stats;
+	struct proxy_stats *st = conn_net(c)->stats;
 	uint32_t rx_size;
 	int64_t d;
 
@@ -592,7 +591,7 @@ void conn_on_cdc(struct conn *c, const struct cdc_msg *m)
 		c->peer_write_blocked = true;
 	if ((m->conn_flags & CDC_CF_DONE_WRITING) && !c->peer_fin)
 		c->peer_fin = true;
-	c->last_active_ms = uv_now(conn_proxy(c)->loop);
+	c->last_active_ms = uv_now(conn_net(c)->loop);
 
 	if (c->state == CONN_ACTIVE) {
 		conn_drain(c);
@@ -669,7 +668,7 @@ void conn_build_msg(struct conn *c, unsigned work, uint8_t msg[LINK_MSG_LEN])
 		c->rx_cons_sent = c->rx_cons;
 		c->tx_last_seq = c->link->tx_seq;
 		c->tx_unacked_valid = true;
-		lgr->proxy->stats.cdc_sent++;
+		lgr->net->stats->cdc_sent++;
 		cdc_encode(&m, msg);
 	}
 }
@@ -690,16 +689,16 @@ void conn_tx_posted(struct conn *c)
  */
 static void conn_push(struct conn *c)
 {
-	const struct proxy *p = conn_proxy(c);
+	const struct smc_net *net = conn_net(c);
 	uint32_t held = (uint32_t)cursor_diff(c->tx_prod_sent, c->tx_prod, c->tx_size);
 	bool fin = c->app_eof && !c->fin_sent;
 
 	if (!held && !fin && !c->write_blocked)
 		return;
 	if (!fin && !c->write_blocked &&
-	    cork_should_hold(&p->cork, link_conn_unacked(c), held)) {
+	    cork_should_hold(&net->cork, link_conn_unacked(c), held)) {
 		if (!c->corked)
-			conn_proxy(c)->stats.cork_events++;
+			conn_net(c)->stats->cork_events++;
 		link_cork(c);
 		return;
 	}
@@ -717,7 +716,7 @@ void conn_tx_progress(struct conn *c)
 
 static void conn_account(struct conn *c, uint32_t n, bool from_socket)
 {
-	struct proxy_stats *st = &conn_proxy(c)->stats;
+	struct proxy_stats *st = conn_net(c)->stats;
 	bool in = from_socket == conn_is_opener(c);
 
 	if (in)
@@ -756,7 +755,7 @@ static void conn_fill(struct conn *c)
 
 		if (!space) {
 			if (!c->write_blocked)
-				conn_proxy(c)->stats.ring_full_remote++;
+				conn_net(c)->stats->ring_full_remote++;
 			c->in_pending = true;
 			c->write_blocked = true;
 			break;
@@ -789,7 +788,7 @@ static void conn_fill(struct conn *c)
 			c->tx_prod = cursor_add(c->tx_prod, len, c->tx_size);
 			c->write_blocked = false;
 			conn_account(c, len, true);
-			c->last_active_ms = uv_now(conn_proxy(c)->loop);
+			c->last_active_ms = uv_now(conn_net(c)->loop);
 			if (len < space && !c->rdhup && !c->urgent) {
 				c->in_pending = false;
 				break;
@@ -842,7 +841,7 @@ static void conn_drain(struct conn *c)
 		if (n > 0) {
 			c->rx_cons = cursor_add(c->rx_cons, (uint32_t)n, size);
 			conn_account(c, (uint32_t)n, false);
-			c->last_active_ms = uv_now(conn_proxy(c)->loop);
+			c->last_active_ms = uv_now(conn_net(c)->loop);
 			continue;
 		}
 		if (n < 0 && errno == EINTR)
@@ -867,7 +866,7 @@ static void conn_drain(struct conn *c)
 	    (freed >= size / 10 || c->peer_write_blocked)) {
 		c->peer_write_blocked = false;
 		if (!(c->tx_work & CONN_TX_CDC))
-			conn_proxy(c)->stats.window_updates++;
+			conn_net(c)->stats->window_updates++;
 		link_conn_work(c, CONN_TX_CDC);
 	}
 	conn_maybe_done(c);
@@ -881,7 +880,7 @@ static void conn_connected(struct conn *c)
 	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
 		err = errno;
 	if (err) {
-		conn_proxy(c)->stats.connect_failures++;
+		conn_net(c)->stats->connect_failures++;
 		conn_reset(c, CONN_END_CONNECT_FAILED, -err);
 		return;
 	}

@@ -12,8 +12,6 @@
 #include "conn-t.h"
 #include "llc-t.h"
 
-struct relay_params;
-
 /*
  * Opener: puts the application socket fd on a link of lgr and posts
  * FLOW_OPEN for dest. The socket is not read until the peer accepts.
@@ -24,13 +22,12 @@ int conn_open(struct conn *c, struct lgr *lgr, int fd, const struct sockaddr *de
 	      const struct conn_ops *ops);
 /*
  * Acceptor: for the peer's FLOW_OPEN m on lnk, connects a new socket to
- * dest (SO_MARK'd as in rp) and posts FLOW_ACCEPT at once; bytes the peer
+ * dest (SO_MARK'd with the net's mark) and posts FLOW_ACCEPT at once; bytes the peer
  * sends meanwhile wait in our ring. -errno with nothing changed (the
  * caller declines the flow).
  */
 int conn_accept(struct conn *c, struct link *lnk, const struct llc_flow_open *m,
-		const struct sockaddr *dest, const struct relay_params *rp,
-		const struct conn_ops *ops);
+		const struct sockaddr *dest, const struct conn_ops *ops);
 /* Resets the flow: RST to the socket, ABORT to the peer. */
 void conn_abort(struct conn *c);
 /* The link group failed: RST to the socket; ends with CONN_END_LINK_DOWN. */

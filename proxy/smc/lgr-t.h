@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 
 #include "clc-t.h"
-#include "core/defer-t.h"
+#include "core/loop-t.h"
 #include "core/epset-t.h"
 #include "link-t.h"
 #include "core/list.h"
@@ -56,11 +56,11 @@ struct lgr_hs {
 	struct clc_accept acc;		/* the peer's (client) or ours (server) */
 };
 
-struct proxy;
+struct smc_net;
 
 struct lgr {
 	struct list_head node;		/* proxy->lgrs */
-	struct proxy *proxy;
+	struct smc_net *net;
 	enum lgr_role role;
 	enum lgr_state state;
 	/* The peer daemon: its control address (client), or the address its
@@ -101,7 +101,7 @@ struct lgr {
 	uint64_t flows_total;
 	uint64_t bytes_tx, bytes_rx;
 	int fail_err;			/* why it went down */
-	struct proxy_defer defer;
+	struct loop_defer defer;
 };
 
 #endif

@@ -14,11 +14,11 @@
 #include <unistd.h>
 
 #include "core/addr.h"
+#include "core/loop.h"
 #include "conn.h"
-#include "flow.h"
 #include "lgr.h"
 #include "link.h"
-#include "proxy.h"
+#include "net.h"
 #include "rmb.h"
 
 /* Negative entries and groups a worker keeps at most: a prefix of many
@@ -37,26 +37,42 @@ const char *lgr_state_name(enum lgr_state s)
 	return "unknown";
 }
 
+enum fallback_reason fallback_of_decline(unsigned reason)
+{
+	if (reason == CLC_DECL_NONE)
+		return FB_NO_LINK;	/* the link group failed under an opening flow */
+	if (reason >= CLC_DECL_NO_DEVICE && reason <= CLC_DECL_INTERNAL)
+		return FB_DECL_NO_DEVICE + (reason - CLC_DECL_NO_DEVICE);
+	return FB_DECL_INTERNAL;
+}
+
+struct lgr *lgr_next(const struct smc_net *net, const struct lgr *prev)
+{
+	const struct list_head *pos = prev ? prev->node.next : net->lgrs.next;
+
+	return pos == &net->lgrs ? NULL : list_entry(pos, struct lgr, node);
+}
+
 const char *lgr_role_name(enum lgr_role r)
 {
 	return r == LGR_ROLE_CLIENT ? "client" : "server";
 }
 
-struct lgr *lgr__new(struct proxy *p, enum lgr_role role, const struct sockaddr *peer)
+struct lgr *lgr__new(struct smc_net *net, enum lgr_role role, const struct sockaddr *peer)
 {
 	struct lgr *lgr;
 
-	if (p->n_lgrs >= LGR_MAX)
+	if (net->n_lgrs >= LGR_MAX)
 		return NULL;
 	lgr = calloc(1, sizeof(*lgr));
 	if (!lgr)
 		return NULL;
-	lgr->proxy = p;
+	lgr->net = net;
 	lgr->role = role;
 	lgr->state = LGR_HANDSHAKE;
 	memcpy(&lgr->peer, peer, addr_len(peer));
 	lgr->hs.fd = -1;
-	lgr->created_ms = uv_now(p->loop);
+	lgr->created_ms = uv_now(net->loop);
 	list_init(&lgr->waiting);
 	list_init(&lgr->conn_list);
 	list_init(&lgr->connecting);
@@ -64,9 +80,9 @@ struct lgr *lgr__new(struct proxy *p, enum lgr_role role, const struct sockaddr 
 		free(lgr);
 		return NULL;
 	}
-	list_add_tail(&lgr->node, &p->lgrs);
-	p->n_lgrs++;
-	proxy__lgr_timer(p);
+	list_add_tail(&lgr->node, &net->lgrs);
+	net->n_lgrs++;
+	smc_net__timer(net);
 	return lgr;
 }
 
@@ -96,7 +112,7 @@ void lgr__free(struct lgr *lgr)
 	free(lgr);
 }
 
-static void lgr_reap(struct proxy_defer *d)
+static void lgr_reap(struct loop_defer *d)
 {
 	lgr__free((struct lgr *)((char *)d - offsetof(struct lgr, defer)));
 }
@@ -213,11 +229,11 @@ struct conn *lgr_conn_find(struct lgr *lgr, uint32_t token)
 /* ------------------------------------------------------------------ */
 /* Client side. */
 
-static struct lgr *lgr_find_client(struct proxy *p, const struct sockaddr *peer)
+static struct lgr *lgr_find_client(struct smc_net *net, const struct sockaddr *peer)
 {
 	struct list_head *pos;
 
-	list_for_each(pos, &p->lgrs) {
+	list_for_each(pos, &net->lgrs) {
 		struct lgr *lgr = list_entry(pos, struct lgr, node);
 
 		if (lgr->role == LGR_ROLE_CLIENT && lgr->state != LGR_DOWN &&
@@ -227,11 +243,11 @@ static struct lgr *lgr_find_client(struct proxy *p, const struct sockaddr *peer)
 	return NULL;
 }
 
-struct lgr *lgr_for_dest(struct proxy *p, const struct sockaddr *dest,
+struct lgr *lgr_for_dest(struct smc_net *net, const struct sockaddr *dest,
 			 size_t pfx_idx, enum fallback_reason *reason)
 {
-	uint16_t port = p->cfg->peers[pfx_idx].control_port;
-	uint64_t now = uv_now(p->loop);
+	uint16_t port = net->cfg->peers[pfx_idx].control_port;
+	uint64_t now = uv_now(net->loop);
 	struct sockaddr_storage peer;
 	struct lgr *lgr;
 
@@ -241,30 +257,30 @@ struct lgr *lgr_for_dest(struct proxy *p, const struct sockaddr *dest,
 	else
 		((struct sockaddr_in6 *)&peer)->sin6_port = htons(port);
 
-	lgr = lgr_find_client(p, (struct sockaddr *)&peer);
+	lgr = lgr_find_client(net, (struct sockaddr *)&peer);
 	if (lgr && lgr->state == LGR_NEGATIVE) {
 		if (now < lgr->neg_until_ms) {
-			p->stats.negative_cache_hits++;
+			net->stats->negative_cache_hits++;
 			*reason = lgr->neg_reason;
 			return NULL;
 		}
 		list_del(&lgr->node);
-		p->n_lgrs--;
+		net->n_lgrs--;
 		lgr__free(lgr);
 		lgr = NULL;
 	}
 	if (lgr)
 		return lgr;
-	if (!p->lgr_transports) {
+	if (!net->lgr_transports) {
 		*reason = FB_NO_LINK;	/* nothing to offer (rdma without a device) */
 		return NULL;
 	}
-	lgr = lgr__new(p, LGR_ROLE_CLIENT, (struct sockaddr *)&peer);
+	lgr = lgr__new(net, LGR_ROLE_CLIENT, (struct sockaddr *)&peer);
 	if (!lgr) {
 		*reason = FB_DECL_NO_MEMORY;
 		return NULL;
 	}
-	lgr->deadline_ms = now + p->cfg->fallback.connect_timeout_ms;
+	lgr->deadline_ms = now + net->cfg->fallback.connect_timeout_ms;
 	lgr__hs_start_client(lgr);
 	if (lgr->state == LGR_NEGATIVE) {	/* failed at once */
 		*reason = lgr->neg_reason;
@@ -277,53 +293,51 @@ struct lgr *lgr_for_dest(struct proxy *p, const struct sockaddr *dest,
 static void lgr_release_waiting(struct lgr *lgr, enum fallback_reason reason)
 {
 	while (!list_empty(&lgr->waiting)) {
-		struct flow *f = list_entry(lgr->waiting.next, struct flow, wait_node);
+		struct lgr_waiter *w = list_entry(lgr->waiting.next, struct lgr_waiter, node);
 
-		list_del(&f->wait_node);
-		f->lgr = NULL;
-		flow_lgr_ready(f, reason == FB_NONE ? lgr : NULL, reason);
+		list_del(&w->node);
+		w->ready(w, reason == FB_NONE ? lgr : NULL, reason);
 	}
 }
 
-static void lgr_report(struct lgr *lgr, enum proxy_lgr_event ev, int err)
+static void lgr_report(struct lgr *lgr, enum lgr_event ev, int err)
 {
-	struct proxy *p = lgr->proxy;
+	struct smc_net *net = lgr->net;
 
-	if (p->ops->lgr_event)
-		p->ops->lgr_event(p, ev, lgr, err);
+	net->ops->lgr_event(net, ev, lgr, err);
 }
 
 void lgr__established(struct lgr *lgr)
 {
-	struct proxy *p = lgr->proxy;
+	struct smc_net *net = lgr->net;
 
 	lgr->state = LGR_ACTIVE;
 	lgr__hs_close(lgr);
 	if (lgr->role == LGR_ROLE_CLIENT)
-		p->stats.lgr_handshakes++;
+		net->stats->lgr_handshakes++;
 	else
-		p->stats.lgr_accepted++;
-	lgr_report(lgr, PROXY_LGR_UP, 0);
+		net->stats->lgr_accepted++;
+	lgr_report(lgr, LGR_EV_UP, 0);
 	lgr_release_waiting(lgr, FB_NONE);
 }
 
 void lgr__handshake_failed(struct lgr *lgr, enum fallback_reason reason)
 {
-	struct proxy *p = lgr->proxy;
+	struct smc_net *net = lgr->net;
 
 	lgr_release(lgr);
 	if (lgr->role == LGR_ROLE_SERVER) {
 		lgr->state = LGR_DOWN;
 		list_del(&lgr->node);
-		p->n_lgrs--;
-		proxy__defer(p, &lgr->defer, lgr_reap);
+		net->n_lgrs--;
+		loop_defer(net->core, &lgr->defer, lgr_reap);
 		return;
 	}
 	/* With negative_ttl 0 every flow asks again: no entry is kept. */
 	lgr->state = LGR_NEGATIVE;
 	lgr->neg_reason = reason;
-	lgr->neg_until_ms = uv_now(p->loop) + p->cfg->fallback.negative_ttl_ms;
-	lgr_report(lgr, PROXY_LGR_NO_GROUP, 0);
+	lgr->neg_until_ms = uv_now(net->loop) + net->cfg->fallback.negative_ttl_ms;
+	lgr_report(lgr, LGR_EV_NO_GROUP, 0);
 	lgr_release_waiting(lgr, reason);
 }
 
@@ -338,17 +352,17 @@ void lgr__handshake_failed(struct lgr *lgr, enum fallback_reason reason)
  * own listeners or our control port. dest is unmapped from ::ffff:a.b.c.d
  * first, as the kernel would connect.
  */
-static unsigned lgr_check_dest(struct proxy *p, const struct sockaddr *dest)
+static unsigned lgr_check_dest(struct smc_net *net, const struct sockaddr *dest)
 {
-	const struct cfg *cfg = p->cfg;
+	const struct cfg *cfg = net->cfg;
 
 	if (addr_is_loopback(dest) || addr_is_any(dest))
 		return CLC_DECL_POLICY;
-	if (proxy_check_loop(p, dest))
+	if (net->ops->dest_is_listener(net, dest))
 		return CLC_DECL_POLICY;
 	if (cfg->has_control && addr_port(dest) == addr_port((const struct sockaddr *)&cfg->control.ss))
 		return CLC_DECL_POLICY;
-	if (!proxy__addr_is_local(p, dest))
+	if (!addr_cache_is_local(&net->local_addrs, dest, uv_now(net->loop)))
 		return CLC_DECL_POLICY;
 	return CLC_DECL_NONE;
 }
@@ -356,7 +370,7 @@ static unsigned lgr_check_dest(struct proxy *p, const struct sockaddr *dest)
 void lgr_on_flow_open(struct link *lnk, const struct llc_flow_open *m)
 {
 	struct lgr *lgr = lnk->lgr;
-	struct proxy *p = lgr->proxy;
+	struct smc_net *net = lgr->net;
 	struct sockaddr_storage dest = { 0 };
 	unsigned reason;
 	int err;
@@ -390,13 +404,13 @@ void lgr_on_flow_open(struct link *lnk, const struct llc_flow_open *m)
 		memcpy(&sin6->sin6_addr, m->addr, 16);
 	}
 	addr_unmap_v4(&dest);
-	reason = lgr_check_dest(p, (struct sockaddr *)&dest);
+	reason = lgr_check_dest(net, (struct sockaddr *)&dest);
 	if (reason) {
-		p->stats.dest_refused++;
+		net->stats->dest_refused++;
 		link_post_decline(lnk, m->token, reason);
 		return;
 	}
-	err = flow_accept_peer(p, lnk, m, (struct sockaddr *)&dest);
+	err = net->ops->flow_open(net, lnk, m, (struct sockaddr *)&dest);
 	if (err) {
 		reason = err == -ENOSPC ? CLC_DECL_MAX_FLOWS :
 			 err == -ENOMEM ? CLC_DECL_NO_MEMORY : CLC_DECL_INTERNAL;
@@ -409,7 +423,7 @@ void lgr_on_flow_open(struct link *lnk, const struct llc_flow_open *m)
 
 void lgr_fail(struct lgr *lgr, int err)
 {
-	struct proxy *p = lgr->proxy;
+	struct smc_net *net = lgr->net;
 	unsigned i;
 
 	if (lgr->state == LGR_DOWN || lgr->state == LGR_NEGATIVE)
@@ -420,8 +434,8 @@ void lgr_fail(struct lgr *lgr, int err)
 	}
 	lgr->state = LGR_DOWN;
 	lgr->fail_err = err;
-	p->stats.lgr_failures++;
-	lgr_report(lgr, PROXY_LGR_FAILED, err);
+	net->stats->lgr_failures++;
+	lgr_report(lgr, LGR_EV_FAILED, err);
 	for (i = 0; i < lgr->n_links; i++) {
 		lgr->links[i].state = LINK_DOWN;
 		list_del(&lgr->links[i].kick_node);
@@ -430,21 +444,21 @@ void lgr_fail(struct lgr *lgr, int err)
 		struct conn *c = list_entry(lgr->conn_list.next, struct conn, lgr_node);
 
 		if (c->state != CONN_CLOSED && c->state != CONN_OPENING)
-			p->stats.flows_reset_link++;
+			net->stats->flows_reset_link++;
 		conn_link_down(c);
 		if (lgr->conn_list.next == &c->lgr_node)	/* not released: cannot be */
 			list_del(&c->lgr_node);
 	}
 	lgr_release(lgr);
 	list_del(&lgr->node);
-	p->n_lgrs--;
-	proxy__defer(p, &lgr->defer, lgr_reap);
+	net->n_lgrs--;
+	loop_defer(net->core, &lgr->defer, lgr_reap);
 }
 
 void lgr_link_down(struct link *lnk, int err)
 {
 	struct lgr *lgr = lnk->lgr;
-	struct proxy *p = lgr->proxy;
+	struct smc_net *net = lgr->net;
 	struct list_head *pos, *tmp;
 	struct link *to = NULL;
 	unsigned i, n_decl;
@@ -468,8 +482,8 @@ void lgr_link_down(struct link *lnk, int err)
 		lgr_fail(lgr, err);	/* its flows are reset at once */
 		return;
 	}
-	p->stats.link_failovers++;
-	lgr_report(lgr, PROXY_LINK_FAILOVER, err);
+	net->stats->link_failovers++;
+	lgr_report(lgr, LGR_EV_LINK_FAILOVER, err);
 	/* Declines the dead link still owed go on the survivor. Each was
 	 * counted in declines_sent when it was first posted, and
 	 * link_post_decline() counts again. A failed post fails the group
@@ -479,7 +493,7 @@ void lgr_link_down(struct link *lnk, int err)
 	for (i = 0; i < n_decl; i++) {
 		unsigned reason = lnk->decline_q[i].reason;
 
-		p->stats.declines_sent[reason < CLC_DECL__MAX ? reason : 0]--;
+		net->stats->declines_sent[reason < CLC_DECL__MAX ? reason : 0]--;
 		link_post_decline(to, lnk->decline_q[i].token, reason);
 		if (lgr->state != LGR_ACTIVE)
 			return;
@@ -490,18 +504,18 @@ void lgr_link_down(struct link *lnk, int err)
 
 		if (c->link != lnk)
 			continue;
-		p->stats.flows_moved++;
+		net->stats->flows_moved++;
 		conn_move_link(c, to);
 		if (lgr->state != LGR_ACTIVE)
 			return;	/* the survivor failed meanwhile */
 	}
 }
 
-void lgr_sweep(struct proxy *p, uint64_t now)
+void lgr_sweep(struct smc_net *net, uint64_t now)
 {
 	struct list_head *pos, *tmp;
 
-	list_for_each_safe(pos, tmp, &p->lgrs) {
+	list_for_each_safe(pos, tmp, &net->lgrs) {
 		struct lgr *lgr = list_entry(pos, struct lgr, node);
 
 		switch (lgr->state) {
@@ -513,7 +527,7 @@ void lgr_sweep(struct proxy *p, uint64_t now)
 		case LGR_NEGATIVE:
 			if (now >= lgr->neg_until_ms && list_empty(&lgr->waiting)) {
 				list_del(&lgr->node);
-				p->n_lgrs--;
+				net->n_lgrs--;
 				lgr__free(lgr);
 			}
 			break;
@@ -540,10 +554,10 @@ void lgr_sweep(struct proxy *p, uint64_t now)
 	}
 }
 
-void lgr_close_all(struct proxy *p)
+void lgr_close_all(struct smc_net *net)
 {
-	while (!list_empty(&p->lgrs)) {
-		struct lgr *lgr = list_entry(p->lgrs.next, struct lgr, node);
+	while (!list_empty(&net->lgrs)) {
+		struct lgr *lgr = list_entry(net->lgrs.next, struct lgr, node);
 
 		if (lgr->state == LGR_ACTIVE) {
 			lgr_fail(lgr, -ESHUTDOWN);
@@ -552,7 +566,7 @@ void lgr_close_all(struct proxy *p)
 		lgr_release(lgr);
 		lgr_release_waiting(lgr, FB_NO_LINK);
 		list_del(&lgr->node);
-		p->n_lgrs--;
-		proxy__defer(p, &lgr->defer, lgr_reap);
+		net->n_lgrs--;
+		loop_defer(net->core, &lgr->defer, lgr_reap);
 	}
 }

@@ -14,7 +14,7 @@
 #include "lgr-t.h"
 #include "llc-t.h"
 
-struct proxy;
+struct smc_net;
 struct conn;
 struct flow;
 
@@ -25,7 +25,7 @@ struct flow;
  * expired. Starts a handshake when there is none. NULL with *reason set
  * when the flow must use TCP right away.
  */
-struct lgr *lgr_for_dest(struct proxy *p, const struct sockaddr *dest,
+struct lgr *lgr_for_dest(struct smc_net *net, const struct sockaddr *dest,
 			 size_t pfx_idx, enum fallback_reason *reason);
 
 /* Puts c on the least loaded link that has room: 0, or -ENOSPC. */
@@ -53,21 +53,32 @@ void lgr_link_down(struct link *lnk, int err);
 
 /* Deadlines (handshakes, opening and connecting flows, expired negative
  * entries); called from the proxy's housekeeping timer. */
-void lgr_sweep(struct proxy *p, uint64_t now);
+void lgr_sweep(struct smc_net *net, uint64_t now);
 /* Every link group down, for shutdown. */
-void lgr_close_all(struct proxy *p);
+void lgr_close_all(struct smc_net *net);
 
 /* The control port: listens on cfg->control. */
-int lgr_listen(struct proxy *p, char *errbuf, size_t errlen);
-void lgr_unlisten(struct proxy *p);
+int lgr_listen(struct smc_net *net, char *errbuf, size_t errlen);
+void lgr_unlisten(struct smc_net *net);
 /* Starts or stops taking connections on the control port. */
-void lgr_poll_control(struct proxy *p, bool on);
+void lgr_poll_control(struct smc_net *net, bool on);
+
+/*
+ * The link groups of net one after another, for the stats socket: the one
+ * after prev, the first with NULL, NULL after the last. On net's thread;
+ * nothing may be added or freed between two calls (one event-loop turn).
+ */
+struct lgr *lgr_next(const struct smc_net *net, const struct lgr *prev);
+
+/* The fallback reason of a decline (enum clc_decline); CLC_DECL_NONE is a
+ * link group that failed under an opening flow: no_link. */
+enum fallback_reason fallback_of_decline(unsigned reason);
 
 const char *lgr_state_name(enum lgr_state s);
 const char *lgr_role_name(enum lgr_role r);
 
 /* Private to proxy/: the handshake (lgr_clc.c) and the transports. */
-struct lgr *lgr__new(struct proxy *p, enum lgr_role role, const struct sockaddr *peer);
+struct lgr *lgr__new(struct smc_net *net, enum lgr_role role, const struct sockaddr *peer);
 void lgr__free(struct lgr *lgr);
 /* The handshake or rendezvous finished: 0 brings the group up, else the
  * group fails with reason (client: the parked flows go to TCP). */

@@ -22,8 +22,9 @@
 #include "core/addr.h"
 #include "clc.h"
 #include "core/epset.h"
+#include "core/loop.h"
 #include "lgr.h"
-#include "proxy.h"
+#include "net.h"
 #include "transport/rdma/rdma.h"
 #include "transport/shm/shm.h"
 
@@ -62,7 +63,7 @@ static void hs_send_decline(struct lgr *lgr, unsigned reason)
 {
 	struct clc_msg m = { .hdr.type = CLC_DECLINE, .decline.reason = (uint8_t)reason };
 
-	lgr->proxy->stats.declines_sent[reason]++;
+	lgr->net->stats->declines_sent[reason]++;
 	hs_send(lgr, &m);
 }
 
@@ -82,7 +83,7 @@ static void hs_decline(struct lgr *lgr, unsigned reason)
 
 void lgr__hs_start_client(struct lgr *lgr)
 {
-	struct proxy *p = lgr->proxy;
+	struct smc_net *net = lgr->net;
 	const struct sockaddr *peer = (const struct sockaddr *)&lgr->peer;	/* control port */
 	int one = 1, fd;
 
@@ -90,9 +91,9 @@ void lgr__hs_start_client(struct lgr *lgr)
 	if (fd < 0)
 		goto out_fail;
 	/* Our mark keeps the redirect rule off our own control traffic. */
-	if (p->relay_params.mark)
-		setsockopt(fd, SOL_SOCKET, SO_MARK, &p->relay_params.mark,
-			   sizeof(p->relay_params.mark));
+	if (net->mark)
+		setsockopt(fd, SOL_SOCKET, SO_MARK, &net->mark,
+			   sizeof(net->mark));
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	lgr->hs.fd = fd;
 	lgr->hs.ev.cb = hs_on_event;
@@ -102,7 +103,7 @@ void lgr__hs_start_client(struct lgr *lgr)
 		hs_fail(lgr, FB_PEER_UNREACHABLE);
 		return;
 	}
-	if (epset_add(&p->epset, fd, HS_EVENTS, &lgr->hs.ev) < 0)
+	if (epset_add(&net->core->epset, fd, HS_EVENTS, &lgr->hs.ev) < 0)
 		goto out_fail;
 	return;
 
@@ -112,24 +113,24 @@ out_fail:
 
 static void hs_client_propose(struct lgr *lgr)
 {
-	struct proxy *p = lgr->proxy;
+	struct smc_net *net = lgr->net;
 	struct clc_msg m = { .hdr.type = CLC_PROPOSAL };
 	struct clc_proposal *pr = &m.proposal;
 
-	pr->features = p->psk_len ? CLC_FEAT_PSK : 0;
-	pr->transports = p->lgr_transports;
-	memcpy(pr->host_id, p->host_id, CLC_HOST_ID_LEN);
+	pr->features = net->psk_len ? CLC_FEAT_PSK : 0;
+	pr->transports = net->lgr_transports;
+	memcpy(pr->host_id, net->host_id, CLC_HOST_ID_LEN);
 	if (getrandom(pr->nonce, sizeof(pr->nonce), 0) != sizeof(pr->nonce)) {
 		hs_fail(lgr, FB_DECL_INTERNAL);
 		return;
 	}
-	pr->ring_size = (uint32_t)p->cfg->buffers.ring;
-	pr->links = (uint16_t)p->cfg->links.per_peer;
-	pr->max_flows_per_link = (uint16_t)p->cfg->links.max_flows_per_link;
-	if (p->lgr_transports & CLC_TR_RDMA) {
+	pr->ring_size = (uint32_t)net->cfg->buffers.ring;
+	pr->links = (uint16_t)net->cfg->links.per_peer;
+	pr->max_flows_per_link = (uint16_t)net->cfg->links.max_flows_per_link;
+	if (net->lgr_transports & CLC_TR_RDMA) {
 		struct rdma_tlv ra;
 
-		rdma_local_addr(p, &ra);
+		rdma_local_addr(net, &ra);
 		rdma_tlv_encode(&ra, pr->rdma_addr);
 		pr->rdma_addr_len = RDMA_TLV_LEN;
 	}
@@ -143,7 +144,7 @@ static void hs_client_propose(struct lgr *lgr)
 
 static void hs_client_on_accept(struct lgr *lgr, const struct clc_accept *a)
 {
-	struct proxy *p = lgr->proxy;
+	struct smc_net *net = lgr->net;
 	const struct clc_proposal *pr = &lgr->hs.prop;
 	struct clc_msg m = { .hdr.type = CLC_CONFIRM };
 	uint8_t mac[CLC_MAC_LEN];
@@ -156,23 +157,23 @@ static void hs_client_on_accept(struct lgr *lgr, const struct clc_accept *a)
 	    (a->transport == CLC_TR_SHM && !a->shm_name_len) ||
 	    (a->transport == CLC_TR_RDMA &&
 	     rdma_tlv_decode(a->rdma_addr, a->rdma_addr_len, &ra))) {
-		p->stats.bad_messages++;
+		net->stats->bad_messages++;
 		hs_decline(lgr, CLC_DECL_INTERNAL);
 		return;
 	}
-	if (!!p->psk_len != !!(a->features & CLC_FEAT_PSK)) {
-		p->stats.auth_failures++;
+	if (!!net->psk_len != !!(a->features & CLC_FEAT_PSK)) {
+		net->stats->auth_failures++;
 		hs_decline(lgr, CLC_DECL_POLICY);
 		return;
 	}
-	if (p->psk_len) {
-		if (clc_mac_accept(p->psk, p->psk_len, pr, a, mac) ||
+	if (net->psk_len) {
+		if (clc_mac_accept(net->psk, net->psk_len, pr, a, mac) ||
 		    !clc_mac_equal(mac, a->mac)) {
-			p->stats.auth_failures++;
+			net->stats->auth_failures++;
 			hs_decline(lgr, CLC_DECL_POLICY);
 			return;
 		}
-		if (clc_mac_confirm(p->psk, p->psk_len, pr, a, m.confirm.mac)) {
+		if (clc_mac_confirm(net->psk, net->psk_len, pr, a, m.confirm.mac)) {
 			hs_decline(lgr, CLC_DECL_INTERNAL);
 			return;
 		}
@@ -216,16 +217,16 @@ static void hs_client_on_ready(struct lgr *lgr)
 static unsigned hs_server_pick(struct lgr *lgr, const struct clc_proposal *pr,
 			       uint8_t *transport)
 {
-	struct proxy *p = lgr->proxy;
+	struct smc_net *net = lgr->net;
 
 	struct rdma_tlv ra;
 
-	if ((pr->transports & CLC_TR_SHM) && (p->lgr_transports & CLC_TR_SHM) &&
-	    memcmp(pr->host_id, p->host_id, CLC_HOST_ID_LEN) == 0) {
+	if ((pr->transports & CLC_TR_SHM) && (net->lgr_transports & CLC_TR_SHM) &&
+	    memcmp(pr->host_id, net->host_id, CLC_HOST_ID_LEN) == 0) {
 		*transport = CLC_TR_SHM;
 		return CLC_DECL_NONE;
 	}
-	if ((pr->transports & CLC_TR_RDMA) && (p->lgr_transports & CLC_TR_RDMA) &&
+	if ((pr->transports & CLC_TR_RDMA) && (net->lgr_transports & CLC_TR_RDMA) &&
 	    !rdma_tlv_decode(pr->rdma_addr, pr->rdma_addr_len, &ra)) {
 		*transport = CLC_TR_RDMA;
 		return CLC_DECL_NONE;
@@ -235,14 +236,14 @@ static unsigned hs_server_pick(struct lgr *lgr, const struct clc_proposal *pr,
 
 static void hs_server_on_proposal(struct lgr *lgr, const struct clc_proposal *pr)
 {
-	struct proxy *p = lgr->proxy;
+	struct smc_net *net = lgr->net;
 	struct clc_msg m = { .hdr.type = CLC_ACCEPT };
 	struct clc_accept *a = &m.accept;
 	unsigned reason, links, flows;
 	int err;
 
-	if (!!p->psk_len != !!(pr->features & CLC_FEAT_PSK)) {
-		p->stats.auth_failures++;
+	if (!!net->psk_len != !!(pr->features & CLC_FEAT_PSK)) {
+		net->stats->auth_failures++;
 		hs_decline(lgr, CLC_DECL_POLICY);
 		return;
 	}
@@ -251,11 +252,11 @@ static void hs_server_on_proposal(struct lgr *lgr, const struct clc_proposal *pr
 		hs_decline(lgr, reason);
 		return;
 	}
-	links = pr->links < p->cfg->links.per_peer ? pr->links : p->cfg->links.per_peer;
-	flows = pr->max_flows_per_link < p->cfg->links.max_flows_per_link ?
-		pr->max_flows_per_link : p->cfg->links.max_flows_per_link;
+	links = pr->links < net->cfg->links.per_peer ? pr->links : net->cfg->links.per_peer;
+	flows = pr->max_flows_per_link < net->cfg->links.max_flows_per_link ?
+		pr->max_flows_per_link : net->cfg->links.max_flows_per_link;
 	lgr->hs.prop = *pr;
-	lgr->ring_size = (uint32_t)p->cfg->buffers.ring;
+	lgr->ring_size = (uint32_t)net->cfg->buffers.ring;
 	memcpy(lgr->peer_host_id, pr->host_id, CLC_HOST_ID_LEN);
 	if (lgr__setup_links(lgr, links, flows)) {
 		hs_decline(lgr, CLC_DECL_NO_MEMORY);
@@ -267,8 +268,8 @@ static void hs_server_on_proposal(struct lgr *lgr, const struct clc_proposal *pr
 			   CLC_DECL_INTERNAL);
 		return;
 	}
-	a->features = p->psk_len ? CLC_FEAT_PSK : 0;
-	memcpy(a->host_id, p->host_id, CLC_HOST_ID_LEN);
+	a->features = net->psk_len ? CLC_FEAT_PSK : 0;
+	memcpy(a->host_id, net->host_id, CLC_HOST_ID_LEN);
 	if (getrandom(a->nonce, sizeof(a->nonce), 0) != sizeof(a->nonce)) {
 		hs_decline(lgr, CLC_DECL_INTERNAL);
 		return;
@@ -278,16 +279,16 @@ static void hs_server_on_proposal(struct lgr *lgr, const struct clc_proposal *pr
 	a->max_flows_per_link = (uint16_t)flows;
 	memcpy(a->lgr_id, lgr->id, CLC_LGR_ID_LEN);
 	if (a->transport == CLC_TR_SHM) {
-		a->shm_name_len = (uint8_t)strlen(p->shm_name);
-		memcpy(a->shm_name, p->shm_name, a->shm_name_len + 1);
+		a->shm_name_len = (uint8_t)strlen(net->shm_name);
+		memcpy(a->shm_name, net->shm_name, a->shm_name_len + 1);
 	} else {
 		struct rdma_tlv ra;
 
-		rdma_local_addr(p, &ra);
+		rdma_local_addr(net, &ra);
 		rdma_tlv_encode(&ra, a->rdma_addr);
 		a->rdma_addr_len = RDMA_TLV_LEN;
 	}
-	if (p->psk_len && clc_mac_accept(p->psk, p->psk_len, pr, a, a->mac)) {
+	if (net->psk_len && clc_mac_accept(net->psk, net->psk_len, pr, a, a->mac)) {
 		hs_decline(lgr, CLC_DECL_INTERNAL);
 		return;
 	}
@@ -301,14 +302,14 @@ static void hs_server_on_proposal(struct lgr *lgr, const struct clc_proposal *pr
 
 static void hs_server_on_confirm(struct lgr *lgr, const struct clc_confirm *cf)
 {
-	struct proxy *p = lgr->proxy;
+	struct smc_net *net = lgr->net;
 	struct clc_msg m = { .hdr.type = CLC_CONFIRM };
 	uint8_t mac[CLC_MAC_LEN];
 
-	if (p->psk_len &&
-	    (clc_mac_confirm(p->psk, p->psk_len, &lgr->hs.prop, &lgr->hs.acc, mac) ||
+	if (net->psk_len &&
+	    (clc_mac_confirm(net->psk, net->psk_len, &lgr->hs.prop, &lgr->hs.acc, mac) ||
 	     !clc_mac_equal(mac, cf->mac))) {
-		p->stats.auth_failures++;
+		net->stats->auth_failures++;
 		hs_decline(lgr, CLC_DECL_POLICY);
 		return;
 	}
@@ -323,7 +324,7 @@ static void hs_server_on_confirm(struct lgr *lgr, const struct clc_confirm *cf)
 
 static void hs_on_msg(struct lgr *lgr, const uint8_t *buf, size_t len)
 {
-	struct proxy *p = lgr->proxy;
+	struct smc_net *net = lgr->net;
 	struct clc_msg m;
 	int err = clc_decode(buf, len, &m);
 
@@ -332,12 +333,12 @@ static void hs_on_msg(struct lgr *lgr, const uint8_t *buf, size_t len)
 		return;
 	}
 	if (err) {
-		p->stats.bad_messages++;
+		net->stats->bad_messages++;
 		hs_decline(lgr, CLC_DECL_INTERNAL);
 		return;
 	}
 	if (m.hdr.type == CLC_DECLINE) {
-		p->stats.declines_received[m.decline.reason]++;
+		net->stats->declines_received[m.decline.reason]++;
 		hs_fail(lgr, fallback_of_decline(m.decline.reason));
 		return;
 	}
@@ -369,7 +370,7 @@ static void hs_on_msg(struct lgr *lgr, const uint8_t *buf, size_t len)
 	default:
 		break;
 	}
-	p->stats.bad_messages++;
+	net->stats->bad_messages++;
 	hs_decline(lgr, CLC_DECL_INTERNAL);
 }
 
@@ -402,7 +403,7 @@ static void hs_read(struct lgr *lgr)
 			if (err == -EAGAIN || (!err && hdr.length > hs->have))
 				break;
 			if (err) {
-				lgr->proxy->stats.bad_messages++;
+				lgr->net->stats->bad_messages++;
 				hs_decline(lgr, CLC_DECL_INTERNAL);
 				return;
 			}
@@ -445,19 +446,19 @@ static void hs_on_event(struct epset_entry *e, uint32_t events)
 /* ------------------------------------------------------------------ */
 /* The control port. */
 
-static bool hs_peer_allowed(const struct proxy *p, const struct sockaddr *sa)
+static bool hs_peer_allowed(const struct smc_net *net, const struct sockaddr *sa)
 {
 	size_t i;
 
-	for (i = 0; i < p->cfg->n_peers; i++)
-		if (addr_in_prefix(sa, &p->cfg->peers[i].prefix))
+	for (i = 0; i < net->cfg->n_peers; i++)
+		if (addr_in_prefix(sa, &net->cfg->peers[i].prefix))
 			return true;
 	return false;
 }
 
 static void hs_on_control(uv_poll_t *h, int status, int events)
 {
-	struct proxy *p = h->data;
+	struct smc_net *net = h->data;
 	struct sockaddr_storage ss;
 	socklen_t len;
 	struct lgr *lgr;
@@ -465,32 +466,32 @@ static void hs_on_control(uv_poll_t *h, int status, int events)
 
 	for (;;) {
 		len = sizeof(ss);
-		fd = accept4(p->control_fd, (struct sockaddr *)&ss, &len,
+		fd = accept4(net->control_fd, (struct sockaddr *)&ss, &len,
 			     SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			/* The poll is level-triggered: a connection we cannot
 			 * take would wake us at once, again and again. */
 			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
 			    errno == ENOMEM)
-				proxy__pause_accepting(p, -errno);
+				net->ops->exhausted(net, -errno);
 			return;
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		addr_unmap_v4(&ss);
-		if (!hs_peer_allowed(p, (struct sockaddr *)&ss)) {
+		if (!hs_peer_allowed(net, (struct sockaddr *)&ss)) {
 			struct clc_msg m = { .hdr.type = CLC_DECLINE,
 					     .decline.reason = CLC_DECL_POLICY };
 			uint8_t buf[CLC_MSG_MAX];
 			int n = clc_encode(&m, buf, sizeof(buf));
 
-			p->stats.proposals_refused++;
-			p->stats.declines_sent[CLC_DECL_POLICY]++;
+			net->stats->proposals_refused++;
+			net->stats->declines_sent[CLC_DECL_POLICY]++;
 			if (n > 0)
 				send(fd, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
 			close(fd);
 			continue;
 		}
-		lgr = lgr__new(p, LGR_ROLE_SERVER, (struct sockaddr *)&ss);
+		lgr = lgr__new(net, LGR_ROLE_SERVER, (struct sockaddr *)&ss);
 		if (!lgr) {
 			close(fd);
 			continue;
@@ -498,15 +499,15 @@ static void hs_on_control(uv_poll_t *h, int status, int events)
 		lgr->hs.fd = fd;
 		lgr->hs.ev.cb = hs_on_event;
 		lgr->hs.step = HS_WAIT_PROPOSAL;
-		lgr->deadline_ms = uv_now(p->loop) + p->cfg->fallback.connect_timeout_ms;
-		if (epset_add(&p->epset, fd, HS_EVENTS, &lgr->hs.ev) < 0)
+		lgr->deadline_ms = uv_now(net->loop) + net->cfg->fallback.connect_timeout_ms;
+		if (epset_add(&net->core->epset, fd, HS_EVENTS, &lgr->hs.ev) < 0)
 			lgr__handshake_failed(lgr, FB_DECL_INTERNAL);
 	}
 }
 
-int lgr_listen(struct proxy *p, char *errbuf, size_t errlen)
+int lgr_listen(struct smc_net *net, char *errbuf, size_t errlen)
 {
-	const struct cfg_addr *a = &p->cfg->control;
+	const struct cfg_addr *a = &net->cfg->control;
 	char s[ADDR_STRLEN];
 	int one = 1, fd, err;
 
@@ -516,7 +517,7 @@ int lgr_listen(struct proxy *p, char *errbuf, size_t errlen)
 		goto out_err;
 	}
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (p->reuseport)
+	if (net->reuseport)
 		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
 	/* One control address serves both families only as "[::]:port":
 	 * leave that one dual-stack (v4 peers then come as ::ffff:a.b.c.d,
@@ -532,13 +533,13 @@ int lgr_listen(struct proxy *p, char *errbuf, size_t errlen)
 		close(fd);
 		goto out_err;
 	}
-	err = uv_poll_init_socket(p->loop, &p->control_poll, fd);
+	err = uv_poll_init_socket(net->loop, &net->control_poll, fd);
 	if (err) {
 		close(fd);
 		goto out_err;
 	}
-	p->control_fd = fd;
-	p->control_poll.data = p;
+	net->control_fd = fd;
+	net->control_poll.data = net;
 	return 0;	/* polled from proxy_start(), with the redirect listeners */
 
 out_err:
@@ -547,22 +548,21 @@ out_err:
 	return err;
 }
 
-void lgr_poll_control(struct proxy *p, bool on)
+void lgr_poll_control(struct smc_net *net, bool on)
 {
-	if (p->control_fd < 0)
+	if (net->control_fd < 0)
 		return;
 	if (on)
-		uv_poll_start(&p->control_poll, UV_READABLE, hs_on_control);
+		uv_poll_start(&net->control_poll, UV_READABLE, hs_on_control);
 	else
-		uv_poll_stop(&p->control_poll);
+		uv_poll_stop(&net->control_poll);
 }
 
-void lgr_unlisten(struct proxy *p)
+void lgr_unlisten(struct smc_net *net)
 {
-	if (p->control_fd < 0)
+	if (net->control_fd < 0)
 		return;
-	p->open_handles++;
-	uv_close((uv_handle_t *)&p->control_poll, proxy__on_handle_closed);
-	close(p->control_fd);
-	p->control_fd = -1;
+	loop_close_handle(net->core, (uv_handle_t *)&net->control_poll);
+	close(net->control_fd);
+	net->control_fd = -1;
 }

@@ -13,7 +13,7 @@
 #include "lgr.h"
 #include "link.h"
 #include "llc.h"
-#include "proxy.h"
+#include "net.h"
 
 void link_init(struct link *lnk, struct lgr *lgr, unsigned idx)
 {
@@ -35,7 +35,7 @@ static int link_post(struct link *lnk, const uint8_t msg[LINK_MSG_LEN])
 	lnk->msgs_tx++;
 	if (!lnk->kick) {
 		lnk->kick = true;
-		proxy__kick_link(lgr->proxy, lnk);
+		smc_net__kick_link(lgr->net, lnk);
 	}
 	return 0;
 }
@@ -74,7 +74,7 @@ static void link_want_progress(struct link *lnk)
 	lnk->lgr->ops->want_progress(lnk);
 	/* A completion that came between our check and the request would
 	 * not be reported: the end of the batch looks once more. */
-	proxy__kick_link(lnk->lgr->proxy, lnk);
+	smc_net__kick_link(lnk->lgr->net, lnk);
 }
 
 void link_conn_work(struct conn *c, unsigned work)
@@ -110,7 +110,7 @@ void link_post_decline(struct link *lnk, uint32_t token, unsigned reason)
 	struct llc_msg m = { .type = LLC_FLOW_DECLINE };
 	uint8_t msg[LINK_MSG_LEN];
 
-	lgr->proxy->stats.declines_sent[reason < CLC_DECL__MAX ? reason : 0]++;
+	lgr->net->stats->declines_sent[reason < CLC_DECL__MAX ? reason : 0]++;
 	if (list_empty(&lnk->tx_wait) && !lnk->n_decline_q && lgr->ops->tx_room(lnk)) {
 		m.decline.token = token;
 		m.decline.reason = (uint8_t)reason;
@@ -269,7 +269,7 @@ void link_flush(struct link *lnk)
 void link_rx(struct link *lnk, const uint8_t *msg, size_t len)
 {
 	struct lgr *lgr = lnk->lgr;
-	struct proxy_stats *st = &lgr->proxy->stats;
+	struct proxy_stats *st = lgr->net->stats;
 	struct conn *c;
 
 	lnk->msgs_rx++;

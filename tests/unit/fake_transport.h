@@ -48,7 +48,8 @@
 #include "smc/lgr.h"
 #include "smc/link.h"
 #include "smc/llc.h"
-#include "proxy-t.h"
+#include "core/loop.h"
+#include "smc/net.h"
 #include "smc/rmb.h"
 #include "smc/transport-t.h"
 
@@ -309,7 +310,9 @@ struct wflow {
 struct world {
 	uv_loop_t loop;
 	struct cfg cfg;
-	struct proxy p;
+	struct loop core;
+	struct proxy_stats stats;
+	struct smc_net net;
 	struct lgr *lgr;
 	struct link *lnk;		/* links[0] */
 	struct fake fake;		/* link 0's; also the link group's */
@@ -319,7 +322,7 @@ struct world {
 	uint32_t region_size;
 	struct wflow flows[WORLD_FLOWS];
 	/* proxy_ops.lgr_event: how often each event came, the last err. */
-	unsigned lgr_events[PROXY_LINK_FAILOVER + 1];
+	unsigned lgr_events[LGR_EV_LINK_FAILOVER + 1];
 	int lgr_event_err;
 };
 
@@ -350,47 +353,57 @@ static void world_conn_closed(struct conn *c)
 	wflow_of(c)->closed++;
 }
 
-static void world_lgr_event(struct proxy *p, enum proxy_lgr_event ev,
+static void world_lgr_event(struct smc_net *net, enum lgr_event ev,
 			    const struct lgr *lgr, int err)
 {
-	struct world *w = (struct world *)((char *)p - offsetof(struct world, p));
+	struct world *w = (struct world *)((char *)net - offsetof(struct world, net));
 
-	if ((unsigned)ev <= PROXY_LINK_FAILOVER)
+	if ((unsigned)ev <= LGR_EV_LINK_FAILOVER)
 		w->lgr_events[ev]++;
 	w->lgr_event_err = err;
 }
 
-/* The flows here are bare conns: no proxy event reaches a flow. */
-static const struct proxy_ops world_proxy_ops = { .lgr_event = world_lgr_event };
+/* The flows here are bare conns: a peer's FLOW_OPEN finds no flow layer
+ * (declined internal), and no destination is a listener. */
+static int world_flow_open(struct smc_net *net, struct link *lnk,
+			   const struct llc_flow_open *m, const struct sockaddr *dest)
+{
+	return -EPERM;
+}
+
+static bool world_dest_is_listener(struct smc_net *net, const struct sockaddr *dest)
+{
+	return false;
+}
+
+static void world_exhausted(struct smc_net *net, int err)
+{
+}
+
+static const struct smc_net_ops world_net_ops = {
+	.flow_open = world_flow_open,
+	.dest_is_listener = world_dest_is_listener,
+	.exhausted = world_exhausted,
+	.lgr_event = world_lgr_event,
+};
 
 static const struct conn_ops world_conn_ops = {
 	.ended = world_conn_ended,
 	.closed = world_conn_closed,
 };
 
-/* What proxy.c does at the end of every batch of events: ring the
- * doorbells of links that posted, then free what the batch let go of. */
+/* What the loop does at the end of every batch of events: ring the
+ * doorbells of links that posted (the SMC layer's hook), then free what
+ * the batch let go of. */
 static inline void world_batch_end(struct world *w)
 {
-	while (!list_empty(&w->p.kick_links)) {
-		struct link *lnk = list_entry(w->p.kick_links.next, struct link, kick_node);
-
-		list_del(&lnk->kick_node);
-		link_flush(lnk);
-	}
-	while (!list_empty(&w->p.grave)) {
-		struct proxy_defer *d = list_entry(w->p.grave.next, struct proxy_defer, node);
+	smc_net__flush(&w->net);
+	while (loop_has_deferred(&w->core)) {
+		struct loop_defer *d = list_entry(w->core.grave.next, struct loop_defer, node);
 
 		list_del(&d->node);
 		d->fn(d);
 	}
-}
-
-static void world_on_epset_batch(struct epset *s)
-{
-	struct proxy *p = (struct proxy *)((char *)s - offsetof(struct proxy, epset));
-
-	world_batch_end((struct world *)((char *)p - offsetof(struct world, p)));
 }
 
 /*
@@ -413,19 +426,17 @@ static inline struct world *world_new_links(uint32_t rx_ring, uint32_t region,
 	assert_int_equal(uv_loop_init(&w->loop), 0);
 	w->cfg.fallback.connect_timeout_ms = 5000;
 
-	w->p.loop = &w->loop;
-	w->p.cfg = &w->cfg;
-	w->p.ops = &world_proxy_ops;
-	w->p.control_fd = w->p.shm_fd = -1;
-	list_init(&w->p.flows);
-	list_init(&w->p.lgrs);
-	list_init(&w->p.shm_rvs);
-	list_init(&w->p.kick_links);
-	list_init(&w->p.grave);
-	w->p.cork = (struct cork_params){ .enabled = true, .max_bytes = cork_max };
-	w->p.rmb_budget.limit = region;
-	assert_int_equal(epset_init(&w->p.epset, &w->loop), 0);
-	w->p.epset.batch_end = world_on_epset_batch;
+	/* The SMC layer as smc_net_init() leaves it, without a control port
+	 * or a transport of its own: the fake is the transport. */
+	assert_int_equal(loop_init(&w->core, &w->loop), 0);
+	w->net = (struct smc_net){ .loop = &w->loop, .core = &w->core, .cfg = &w->cfg,
+				   .ops = &world_net_ops, .stats = &w->stats,
+				   .control_fd = -1, .shm_fd = -1 };
+	list_init(&w->net.lgrs);
+	list_init(&w->net.shm_rvs);
+	list_init(&w->net.kick_links);
+	w->net.cork = (struct cork_params){ .enabled = true, .max_bytes = cork_max };
+	w->net.rmb_budget.limit = region;
 
 	w->fake.room = 64;
 	w->fake.peer = calloc(1, FAKE_PEER_SIZE);
@@ -441,7 +452,7 @@ static inline struct world *world_new_links(uint32_t rx_ring, uint32_t region,
 	/* The link group as the handshake and the rendezvous leave it. */
 	lgr = calloc(1, sizeof(*lgr));
 	assert_non_null(lgr);
-	lgr->proxy = &w->p;
+	lgr->net = &w->net;
 	lgr->role = LGR_ROLE_CLIENT;
 	lgr->state = LGR_ACTIVE;
 	lgr->hs.fd = -1;
@@ -449,14 +460,14 @@ static inline struct world *world_new_links(uint32_t rx_ring, uint32_t region,
 	list_init(&lgr->waiting);
 	list_init(&lgr->conn_list);
 	list_init(&lgr->connecting);
-	list_add_tail(&lgr->node, &w->p.lgrs);
-	w->p.n_lgrs++;
+	list_add_tail(&lgr->node, &w->net.lgrs);
+	w->net.n_lgrs++;
 	lgr->ops = links > 1 ? &fake_failover_ops : &fake_ops;
 	lgr->tp = &w->fake;
 	lgr->ring_size = rx_ring;
 	lgr->region = w->region;
 	lgr->region_size = region;
-	rmb_pool_init(&lgr->rmbs, 0, region, &w->p.rmb_budget);
+	rmb_pool_init(&lgr->rmbs, 0, region, &w->net.rmb_budget);
 	assert_int_equal(lgr__setup_links(lgr, links, 16), 0);
 	for (i = 0; i < links; i++)
 		lgr->links[i].tp = world_fake(w, i);
@@ -683,7 +694,7 @@ static inline void world_free(struct world *w)
 		lgr_fail(w->lgr, -ESHUTDOWN);
 		world_batch_end(w);
 	}
-	assert_int_equal(w->p.rmb_budget.used, 0);
+	assert_int_equal(w->net.rmb_budget.used, 0);
 	for (i = 0; i < WORLD_FLOWS; i++) {
 		if (w->flows[i].c.lgr)
 			assert_int_equal(w->flows[i].closed, 1);
@@ -694,7 +705,7 @@ static inline void world_free(struct world *w)
 	}
 	for (i = 0; i < w->n_links; i++)
 		assert_int_equal(world_fake(w, i)->bad_calls, 0);
-	epset_close(&w->p.epset, NULL);
+	loop_discard(&w->core);
 	uv_run(&w->loop, UV_RUN_NOWAIT);
 	assert_int_equal(uv_loop_close(&w->loop), 0);
 	free(w->region);

@@ -156,9 +156,9 @@ static void test_delivery_across_wrap(void **state)
 	assert_true(cursor_equal(f->c.rx_cons, f->peer_prod));
 	assert_true(f->c.rx_cons.wrap >= total / RING - 1);
 	assert_int_equal(f->c.bytes_rx, total);
-	assert_int_equal(w->p.stats.bytes_out, total);	/* the opener's side: toward the client */
-	assert_int_equal(w->p.stats.window_updates, updates);
-	assert_int_equal(w->p.stats.bad_messages, 0);
+	assert_int_equal(w->stats.bytes_out, total);	/* the opener's side: toward the client */
+	assert_int_equal(w->stats.window_updates, updates);
+	assert_int_equal(w->stats.bad_messages, 0);
 	free(data);
 	free(got);
 }
@@ -176,13 +176,13 @@ static void test_window_update_threshold(void **state)
 	world_peer_cdc(w, f, 0, 0);
 	app_read_exact(w, f, buf, RING / 10 - 1);
 	assert_int_equal(w->fake.n_msgs, 0);
-	assert_int_equal(w->p.stats.window_updates, 0);
+	assert_int_equal(w->stats.window_updates, 0);
 
 	world_peer_write(w, f, data, 1);
 	world_peer_cdc(w, f, 0, 0);
 	app_read_exact(w, f, buf, 1);
 	assert_int_equal(w->fake.n_msgs, 1);
-	assert_int_equal(w->p.stats.window_updates, 1);
+	assert_int_equal(w->stats.window_updates, 1);
 	m = world_cdc(w, 0);
 	assert_int_equal(m.token, PEER_TOKEN);
 	assert_int_equal(m.cons.wrap, 0);
@@ -200,7 +200,7 @@ static void test_window_update_threshold(void **state)
 	app_read_exact(w, f, buf, 1);
 	assert_int_equal(w->fake.n_msgs, 2);
 	assert_int_equal(world_cdc(w, 1).cons.count, 2 * (RING / 10));
-	assert_int_equal(w->p.stats.window_updates, 2);
+	assert_int_equal(w->stats.window_updates, 2);
 	free(data);
 }
 
@@ -232,8 +232,8 @@ static void test_full_ring_accepted(void **state)
 	world_peer_cdc(w, f, 0, 0);
 	app_read_exact(w, f, got, RING);
 	assert_memory_equal(got, data, RING);
-	assert_int_equal(w->p.stats.ring_full_local, 1);
-	assert_int_equal(w->p.stats.bad_messages, 0);
+	assert_int_equal(w->stats.ring_full_local, 1);
+	assert_int_equal(w->stats.bad_messages, 0);
 	assert_int_equal(f->c.state, CONN_ACTIVE);
 	free(data);
 	free(got);
@@ -262,7 +262,7 @@ static void test_stale_cursor_ignored(void **state)
 	assert_false(eof);
 	assert_true(cursor_equal(f->c.rx_prod, now));
 	assert_int_equal(f->c.state, CONN_ACTIVE);
-	assert_int_equal(w->p.stats.bad_messages, 0);
+	assert_int_equal(w->stats.bad_messages, 0);
 
 	/* And the stream goes on from where it was. */
 	f->peer_prod = now;
@@ -299,7 +299,7 @@ static void assert_reset_by_protocol(struct world *w, struct wflow *f)
 {
 	struct cdc_msg m;
 
-	assert_int_equal(w->p.stats.bad_messages, 1);
+	assert_int_equal(w->stats.bad_messages, 1);
 	assert_int_equal(f->ended, CONN_END_PROTOCOL + 1);
 	assert_int_equal(f->c.state, CONN_CLOSED);
 	assert_app_reset(f);
@@ -314,7 +314,7 @@ static void assert_reset_by_protocol(struct world *w, struct wflow *f)
 	assert_int_equal(f->closed, 1);
 	assert_int_equal(w->lgr->rmbs.n_used, 0);
 	assert_int_equal(w->lgr->n_conns, 0);
-	assert_int_equal(w->p.stats.bad_messages, 1);
+	assert_int_equal(w->stats.bad_messages, 1);
 }
 
 /* A producer count that is not below the ring size. */
@@ -364,7 +364,7 @@ static void test_data_after_fin_resets(void **state)
 	assert_true(eof);
 	world_peer_write(w, f, (const uint8_t *)"x", 1);
 	world_peer_cdc(w, f, 0, 0);
-	assert_int_equal(w->p.stats.bad_messages, 1);
+	assert_int_equal(w->stats.bad_messages, 1);
 	assert_int_equal(f->ended, CONN_END_PROTOCOL + 1);
 	assert_true(world_cdc(w, w->fake.n_msgs - 1).conn_flags & CDC_CF_ABORT);
 }
@@ -440,7 +440,7 @@ static void test_peer_abort(void **state)
 	assert_int_equal(f->closed, 1);
 	assert_null(lgr_conn_find(w->lgr, token));
 	assert_int_equal(w->lgr->rmbs.n_used, 0);
-	assert_int_equal(w->p.stats.bad_messages, 0);
+	assert_int_equal(w->stats.bad_messages, 0);
 }
 
 /* The same with the send queue full: the CLOSED waits for room, and the
@@ -472,7 +472,7 @@ static void test_peer_closed_early_resets(void **state)
 
 	world_peer_cdc(w, f, 0, CDC_CF_CLOSED);
 	assert_int_equal(f->ended, CONN_END_PROTOCOL + 1);
-	assert_int_equal(w->p.stats.bad_messages, 1);
+	assert_int_equal(w->stats.bad_messages, 1);
 	assert_app_reset(f);
 	assert_true(world_cdc(w, 0).conn_flags & CDC_CF_ABORT);
 	/* The peer already let go: nothing to wait for. */
@@ -499,7 +499,7 @@ static void test_full_peer_ring_stops_reading(void **state)
 	assert_true(world_run_until(w, f->c.bytes_tx == RING));
 	world_settle(w);
 	assert_int_equal(f->c.bytes_tx, RING);
-	assert_int_equal(w->p.stats.ring_full_remote, 1);
+	assert_int_equal(w->stats.ring_full_remote, 1);
 	assert_true(f->c.in_pending);
 	m = world_cdc(w, w->fake.n_msgs - 1);
 	assert_int_equal(m.prod.wrap, 1);
@@ -520,7 +520,7 @@ static void test_full_peer_ring_stops_reading(void **state)
 	assert_true(world_run_until(w, f->c.bytes_tx == total));
 	assert_false(f->c.in_pending);
 	assert_false(f->c.write_blocked);
-	assert_int_equal(w->p.stats.ring_full_remote, 1);
+	assert_int_equal(w->stats.ring_full_remote, 1);
 	m = world_cdc(w, w->fake.n_msgs - 1);
 	assert_int_equal(m.prod.wrap, 1);
 	assert_int_equal(m.prod.count, 5000);
@@ -699,8 +699,8 @@ static void test_post_failure_fails_link_group(void **state)
 	assert_app_reset(b);
 	assert_int_equal(a->closed, 1);
 	assert_int_equal(b->closed, 1);
-	assert_int_equal(w->p.stats.lgr_failures, 1);
-	assert_int_equal(w->p.rmb_budget.used, 0);
+	assert_int_equal(w->stats.lgr_failures, 1);
+	assert_int_equal(w->net.rmb_budget.used, 0);
 }
 
 /*
@@ -724,7 +724,7 @@ static void test_write_failure_not_announced(void **state)
 	world_settle(w);
 	for (i = 0; i < w->fake.n_msgs; i++)
 		assert_int_equal(world_cdc(w, i).prod.count, 0);
-	if (w->p.stats.lgr_failures)
+	if (w->stats.lgr_failures)
 		w->lgr = NULL;		/* freed: the fix may fail the group */
 	assert_int_not_equal(f->ended, 0);
 }
@@ -754,8 +754,8 @@ static void test_link_rx_token(void **state)
 	link_rx(w->lnk, msg, sizeof(msg));
 	world_batch_end(w);
 	assert_int_equal(f->c.state, CONN_ACTIVE);
-	assert_int_equal(w->p.stats.bad_messages, 0);
-	assert_int_equal(w->p.stats.cdc_received, 1);
+	assert_int_equal(w->stats.bad_messages, 0);
+	assert_int_equal(w->stats.cdc_received, 1);
 }
 
 /* The link group fails: RST to the application, the owner told, the
@@ -771,9 +771,9 @@ static void test_link_group_failure(void **state)
 	assert_int_equal(f->ended, CONN_END_LINK_DOWN + 1);
 	assert_app_reset(f);
 	assert_int_equal(f->closed, 1);
-	assert_int_equal(w->p.stats.lgr_failures, 1);
-	assert_int_equal(w->p.stats.flows_reset_link, 1);
-	assert_int_equal(w->p.rmb_budget.used, 0);
+	assert_int_equal(w->stats.lgr_failures, 1);
+	assert_int_equal(w->stats.flows_reset_link, 1);
+	assert_int_equal(w->net.rmb_budget.used, 0);
 }
 
 /*
@@ -797,7 +797,7 @@ static void test_open_timeout_falls_back(void **state)
 	conn_on_deadline(&f->c);
 	assert_int_equal(f->ended, CONN_END_DECLINED + 1);
 	assert_int_equal(w->lgr->state, LGR_ACTIVE);
-	assert_int_equal(w->p.stats.lgr_failures, 0);
+	assert_int_equal(w->stats.lgr_failures, 0);
 	assert_int_equal(f->closed, 0);		/* the ring waits */
 
 	a.token = token;
@@ -826,11 +826,11 @@ static void test_open_unanswered_fails_group(void **state)
 	assert_true(f->c.deadline_ms > uv_now(&w->loop));
 	list_del(&f->c.wait_node);
 	conn_on_deadline(&f->c);
-	assert_int_equal(w->p.stats.lgr_failures, 1);
+	assert_int_equal(w->stats.lgr_failures, 1);
 	w->lgr = NULL;			/* freed at the end of the batch */
 	world_batch_end(w);
 	assert_int_equal(f->closed, 1);
-	assert_int_equal(w->p.rmb_budget.used, 0);
+	assert_int_equal(w->net.rmb_budget.used, 0);
 }
 
 int main(void)

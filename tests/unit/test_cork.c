@@ -20,7 +20,7 @@
 
 #include "smc/cork.h"
 #include "fake_transport.h"
-#include "proxy.h"
+#include "smc/net.h"
 #include "relay/relay-t.h"
 
 #define RING	(64u * 1024)
@@ -109,7 +109,7 @@ static void test_first_write_not_held(void **state)
 	app_write(w, f, "a", 1);
 	assert_int_equal(w->fake.n_msgs, 1);
 	assert_cdc(w, 0, f, 1, 0);
-	assert_int_equal(w->p.stats.cork_events, 0);
+	assert_int_equal(w->stats.cork_events, 0);
 	assert_false(f->c.corked);
 	assert_memory_equal(w->fake.peer, "a", 1);
 	assert_int_equal(w->fake.written, 1);
@@ -129,7 +129,7 @@ static void test_held_until_completion(void **state)
 	app_write(w, f, "ccc", 3);
 	world_settle(w);
 	assert_int_equal(w->fake.n_msgs, 1);
-	assert_int_equal(w->p.stats.cork_events, 1);
+	assert_int_equal(w->stats.cork_events, 1);
 	assert_true(f->c.corked);
 	assert_true(w->fake.progress_asks >= 1);
 	assert_memory_equal(w->fake.peer, "abbccc", 6);
@@ -138,14 +138,14 @@ static void test_held_until_completion(void **state)
 	assert_int_equal(w->fake.n_msgs, 2);
 	assert_cdc(w, 1, f, 6, 0);
 	assert_false(f->c.corked);
-	assert_int_equal(w->p.stats.cdc_sent, 2);
-	assert_int_equal(w->p.stats.cork_events, 1);
+	assert_int_equal(w->stats.cdc_sent, 2);
+	assert_int_equal(w->stats.cork_events, 1);
 
 	/* The pushed CDC is unacknowledged in turn: the next write waits
 	 * for its completion. */
 	app_write(w, f, "d", 1);
 	assert_int_equal(w->fake.n_msgs, 2);
-	assert_int_equal(w->p.stats.cork_events, 2);
+	assert_int_equal(w->stats.cork_events, 2);
 	world_complete(w);
 	assert_int_equal(w->fake.n_msgs, 3);
 	assert_cdc(w, 2, f, 7, 0);
@@ -185,7 +185,7 @@ static void test_completion_seen_at_batch_end(void **state)
 	app_write(w, f, "b", 1);
 	assert_int_equal(w->fake.n_msgs, 1);
 	w->fake.done = w->lnk->tx_seq;
-	proxy__kick_link(&w->p, w->lnk);	/* any batch in which the link posted */
+	smc_net__kick_link(&w->net, w->lnk);	/* any batch in which the link posted */
 	world_batch_end(w);
 	assert_int_equal(w->fake.n_msgs, 2);
 	assert_cdc(w, 1, f, 2, 0);
@@ -212,7 +212,7 @@ static void test_max_bytes_pushes(void **state)
 	app_write(w, f, b, CORK_MAX);
 	assert_int_equal(w->fake.n_msgs, 3);
 	assert_cdc(w, 2, f, 1 + 2 * CORK_MAX, 0);
-	assert_int_equal(w->p.stats.cork_events, 1);
+	assert_int_equal(w->stats.cork_events, 1);
 }
 
 /* With autocork off, every write is a CDC of its own. */
@@ -222,14 +222,14 @@ static void test_disabled_never_holds(void **state)
 	struct wflow *f;
 	unsigned i;
 
-	w->p.cork.enabled = false;
+	w->net.cork.enabled = false;
 	f = world_open(w, 0, RING);
 	for (i = 0; i < 5; i++) {
 		app_write(w, f, "z", 1);
 		assert_int_equal(w->fake.n_msgs, i + 1);
 		assert_cdc(w, i, f, i + 1, 0);
 	}
-	assert_int_equal(w->p.stats.cork_events, 0);
+	assert_int_equal(w->stats.cork_events, 0);
 	assert_false(f->c.corked);
 }
 
@@ -265,7 +265,7 @@ static void test_data_with_fin_not_held(void **state)
 	world_settle(w);
 	assert_int_equal(w->fake.n_msgs, 2);
 	assert_cdc(w, 1, f, 4, CDC_CF_DONE_WRITING);
-	assert_int_equal(w->p.stats.cork_events, 0);
+	assert_int_equal(w->stats.cork_events, 0);
 }
 
 /*
@@ -345,7 +345,7 @@ static void test_full_queue_one_cdc_per_flow(void **state)
 	app_write(w, a, "z", 1);
 	world_settle(w);
 	assert_int_equal(w->fake.n_msgs, 0);
-	assert_int_equal(w->p.stats.cork_events, 0);	/* first writes: waiting, not corked */
+	assert_int_equal(w->stats.cork_events, 0);	/* first writes: waiting, not corked */
 
 	w->fake.room = 8;
 	link_tx_progress(w->lnk);
@@ -353,7 +353,7 @@ static void test_full_queue_one_cdc_per_flow(void **state)
 	assert_int_equal(w->fake.n_msgs, 2);
 	assert_cdc(w, 0, b, 3, 0);
 	assert_cdc(w, 1, a, 3, 0);
-	assert_int_equal(w->p.stats.cdc_sent, 2);
+	assert_int_equal(w->stats.cdc_sent, 2);
 }
 
 /* The queue fills between a flow's two messages: the second waits and
@@ -424,7 +424,6 @@ static void test_full_queue_accept_before_cdc(void **state)
 	struct world *w = *state;
 	struct sockaddr_in dst = { .sin_family = AF_INET,
 				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	struct relay_params rp = { .connect_timeout_ms = 5000 };
 	struct llc_flow_open open = {
 		.token = 0x1234,
 		.rmb = { .offset = 0, .size = RING },
@@ -444,7 +443,7 @@ static void test_full_queue_accept_before_cdc(void **state)
 
 	w->fake.room = 0;
 	memcpy(&dest, &dst, sizeof(dst));	/* what lgr.c hands conn_accept() */
-	assert_int_equal(conn_accept(&f->c, w->lnk, &open, (struct sockaddr *)&dest, &rp,
+	assert_int_equal(conn_accept(&f->c, w->lnk, &open, (struct sockaddr *)&dest,
 				     &world_conn_ops), 0);
 	assert_int_equal(f->c.state, CONN_CONNECTING);
 	f->app = accept(l, NULL, NULL);	/* the destination's end */

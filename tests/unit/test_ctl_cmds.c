@@ -40,7 +40,7 @@
 /* ---- the rdma transport, wrapped ---------------------------------------- */
 
 int __wrap_rdma_link_info(const struct link *lnk, struct rdma_link_info *info);
-const struct cq_pool *__wrap_rdma_cq_pool(const struct proxy *p);
+const struct cq_pool *__wrap_rdma_cq_pool(const struct smc_net *net);
 int __wrap_rdma_link_fail(struct link *lnk);
 
 /* The links of this group are rdma links; any other is not. Set before
@@ -80,8 +80,10 @@ int __wrap_rdma_link_info(const struct link *lnk, struct rdma_link_info *info)
 	return 0;
 }
 
-const struct cq_pool *__wrap_rdma_cq_pool(const struct proxy *p)
+const struct cq_pool *__wrap_rdma_cq_pool(const struct smc_net *net)
 {
+	const struct proxy *p = (const struct proxy *)((const char *)net - offsetof(struct proxy, smc));
+
 	return p->worker == cq_worker ? &fake_pool : NULL;
 }
 
@@ -141,7 +143,7 @@ static struct lgr *fake_lgr(uint8_t id0, unsigned n, const struct smc_transport_
 static void bare_proxy(struct proxy *p, unsigned worker)
 {
 	memset(p, 0, sizeof(*p));
-	list_init(&p->lgrs);
+	list_init(&p->smc.lgrs);
 	p->worker = worker;
 }
 
@@ -156,8 +158,8 @@ static void test_find_by_prefix(void **state)
 
 	(void)state;
 	bare_proxy(&p, 0);
-	list_add_tail(&a->node, &p.lgrs);
-	list_add_tail(&b->node, &p.lgrs);
+	list_add_tail(&a->node, &p.smc.lgrs);
+	list_add_tail(&b->node, &p.smc.lgrs);
 	assert_string_equal(ctl_lgr_id(a, id), "0001020304050607");
 	assert_string_equal(ctl_lgr_id(b, id), "0102030405060708");
 	assert_int_equal(ctl_lgr_find(&p, "0001020304050607", &found), 1);
@@ -187,8 +189,8 @@ static void test_fail_link_checks(void **state)
 
 	(void)state;
 	bare_proxy(&p, 0);
-	list_add_tail(&a->node, &p.lgrs);
-	list_add_tail(&b->node, &p.lgrs);
+	list_add_tail(&a->node, &p.smc.lgrs);
+	list_add_tail(&b->node, &p.smc.lgrs);
 	rdma_lgr = a;
 	fail_rc = 0;
 	atomic_store(&fail_calls, 0);
@@ -245,8 +247,8 @@ static void test_links_json_rdma_fields(void **state)
 
 	(void)state;
 	bare_proxy(&p, 2);
-	list_add_tail(&a->node, &p.lgrs);
-	list_add_tail(&b->node, &p.lgrs);
+	list_add_tail(&a->node, &p.smc.lgrs);
+	list_add_tail(&b->node, &p.smc.lgrs);
 	rdma_lgr = a;
 	links = ctl_links_json(&p);
 	assert_int_equal(json_array_size(links), 3);
@@ -414,8 +416,8 @@ static void lgr_job_run(struct worker *w, struct worker_job *job)
 	if (!j->lgr)
 		return;
 	if (j->add) {
-		j->lgr->proxy = &w->proxy;
-		list_add_tail(&j->lgr->node, &w->proxy.lgrs);
+		j->lgr->net = &w->proxy.smc;
+		list_add_tail(&j->lgr->node, &w->proxy.smc.lgrs);
 	} else {
 		list_del(&j->lgr->node);
 	}

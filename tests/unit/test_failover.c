@@ -233,12 +233,12 @@ static void test_moves_flows_to_survivor(void **state)
 	assert_int_equal(w->lgr->n_conns, 4);
 	assert_true(list_empty(&L(w, 0)->tx_wait));
 	assert_true(list_empty(&L(w, 0)->corked));
-	assert_int_equal(w->p.stats.link_failovers, 1);
-	assert_int_equal(w->p.stats.flows_moved, 2);
-	assert_int_equal(w->p.stats.lgr_failures, 0);
-	assert_int_equal(w->p.stats.flows_reset_link, 0);
-	assert_int_equal(w->lgr_events[PROXY_LINK_FAILOVER], 1);
-	assert_int_equal(w->lgr_events[PROXY_LGR_FAILED], 0);
+	assert_int_equal(w->stats.link_failovers, 1);
+	assert_int_equal(w->stats.flows_moved, 2);
+	assert_int_equal(w->stats.lgr_failures, 0);
+	assert_int_equal(w->stats.flows_reset_link, 0);
+	assert_int_equal(w->lgr_events[LGR_EV_LINK_FAILOVER], 1);
+	assert_int_equal(w->lgr_events[LGR_EV_FAILED], 0);
 	assert_int_equal(w->lgr_event_err, -ECONNRESET);
 
 	/* One CDC for each moved flow, none for the others. */
@@ -299,10 +299,10 @@ static void test_survivor_least_loaded(void **state)
 	assert_int_equal(L(w, 1)->n_conns, 5);
 	assert_int_equal(L(w, 2)->n_conns, 0);
 	assert_int_equal(world_fake(w, 1)->n_msgs, 3);
-	assert_int_equal(w->p.stats.link_failovers, 2);
-	assert_int_equal(w->p.stats.flows_moved, 5);
-	assert_int_equal(w->lgr_events[PROXY_LINK_FAILOVER], 2);
-	assert_int_equal(w->p.stats.lgr_failures, 0);
+	assert_int_equal(w->stats.link_failovers, 2);
+	assert_int_equal(w->stats.flows_moved, 5);
+	assert_int_equal(w->lgr_events[LGR_EV_LINK_FAILOVER], 2);
+	assert_int_equal(w->stats.lgr_failures, 0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -570,7 +570,7 @@ static void test_abort_reposted(void **state)
 	assert_int_equal(f->closed, 1);
 	assert_int_equal(w->lgr->rmbs.n_used, 0);
 	assert_int_equal(L(w, 1)->n_conns, 0);
-	assert_int_equal(w->p.stats.bad_messages, 0);
+	assert_int_equal(w->stats.bad_messages, 0);
 }
 
 /*
@@ -804,7 +804,7 @@ static void test_posted_open_resent(void **state)
 	assert_int_equal(a->c.state, CONN_OPENING);
 	assert_int_equal(a->c.deadline_ms, deadline);
 	assert_false(list_empty(&a->c.wait_node));	/* on lgr->connecting */
-	assert_int_equal(w->p.stats.flows_moved, 1);
+	assert_int_equal(w->stats.flows_moved, 1);
 
 	/* The accept comes over link 1 (a second one would be ignored). */
 	world_accept(w, 0, RING);
@@ -901,7 +901,7 @@ static void test_lost_open_keeps_group(void **state)
 		conn_on_accept(&lost->c, &a);
 	}
 	world_batch_end(w);
-	assert_int_equal(w->p.stats.lgr_failures, 0);
+	assert_int_equal(w->stats.lgr_failures, 0);
 	assert_int_equal(other->c.state, CONN_ACTIVE);
 	assert_int_equal(other->ended, 0);
 	/* The late accept is aborted, as before the failover. */
@@ -943,8 +943,8 @@ static void test_declines_move(void **state)
 	assert_int_equal(m.decline.token, 0x00020002);
 	assert_int_equal(m.decline.reason, CLC_DECL_POLICY);
 	assert_int_equal(w->fake.n_msgs, 0);
-	assert_int_equal(w->p.stats.declines_sent[CLC_DECL_MAX_FLOWS], 1);
-	assert_int_equal(w->p.stats.declines_sent[CLC_DECL_POLICY], 1);
+	assert_int_equal(w->stats.declines_sent[CLC_DECL_MAX_FLOWS], 1);
+	assert_int_equal(w->stats.declines_sent[CLC_DECL_POLICY], 1);
 }
 
 /* The survivor's queue is full too: they wait there, then go. */
@@ -987,12 +987,12 @@ static void test_declines_move_survivor_fails(void **state)
 	link_post_decline(L(w, 0), 0x00020002, CLC_DECL_POLICY);
 	f1->post_err = -EIO;
 	lgr_link_down(L(w, 0), -ETIMEDOUT);
-	assert_int_equal(w->p.stats.lgr_failures, 1);
+	assert_int_equal(w->stats.lgr_failures, 1);
 	assert_int_equal(f->ended, CONN_END_LINK_DOWN + 1);
 	w->lgr = NULL;			/* freed at the end of the batch */
 	world_batch_end(w);
 	assert_int_equal(f->closed, 1);
-	assert_int_equal(w->p.rmb_budget.used, 0);
+	assert_int_equal(w->net.rmb_budget.used, 0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1007,7 +1007,7 @@ static void test_survivor_post_failure_fails_group(void **state)
 
 	world_fake(w, 1)->post_err = -EIO;
 	lgr_link_down(L(w, 0), -ETIMEDOUT);
-	assert_int_equal(w->p.stats.lgr_failures, 1);
+	assert_int_equal(w->stats.lgr_failures, 1);
 	assert_int_equal(a->ended, CONN_END_LINK_DOWN + 1);
 	assert_int_equal(b->ended, CONN_END_LINK_DOWN + 1);
 	w->lgr = NULL;
@@ -1016,7 +1016,7 @@ static void test_survivor_post_failure_fails_group(void **state)
 	assert_app_reset(b);
 	assert_int_equal(a->closed, 1);
 	assert_int_equal(b->closed, 1);
-	assert_int_equal(w->p.rmb_budget.used, 0);
+	assert_int_equal(w->net.rmb_budget.used, 0);
 }
 
 /*
@@ -1040,17 +1040,17 @@ static void test_last_link_fails_group(void **state)
 	lgr_link_down(L(w, 1), -EIO);
 	world_batch_end(w);
 	assert_ptr_equal(b->c.link, L(w, 0));
-	assert_int_equal(w->p.stats.link_failovers, 1);
+	assert_int_equal(w->stats.link_failovers, 1);
 
 	lgr_link_down(L(w, 0), -ETIMEDOUT);
 	assert_int_equal(a->ended, CONN_END_LINK_DOWN + 1);
 	assert_int_equal(a->end_err, -ECONNRESET);
 	assert_int_equal(b->ended, CONN_END_LINK_DOWN + 1);
 	assert_int_equal(o->ended, CONN_END_DECLINED + 1);
-	assert_int_equal(w->p.stats.flows_reset_link, 2);
-	assert_int_equal(w->p.stats.lgr_failures, 1);
-	assert_int_equal(w->p.stats.link_failovers, 1);
-	assert_int_equal(w->lgr_events[PROXY_LGR_FAILED], 1);
+	assert_int_equal(w->stats.flows_reset_link, 2);
+	assert_int_equal(w->stats.lgr_failures, 1);
+	assert_int_equal(w->stats.link_failovers, 1);
+	assert_int_equal(w->lgr_events[LGR_EV_FAILED], 1);
 	assert_int_equal(w->lgr_event_err, -ETIMEDOUT);
 	w->lgr = NULL;
 	world_batch_end(w);
@@ -1062,7 +1062,7 @@ static void test_last_link_fails_group(void **state)
 	assert_int_equal(app_read(w, o->app, (uint8_t *)buf, 3, &eof), 3);
 	assert_memory_equal(buf, "tcp", 3);
 	assert_int_equal(a->closed + b->closed + o->closed, 3);
-	assert_int_equal(w->p.rmb_budget.used, 0);
+	assert_int_equal(w->net.rmb_budget.used, 0);
 }
 
 /* A group of one link has no survivor: its flows are reset, and no
@@ -1074,10 +1074,10 @@ static void test_single_link_fails_group(void **state)
 
 	lgr_link_down(w->lnk, -EIO);
 	assert_int_equal(f->ended, CONN_END_LINK_DOWN + 1);
-	assert_int_equal(w->p.stats.link_failovers, 0);
-	assert_int_equal(w->p.stats.flows_moved, 0);
-	assert_int_equal(w->p.stats.flows_reset_link, 1);
-	assert_int_equal(w->lgr_events[PROXY_LINK_FAILOVER], 0);
+	assert_int_equal(w->stats.link_failovers, 0);
+	assert_int_equal(w->stats.flows_moved, 0);
+	assert_int_equal(w->stats.flows_reset_link, 1);
+	assert_int_equal(w->lgr_events[LGR_EV_LINK_FAILOVER], 0);
 	w->lgr = NULL;
 	world_batch_end(w);
 	assert_app_reset(f);
@@ -1097,13 +1097,13 @@ static void test_link_down_twice(void **state)
 
 	lgr_link_down(L(w, 0), -EIO);
 	world_batch_end(w);
-	before = w->p.stats;
+	before = w->stats;
 	lgr_link_down(L(w, 0), -EIO);
 	world_batch_end(w);
-	assert_memory_equal(&w->p.stats, &before, sizeof(before));
+	assert_memory_equal(&w->stats, &before, sizeof(before));
 	assert_int_equal(f1->n_msgs, 1);
 	assert_int_equal(f1->moved_calls, 1);
-	assert_int_equal(w->lgr_events[PROXY_LINK_FAILOVER], 1);
+	assert_int_equal(w->lgr_events[LGR_EV_LINK_FAILOVER], 1);
 	assert_ptr_equal(f->c.link, L(w, 1));
 	assert_int_equal(L(w, 1)->n_conns, 1);
 	assert_int_equal(L(w, 0)->n_conns, 0);
@@ -1119,8 +1119,8 @@ static void test_link_down_group_down(void **state)
 
 	lgr_fail(w->lgr, -ECONNRESET);
 	lgr_link_down(L(w, 1), -EIO);
-	assert_int_equal(w->p.stats.link_failovers, 0);
-	assert_int_equal(w->p.stats.lgr_failures, 1);
+	assert_int_equal(w->stats.link_failovers, 0);
+	assert_int_equal(w->stats.lgr_failures, 1);
 	assert_int_equal(f->n_ended, 1);
 	w->lgr = NULL;
 	world_batch_end(w);
@@ -1143,16 +1143,16 @@ static void test_link_down_group_not_active(void **state)
 	assert_int_equal(L(w, 0)->state, LINK_DOWN);
 	assert_int_equal(lgr->state, LGR_NEGATIVE);
 	assert_int_equal(lgr->neg_reason, FB_DECL_INTERNAL);
-	assert_int_equal(w->lgr_events[PROXY_LGR_NO_GROUP], 1);
-	assert_int_equal(w->p.stats.link_failovers, 0);
+	assert_int_equal(w->lgr_events[LGR_EV_NO_GROUP], 1);
+	assert_int_equal(w->stats.link_failovers, 0);
 
 	lgr_link_down(L(w, 1), -EIO);
 	assert_int_equal(L(w, 1)->state, LINK_ACTIVE);
-	assert_int_equal(w->lgr_events[PROXY_LGR_NO_GROUP], 1);
+	assert_int_equal(w->lgr_events[LGR_EV_NO_GROUP], 1);
 
 	/* The negative entry is the proxy's to drop; here the test's. */
 	list_del(&lgr->node);
-	w->p.n_lgrs--;
+	w->net.n_lgrs--;
 	lgr__free(lgr);
 	w->lgr = NULL;
 }
@@ -1168,7 +1168,7 @@ static void test_link_down_rendezvous_timeout(void **state)
 	assert_int_equal(lgr->state, LGR_NEGATIVE);
 	assert_int_equal(lgr->neg_reason, FB_DECL_TIMEOUT);
 	list_del(&lgr->node);
-	w->p.n_lgrs--;
+	w->net.n_lgrs--;
 	lgr__free(lgr);
 	w->lgr = NULL;
 }
@@ -1203,7 +1203,7 @@ static void test_post_test_idle(void **state)
 	/* The peer's side takes one as nothing to answer. */
 	link_rx(L(w, 0), raw, sizeof(raw));
 	world_batch_end(w);
-	assert_int_equal(w->p.stats.bad_messages, 0);
+	assert_int_equal(w->stats.bad_messages, 0);
 	assert_int_equal(w->fake.n_msgs, 0);
 }
 
@@ -1258,7 +1258,7 @@ static void test_post_test_failure(void **state)
 
 	world_fake(w, 1)->post_err = -EIO;
 	link_post_test(L(w, 1), 1);
-	assert_int_equal(w->p.stats.lgr_failures, 1);
+	assert_int_equal(w->stats.lgr_failures, 1);
 	assert_int_equal(w->lgr_event_err, -EIO);
 	w->lgr = NULL;
 	world_batch_end(w);
@@ -1298,7 +1298,7 @@ static void test_repeated_cdc_is_noop(void **state)
 	assert_true(cursor_equal(f->c.rx_prod, prod));
 	assert_int_equal(f->c.bytes_rx, 7);
 	assert_int_equal(w->fake.n_msgs, posted);
-	assert_int_equal(w->p.stats.bad_messages, 0);
+	assert_int_equal(w->stats.bad_messages, 0);
 	assert_int_equal(f->c.state, CONN_ACTIVE);
 	assert_int_equal(f->ended, 0);
 	assert_int_equal(app_read(w, f->app, buf, sizeof(buf), &eof), 0);
@@ -1345,7 +1345,7 @@ static void test_repeated_closed_is_noop(void **state)
 	assert_int_equal(w->fake.n_msgs, 2);
 	assert_true(world_cdc(w, 1).conn_flags & CDC_CF_ABORT);
 	assert_int_equal(b->closed, 1);
-	assert_int_equal(w->p.stats.bad_messages, 0);
+	assert_int_equal(w->stats.bad_messages, 0);
 	assert_int_equal(w->lgr->rmbs.n_used, 0);
 }
 
@@ -1376,7 +1376,7 @@ static void test_repeated_abort_is_noop(void **state)
 	assert_int_equal(w->fake.n_msgs, 2);
 	assert_int_equal(world_cdc(w, 1).conn_flags, CDC_CF_CLOSED);
 	assert_int_equal(b->closed, 1);
-	assert_int_equal(w->p.stats.bad_messages, 0);
+	assert_int_equal(w->stats.bad_messages, 0);
 }
 
 #define T2(t)	cmocka_unit_test_setup_teardown(t, setup2, teardown)

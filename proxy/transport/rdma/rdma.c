@@ -43,9 +43,10 @@
 #include "smc/cursor.h"
 #include "cq.h"
 #include "core/epset.h"
+#include "core/loop.h"
 #include "smc/lgr.h"
 #include "smc/link.h"
-#include "proxy.h"
+#include "smc/net.h"
 #include "rdma.h"
 #include "rdma_pd.h"
 #include "smc/rmb.h"
@@ -84,7 +85,7 @@ struct rdma_rx_slot {
 
 /* Per worker: the device, the listener and the CQ pool. */
 struct rdma_dev {
-	struct proxy *proxy;
+	struct smc_net *net;
 	struct ibv_context *ctx;
 	uint8_t port;
 	union ibv_gid gid;
@@ -138,7 +139,7 @@ struct rdma_link {
 	uint64_t drain_since_ms;
 	bool ever_up;
 	struct list_head zombie_node;	/* dev->zombies, once draining */
-	struct proxy_defer defer;
+	struct loop_defer defer;
 };
 
 struct rdma_lgr {
@@ -278,7 +279,7 @@ static void rl_kick(struct rdma_link *rl)
 
 	if (!lnk->kick) {
 		lnk->kick = true;
-		proxy__kick_link(lnk->lgr->proxy, lnk);
+		smc_net__kick_link(lnk->lgr->net, lnk);
 	}
 }
 
@@ -493,7 +494,7 @@ static void rdma_flush(struct link *lnk)
 	if (err)
 		rdma_link_down(rl, err);
 	else
-		rl->last_tx_ms = uv_now(rl->dev->proxy->loop);
+		rl->last_tx_ms = uv_now(rl->dev->net->loop);
 }
 
 static uint32_t rdma_tx_done(struct link *lnk)
@@ -694,14 +695,14 @@ static void rl_free_now(struct rdma_link *rl)
 	free(rl);
 }
 
-static void rl_reap(struct proxy_defer *d)
+static void rl_reap(struct loop_defer *d)
 {
 	struct rdma_link *rl = (struct rdma_link *)((char *)d - offsetof(struct rdma_link, defer));
 
 	if (!list_empty(&rl->zombie_node)) {
 		list_del(&rl->zombie_node);
 		rl->dev->n_zombies--;
-		rl->dev->proxy->stats.rdma_links_draining = rl->dev->n_zombies;
+		rl->dev->net->stats->rdma_links_draining = rl->dev->n_zombies;
 	}
 	rl_free_now(rl);
 }
@@ -710,12 +711,12 @@ static void rl_reap(struct proxy_defer *d)
  * the end of the batch, after the completions polled with the markers. */
 static void rdma_link_free(struct rdma_link *rl)
 {
-	proxy__defer(rl->dev->proxy, &rl->defer, rl_reap);
+	loop_defer(rl->dev->net->core, &rl->defer, rl_reap);
 }
 
 static struct rdma_link *rl_new(struct rdma_dev *dev, struct rdma_lgr *rg, unsigned idx)
 {
-	const struct cfg *cfg = dev->proxy->cfg;
+	const struct cfg *cfg = dev->net->cfg;
 	struct rdma_link *rl = calloc(1, sizeof(*rl));
 	unsigned i;
 
@@ -876,10 +877,10 @@ static void rdma_link_down(struct rdma_link *rl, int err)
 	}
 	rl->rg = NULL;
 	rl->lnk = NULL;
-	rl->drain_since_ms = uv_now(dev->proxy->loop);
+	rl->drain_since_ms = uv_now(dev->net->loop);
 	list_add_tail(&rl->zombie_node, &dev->zombies);
 	dev->n_zombies++;
-	dev->proxy->stats.rdma_links_draining = dev->n_zombies;
+	dev->net->stats->rdma_links_draining = dev->n_zombies;
 	if (rl->qp) {
 		struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
 		struct ibv_send_wr swr = {
@@ -912,7 +913,7 @@ static void rdma_link_down(struct rdma_link *rl, int err)
 	/* The link still answers tx_done() with what really completed while
 	 * its flows move: that is where their replay starts. */
 	if (lnk && err) {
-		dev->proxy->stats.rdma_link_failures++;
+		dev->net->stats->rdma_link_failures++;
 		lgr_link_down(lnk, err);
 	}
 	if (lnk)
@@ -987,10 +988,10 @@ static const struct rmb_ops rdma_tx_rmb_ops = { rdma_tx_carve, rdma_rmb_release 
 
 int rdma_lgr_prepare(struct lgr *lgr)
 {
-	struct proxy *p = lgr->proxy;
-	struct rdma_dev *dev = p->rdma;
+	struct smc_net *net = lgr->net;
+	struct rdma_dev *dev = net->rdma;
 	struct rdma_lgr *rg;
-	uint64_t size = p->rmb_budget.limit;
+	uint64_t size = net->rmb_budget.limit;
 	int err;
 
 	if (!dev)
@@ -1020,7 +1021,7 @@ int rdma_lgr_prepare(struct lgr *lgr)
 	rg->tx_pool.ops_ctx = rg;
 	lgr->region = rg->rx;
 	lgr->region_size = (uint32_t)size;
-	rmb_pool_init(&lgr->rmbs, 0, (uint32_t)size, &p->rmb_budget);
+	rmb_pool_init(&lgr->rmbs, 0, (uint32_t)size, &net->rmb_budget);
 	lgr->rmbs.ops = &rdma_rx_rmb_ops;
 	lgr->rmbs.ops_ctx = rg;
 	return 0;
@@ -1034,7 +1035,7 @@ out_errno:
 
 int rdma_lgr_connect(struct lgr *lgr, const struct rdma_tlv *peer)
 {
-	struct rdma_dev *dev = lgr->proxy->rdma;
+	struct rdma_dev *dev = lgr->net->rdma;
 	struct sockaddr_storage ss = lgr->peer;
 	struct rdma_lgr *rg;
 	unsigned i;
@@ -1070,7 +1071,7 @@ static void rl_established(struct rdma_link *rl, uint32_t peer_qpn)
 
 	rl->state = RL_UP;
 	rl->ever_up = true;
-	rl->last_tx_ms = uv_now(rl->dev->proxy->loop);
+	rl->last_tx_ms = uv_now(rl->dev->net->loop);
 	if (peer_qpn)
 		rl->peer_qpn = peer_qpn;	/* the server learnt it from the request */
 	rl->msg_done = rl->lnk->tx_seq;
@@ -1093,11 +1094,11 @@ static void rl_connect_failed(struct rdma_link *rl, int err)
 	rdma_link_down(rl, err);
 }
 
-static struct lgr *rdma_find_lgr(struct proxy *p, const uint8_t *id)
+static struct lgr *rdma_find_lgr(struct smc_net *net, const uint8_t *id)
 {
 	struct list_head *pos;
 
-	list_for_each(pos, &p->lgrs) {
+	list_for_each(pos, &net->lgrs) {
 		struct lgr *lgr = list_entry(pos, struct lgr, node);
 
 		if (lgr->role == LGR_ROLE_SERVER && lgr->state == LGR_RENDEZVOUS &&
@@ -1112,7 +1113,7 @@ static struct lgr *rdma_find_lgr(struct proxy *p, const uint8_t *id)
 static int rdma_on_connect_request(struct rdma_dev *dev, struct rdma_cm_id *id,
 				   const void *data, size_t len, uint32_t peer_qpn)
 {
-	struct proxy *p = dev->proxy;
+	struct smc_net *net = dev->net;
 	struct rdma_conn_param cp;
 	uint8_t mine[RDMA_PD_LEN];
 	struct rdma_link *rl;
@@ -1122,17 +1123,17 @@ static int rdma_on_connect_request(struct rdma_dev *dev, struct rdma_cm_id *id,
 	int err;
 
 	if (rdma_pd_decode(data, len, &pd)) {
-		p->stats.bad_messages++;
+		net->stats->bad_messages++;
 		return -EPROTO;
 	}
-	lgr = rdma_find_lgr(p, pd.lgr_id);
+	lgr = rdma_find_lgr(net, pd.lgr_id);
 	if (!lgr) {
-		p->stats.proposals_refused++;
+		net->stats->proposals_refused++;
 		return -ENOENT;
 	}
 	rg = lgr->tp;
 	if (pd.link >= lgr->n_links || rg->links[pd.link] || rg_set_peer(rg, &pd)) {
-		p->stats.bad_messages++;
+		net->stats->bad_messages++;
 		return -EPROTO;
 	}
 	rl = rl_new(dev, rg, pd.link);
@@ -1216,7 +1217,7 @@ static void rdma_on_cm_event(struct rdma_dev *dev, struct rdma_cm_event *ev)
 		if (rl->rg->lgr->role == LGR_ROLE_CLIENT &&
 		    (rdma_pd_decode(data, len, &pd) || pd.link != rl->lnk->idx ||
 		     rg_set_peer(rl->rg, &pd))) {
-			dev->proxy->stats.bad_messages++;
+			dev->net->stats->bad_messages++;
 			rl_connect_failed(rl, -EPROTO);
 			return;
 		}
@@ -1259,7 +1260,7 @@ static void rdma_on_async(struct epset_entry *e, uint32_t events)
 	struct ibv_async_event ev;
 
 	while (ibv_get_async_event(dev->ctx, &ev) == 0) {
-		dev->proxy->stats.rdma_async_events++;
+		dev->net->stats->rdma_async_events++;
 		switch (ev.event_type) {
 		case IBV_EVENT_PORT_ERR:
 		case IBV_EVENT_PORT_ACTIVE:
@@ -1277,12 +1278,12 @@ static void rdma_on_async(struct epset_entry *e, uint32_t events)
 }
 
 /* Idle links get a TEST_LINK now and then (link_post_test()). */
-static void rdma_keepalive(struct proxy *p)
+static void rdma_keepalive(struct smc_net *net)
 {
-	uint64_t now = uv_now(p->loop);
+	uint64_t now = uv_now(net->loop);
 	struct list_head *pos, *tmp;
 
-	list_for_each_safe(pos, tmp, &p->lgrs) {
+	list_for_each_safe(pos, tmp, &net->lgrs) {
 		struct lgr *lgr = list_entry(pos, struct lgr, node);
 		struct rdma_lgr *rg = lgr->tp;
 		unsigned i;
@@ -1322,8 +1323,8 @@ static void rdma_reap_stuck(struct rdma_dev *dev, uint64_t now)
 		/* Off the draining list (a late marker still frees it). */
 		list_del(&rl->zombie_node);
 		dev->n_zombies--;
-		dev->proxy->stats.rdma_links_draining = dev->n_zombies;
-		dev->proxy->stats.rdma_links_stuck++;
+		dev->net->stats->rdma_links_draining = dev->n_zombies;
+		dev->net->stats->rdma_links_stuck++;
 	}
 }
 
@@ -1332,23 +1333,23 @@ static void rdma_reap_stuck(struct rdma_dev *dev, uint64_t now)
  * async handler saw: on a port that went down, every link of this worker
  * fails.
  */
-void rdma_sweep(struct proxy *p)
+void rdma_sweep(struct smc_net *net)
 {
-	struct rdma_dev *dev = p->rdma;
+	struct rdma_dev *dev = net->rdma;
 	unsigned gen = atomic_load(&rdma_port_gen);
 	struct ibv_port_attr pa;
 	struct list_head *pos, *tmp;
 
 	if (!dev)
 		return;
-	rdma_keepalive(p);
-	rdma_reap_stuck(dev, uv_now(p->loop));
+	rdma_keepalive(net);
+	rdma_reap_stuck(dev, uv_now(net->loop));
 	if (gen == dev->port_gen)
 		return;
 	dev->port_gen = gen;
 	if (ibv_query_port(dev->ctx, dev->port, &pa) == 0 && pa.state == IBV_PORT_ACTIVE)
 		return;
-	list_for_each_safe(pos, tmp, &p->lgrs) {
+	list_for_each_safe(pos, tmp, &net->lgrs) {
 		struct lgr *lgr = list_entry(pos, struct lgr, node);
 		struct rdma_lgr *rg = lgr->tp;
 		unsigned i;
@@ -1388,9 +1389,9 @@ static struct ibv_context *rdma_pick_device(uint8_t *port)
 	return found;
 }
 
-int rdma_init(struct proxy *p, char *errbuf, size_t errlen)
+int rdma_init(struct smc_net *net, char *errbuf, size_t errlen)
 {
-	const struct cfg *cfg = p->cfg;
+	const struct cfg *cfg = net->cfg;
 	struct sockaddr_storage ss;
 	struct rdma_dev *dev;
 	unsigned n_cq;
@@ -1400,7 +1401,7 @@ int rdma_init(struct proxy *p, char *errbuf, size_t errlen)
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
 		return -ENOMEM;
-	dev->proxy = p;
+	dev->net = net;
 	dev->relaxed_ok = true;
 	dev->tx_budget.limit = cfg->buffers.pool;
 	list_init(&dev->zombies);
@@ -1410,18 +1411,18 @@ int rdma_init(struct proxy *p, char *errbuf, size_t errlen)
 		snprintf(errbuf, errlen, "no RDMA device with an active port");
 		return -ENODEV;
 	}
-	p->rdma = dev;
+	net->rdma = dev;
 	snprintf(dev->name, sizeof(dev->name), "%s", ibv_get_device_name(dev->ctx->device));
 	ibv_query_gid(dev->ctx, dev->port, 0, &dev->gid);
 	/* cq.pool 0: the CPUs shared out over the workers, at least one. */
 	n_cq = cfg->cq.pool;
 	if (!n_cq) {
 		cpus = sysconf(_SC_NPROCESSORS_ONLN);
-		n_cq = cpus > 0 ? (unsigned)cpus / (p->n_workers ? p->n_workers : 1) : 1;
+		n_cq = cpus > 0 ? (unsigned)cpus / (net->n_workers ? net->n_workers : 1) : 1;
 		if (!n_cq)
 			n_cq = 1;
 	}
-	err = cq_pool_init(&dev->cqs, &p->epset, dev->ctx, n_cq, RDMA_CQ_SIZE,
+	err = cq_pool_init(&dev->cqs, &net->core->epset, dev->ctx, n_cq, RDMA_CQ_SIZE,
 			   cfg->cq.poll_budget);
 	if (err) {
 		snprintf(errbuf, errlen, "%s: completion queues: %s", dev->name, strerror(-err));
@@ -1435,7 +1436,7 @@ int rdma_init(struct proxy *p, char *errbuf, size_t errlen)
 	flags = fcntl(dev->ech->fd, F_GETFL);
 	fcntl(dev->ech->fd, F_SETFL, flags | O_NONBLOCK);
 	dev->ech_ev.cb = rdma_on_cm;
-	if (epset_add(&p->epset, dev->ech->fd, EPOLLIN, &dev->ech_ev) < 0) {
+	if (epset_add(&net->core->epset, dev->ech->fd, EPOLLIN, &dev->ech_ev) < 0) {
 		snprintf(errbuf, errlen, "epoll: %s", strerror(errno));
 		goto out_close;
 	}
@@ -1457,24 +1458,24 @@ int rdma_init(struct proxy *p, char *errbuf, size_t errlen)
 		goto out_close;
 	}
 	dev->cm_port = ntohs(rdma_get_src_port(dev->listen_id));
-	if (p->worker == 0) {
+	if (net->worker == 0) {
 		flags = fcntl(dev->ctx->async_fd, F_GETFL);
 		fcntl(dev->ctx->async_fd, F_SETFL, flags | O_NONBLOCK);
 		dev->async_ev.cb = rdma_on_async;
-		if (epset_add(&p->epset, dev->ctx->async_fd, EPOLLIN, &dev->async_ev) == 0)
+		if (epset_add(&net->core->epset, dev->ctx->async_fd, EPOLLIN, &dev->async_ev) == 0)
 			dev->owns_async = true;
 	}
 	dev->port_gen = atomic_load(&rdma_port_gen);
 	return 0;
 
 out_close:
-	rdma_close(p);
+	rdma_close(net);
 	return -ENODEV;
 }
 
-void rdma_close(struct proxy *p)
+void rdma_close(struct smc_net *net)
 {
-	struct rdma_dev *dev = p->rdma;
+	struct rdma_dev *dev = net->rdma;
 	struct list_head *pos, *tmp;
 
 	if (!dev)
@@ -1488,33 +1489,33 @@ void rdma_close(struct proxy *p)
 		rl_free_now(rl);
 	}
 	if (dev->owns_async)
-		epset_del(&p->epset, dev->ctx->async_fd);
+		epset_del(&net->core->epset, dev->ctx->async_fd);
 	if (dev->listen_id)
 		rdma_destroy_id(dev->listen_id);
 	if (dev->ech) {
-		epset_del(&p->epset, dev->ech->fd);
+		epset_del(&net->core->epset, dev->ech->fd);
 		rdma_destroy_event_channel(dev->ech);
 	}
 	cq_pool_close(&dev->cqs);
 	free(dev);
-	p->rdma = NULL;
+	net->rdma = NULL;
 }
 
-bool rdma_available(const struct proxy *p)
+bool rdma_available(const struct smc_net *net)
 {
-	return p->rdma != NULL;
+	return net->rdma != NULL;
 }
 
-bool rdma_proxy_idle(struct proxy *p, bool run)
+bool rdma_proxy_idle(struct smc_net *net, bool run)
 {
-	struct rdma_dev *dev = p->rdma;
+	struct rdma_dev *dev = net->rdma;
 
 	return dev ? cq_pool_idle(&dev->cqs, run) : false;
 }
 
-void rdma_local_addr(const struct proxy *p, struct rdma_tlv *a)
+void rdma_local_addr(const struct smc_net *net, struct rdma_tlv *a)
 {
-	const struct rdma_dev *dev = p->rdma;
+	const struct rdma_dev *dev = net->rdma;
 
 	memset(a, 0, sizeof(*a));
 	a->version = 1;
@@ -1558,9 +1559,9 @@ int rdma_link_info(const struct link *lnk, struct rdma_link_info *info)
 	return 0;
 }
 
-const struct cq_pool *rdma_cq_pool(const struct proxy *p)
+const struct cq_pool *rdma_cq_pool(const struct smc_net *net)
 {
-	const struct rdma_dev *dev = p->rdma;
+	const struct rdma_dev *dev = net->rdma;
 
 	return dev ? &dev->cqs : NULL;
 }

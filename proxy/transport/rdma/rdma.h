@@ -16,7 +16,7 @@
 #include "cq-t.h"
 #include "smc/transport-t.h"
 
-struct proxy;
+struct smc_net;
 struct lgr;
 struct link;
 
@@ -36,11 +36,11 @@ struct rdma_tlv {
  * protection domain, the CQ pool and an rdma_cm listener. -ENODEV when the
  * host has no usable device (the caller then does not offer rdma).
  */
-int rdma_init(struct proxy *p, char *errbuf, size_t errlen);
-void rdma_close(struct proxy *p);
-bool rdma_available(const struct proxy *p);
+int rdma_init(struct smc_net *net, char *errbuf, size_t errlen);
+void rdma_close(struct smc_net *net);
+bool rdma_available(const struct smc_net *net);
 /* Our TLV for a proposal or an accept. */
-void rdma_local_addr(const struct proxy *p, struct rdma_tlv *a);
+void rdma_local_addr(const struct smc_net *net, struct rdma_tlv *a);
 void rdma_tlv_encode(const struct rdma_tlv *a, uint8_t out[RDMA_TLV_LEN]);
 int rdma_tlv_decode(const uint8_t *in, size_t len, struct rdma_tlv *a);
 /* Server, before its accept: our registered region for lgr. */
@@ -52,9 +52,9 @@ int rdma_lgr_connect(struct lgr *lgr, const struct rdma_tlv *peer);
  * -EOPNOTSUPP (not rdma), -ENOTCONN (the link is not up). */
 int rdma_link_fail(struct link *lnk);
 /* Called by the lgr sweep: port state changes seen by the async handler. */
-void rdma_sweep(struct proxy *p);
+void rdma_sweep(struct smc_net *net);
 /* Before the loop blocks: another round for busy CQs (cq_pool_idle()). */
-bool rdma_proxy_idle(struct proxy *p, bool run);
+bool rdma_proxy_idle(struct smc_net *net, bool run);
 
 /* What `smcproxyctl links` shows of an rdma link. */
 struct rdma_link_info {
@@ -73,6 +73,6 @@ struct rdma_link_info {
 int rdma_link_info(const struct link *lnk, struct rdma_link_info *info);
 /* The worker's CQ pool, for stats (NULL when rdma is off). On the worker's
  * own thread only: rdma_close() frees it there. */
-const struct cq_pool *rdma_cq_pool(const struct proxy *p);
+const struct cq_pool *rdma_cq_pool(const struct smc_net *net);
 
 #endif

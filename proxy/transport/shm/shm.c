@@ -26,9 +26,10 @@
 
 #include "smc/conn.h"
 #include "core/epset.h"
+#include "core/loop.h"
 #include "smc/lgr.h"
 #include "smc/link.h"
-#include "proxy.h"
+#include "smc/net.h"
 #include "smc/rmb.h"
 #include "shm.h"
 
@@ -105,8 +106,8 @@ struct shm_lgr {
 /* A rendezvous connection before its hello named a link group. */
 struct shm_rv {
 	struct list_head node;		/* proxy->shm_rvs */
-	struct proxy_defer defer;
-	struct proxy *proxy;
+	struct loop_defer defer;
+	struct smc_net *net;
 	int fd;
 	struct epset_entry ev;
 };
@@ -169,7 +170,7 @@ static void shm_flush(struct link *lnk)
 
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&peer->running, __ATOMIC_RELAXED) == 1) {
-		sl->sg->lgr->proxy->stats.doorbells_saved++;
+		sl->sg->lgr->net->stats->doorbells_saved++;
 		return;
 	}
 	shm_ring(sl);
@@ -262,7 +263,7 @@ static void shm_lgr_close(struct lgr *lgr)
 		 * would leave it in our epoll set, and the peer's next
 		 * doorbell would name the freed link. */
 		if (sg->links[i].efd_rx >= 0) {
-			epset_del(&lgr->proxy->epset, sg->links[i].efd_rx);
+			epset_del(&lgr->net->core->epset, sg->links[i].efd_rx);
 			close(sg->links[i].efd_rx);
 		}
 		if (sg->links[i].efd_tx >= 0)
@@ -326,7 +327,7 @@ static bool shm_drain(struct shm_link *sl)
 	 */
 	prod = __atomic_load_n(&sl->rxq->prod, __ATOMIC_ACQUIRE);
 	if (prod - sl->rx_cons > SHM_SLOTS) {
-		lgr->proxy->stats.bad_messages++;
+		lgr->net->stats->bad_messages++;
 		lgr_fail(lgr, -EPROTO);
 		return false;
 	}
@@ -366,10 +367,10 @@ static void shm_on_sock(struct epset_entry *e, uint32_t events);
  * an eventfd per link for the peer to ring. */
 int shm_lgr_prepare(struct lgr *lgr)
 {
-	struct proxy *p = lgr->proxy;
+	struct smc_net *net = lgr->net;
 	struct shm_lgr *sg;
 	struct shm_hdr *hdr;
-	uint64_t rings = p->rmb_budget.limit;
+	uint64_t rings = net->rmb_budget.limit;
 	uint32_t base = shm_rmb_base(lgr->n_links);
 	unsigned i;
 	int err;
@@ -419,7 +420,7 @@ int shm_lgr_prepare(struct lgr *lgr)
 	}
 	lgr->region = sg->local;
 	lgr->region_size = sg->local_size;
-	rmb_pool_init(&lgr->rmbs, base, sg->local_size, &p->rmb_budget);
+	rmb_pool_init(&lgr->rmbs, base, sg->local_size, &net->rmb_budget);
 	return 0;
 
 out_errno:
@@ -453,7 +454,7 @@ static int shm_adopt_peer(struct shm_lgr *sg, const struct shm_rv_msg *m,
 			  int *fds, unsigned n_fds)
 {
 	struct lgr *lgr = sg->lgr;
-	struct proxy *p = lgr->proxy;
+	struct smc_net *net = lgr->net;
 	struct stat st;
 	unsigned i;
 	int seals, err = -EPROTO;
@@ -488,7 +489,7 @@ static int shm_adopt_peer(struct shm_lgr *sg, const struct shm_rv_msg *m,
 		sl->lnk = &lgr->links[i];
 		lgr->links[i].tp = sl;
 		lgr->links[i].tx_seq = sl->tx_prod;
-		if (epset_add(&p->epset, sl->efd_rx, EPOLLIN, &sl->ev) < 0)
+		if (epset_add(&net->core->epset, sl->efd_rx, EPOLLIN, &sl->ev) < 0)
 			return -errno;
 	}
 	return 0;
@@ -600,7 +601,7 @@ static void shm_on_sock(struct epset_entry *e, uint32_t events)
 	if (!err)
 		err = shm_adopt_peer(sg, &m, fds, n_fds);
 	if (err) {
-		lgr->proxy->stats.bad_messages += err == -EPROTO;
+		lgr->net->stats->bad_messages += err == -EPROTO;
 		lgr__handshake_failed(lgr, FB_DECL_INTERNAL);
 		return;
 	}
@@ -612,12 +613,12 @@ static void shm_on_sock(struct epset_entry *e, uint32_t events)
 
 int shm_lgr_connect(struct lgr *lgr, const char *name)
 {
-	struct proxy *p = lgr->proxy;
+	struct smc_net *net = lgr->net;
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct shm_lgr *sg;
 	int err, fd;
 
-	if ((size_t)snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/%s", p->cfg->shm.dir,
+	if ((size_t)snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/%s", net->cfg->shm.dir,
 			     name) >= sizeof(sun.sun_path))
 		return -ENAMETOOLONG;
 	err = shm_lgr_prepare(lgr);
@@ -634,17 +635,17 @@ int shm_lgr_connect(struct lgr *lgr, const char *name)
 	err = shm_send_rv(fd, sg, lgr->id, 0);
 	if (err)
 		return err;
-	return epset_add(&p->epset, fd, EPOLLIN | EPOLLRDHUP, &sg->sock_ev) < 0 ? -errno : 0;
+	return epset_add(&net->core->epset, fd, EPOLLIN | EPOLLRDHUP, &sg->sock_ev) < 0 ? -errno : 0;
 }
 
 /* ------------------------------------------------------------------ */
 /* Server: the rendezvous socket. */
 
-static struct lgr *shm_find_lgr(struct proxy *p, const uint8_t *id)
+static struct lgr *shm_find_lgr(struct smc_net *net, const uint8_t *id)
 {
 	struct list_head *pos;
 
-	list_for_each(pos, &p->lgrs) {
+	list_for_each(pos, &net->lgrs) {
 		struct lgr *lgr = list_entry(pos, struct lgr, node);
 
 		if (lgr->role == LGR_ROLE_SERVER && lgr->state == LGR_RENDEZVOUS &&
@@ -654,7 +655,7 @@ static struct lgr *shm_find_lgr(struct proxy *p, const uint8_t *id)
 	return NULL;
 }
 
-static void shm_rv_reap(struct proxy_defer *d)
+static void shm_rv_reap(struct loop_defer *d)
 {
 	free((struct shm_rv *)((char *)d - offsetof(struct shm_rv, defer)));
 }
@@ -662,17 +663,17 @@ static void shm_rv_reap(struct proxy_defer *d)
 static void shm_rv_free(struct shm_rv *rv, bool close_fd)
 {
 	list_del(&rv->node);
-	rv->proxy->n_shm_rvs--;
+	rv->net->n_shm_rvs--;
 	if (close_fd && rv->fd >= 0)
 		close(rv->fd);
 	rv->fd = -1;
-	proxy__defer(rv->proxy, &rv->defer, shm_rv_reap);
+	loop_defer(rv->net->core, &rv->defer, shm_rv_reap);
 }
 
 static void shm_on_rv(struct epset_entry *e, uint32_t events)
 {
 	struct shm_rv *rv = (struct shm_rv *)((char *)e - offsetof(struct shm_rv, ev));
-	struct proxy *p = rv->proxy;
+	struct smc_net *net = rv->net;
 	struct shm_rv_msg m;
 	struct shm_lgr *sg;
 	struct lgr *lgr;
@@ -685,11 +686,11 @@ static void shm_on_rv(struct epset_entry *e, uint32_t events)
 	err = shm_recv_rv(rv->fd, &m, fds, &n_fds);
 	if (err == -EAGAIN)
 		return;
-	lgr = err ? NULL : shm_find_lgr(p, m.lgr_id);
+	lgr = err ? NULL : shm_find_lgr(net, m.lgr_id);
 	if (!lgr) {
 		/* Unknown id: someone on this host who did not do the
 		 * handshake, or came too late. */
-		p->stats.bad_messages++;
+		net->stats->bad_messages++;
 		for (i = 0; i < n_fds; i++)
 			close(fds[i]);
 		shm_rv_free(rv, true);
@@ -705,11 +706,11 @@ static void shm_on_rv(struct epset_entry *e, uint32_t events)
 
 		sg->sock = rv->fd;
 		sg->sock_ev.cb = shm_on_sock;
-		if (epoll_ctl(p->epset.fd, EPOLL_CTL_MOD, sg->sock, &ev) < 0)
+		if (epoll_ctl(net->core->epset.fd, EPOLL_CTL_MOD, sg->sock, &ev) < 0)
 			err = -errno;
 	}
 	if (err) {
-		p->stats.bad_messages += err == -EPROTO;
+		net->stats->bad_messages += err == -EPROTO;
 		shm_rv_free(rv, sg->sock != rv->fd);
 		lgr__handshake_failed(lgr, FB_DECL_INTERNAL);
 		return;
@@ -723,41 +724,41 @@ static void shm_on_rv(struct epset_entry *e, uint32_t events)
 
 static void shm_on_listen(struct epset_entry *e, uint32_t events)
 {
-	struct proxy *p = (struct proxy *)((char *)e - offsetof(struct proxy, shm_ev));
+	struct smc_net *net = (struct smc_net *)((char *)e - offsetof(struct smc_net, shm_ev));
 	struct shm_rv *rv;
 	int fd;
 
 	for (;;) {
-		fd = accept4(p->shm_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		fd = accept4(net->shm_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			return;
-		if (p->n_shm_rvs >= SHM_RV_MAX || !(rv = calloc(1, sizeof(*rv)))) {
+		if (net->n_shm_rvs >= SHM_RV_MAX || !(rv = calloc(1, sizeof(*rv)))) {
 			close(fd);
 			continue;
 		}
-		rv->proxy = p;
+		rv->net = net;
 		rv->fd = fd;
 		rv->ev.cb = shm_on_rv;
-		list_add_tail(&rv->node, &p->shm_rvs);
-		p->n_shm_rvs++;
-		if (epset_add(&p->epset, fd, EPOLLIN | EPOLLRDHUP, &rv->ev) < 0)
+		list_add_tail(&rv->node, &net->shm_rvs);
+		net->n_shm_rvs++;
+		if (epset_add(&net->core->epset, fd, EPOLLIN | EPOLLRDHUP, &rv->ev) < 0)
 			shm_rv_free(rv, true);
 	}
 }
 
-int shm_listen(struct proxy *p, char *errbuf, size_t errlen)
+int shm_listen(struct smc_net *net, char *errbuf, size_t errlen)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	int fd, err;
 
-	snprintf(p->shm_name, sizeof(p->shm_name), "smcproxyd-%d-%u.sock", (int)getpid(),
-		 p->worker);
-	if ((size_t)snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/%s", p->cfg->shm.dir,
-			     p->shm_name) >= sizeof(sun.sun_path)) {
+	snprintf(net->shm_name, sizeof(net->shm_name), "smcproxyd-%d-%u.sock", (int)getpid(),
+		 net->worker);
+	if ((size_t)snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/%s", net->cfg->shm.dir,
+			     net->shm_name) >= sizeof(sun.sun_path)) {
 		err = -ENAMETOOLONG;
 		goto out_err;
 	}
-	if (mkdir(p->cfg->shm.dir, 0755) < 0 && errno != EEXIST) {
+	if (mkdir(net->cfg->shm.dir, 0755) < 0 && errno != EEXIST) {
 		err = -errno;
 		goto out_err;
 	}
@@ -775,31 +776,31 @@ int shm_listen(struct proxy *p, char *errbuf, size_t errlen)
 		close(fd);
 		goto out_err;
 	}
-	p->shm_fd = fd;
-	p->shm_ev.cb = shm_on_listen;
-	if (epset_add(&p->epset, fd, EPOLLIN, &p->shm_ev) < 0) {
+	net->shm_fd = fd;
+	net->shm_ev.cb = shm_on_listen;
+	if (epset_add(&net->core->epset, fd, EPOLLIN, &net->shm_ev) < 0) {
 		err = -errno;
-		shm_unlisten(p);
+		shm_unlisten(net);
 		goto out_err;
 	}
 	return 0;
 
 out_err:
-	snprintf(errbuf, errlen, "shm rendezvous socket in %s: %s", p->cfg->shm.dir,
+	snprintf(errbuf, errlen, "shm rendezvous socket in %s: %s", net->cfg->shm.dir,
 		 strerror(-err));
 	return err;
 }
 
-void shm_unlisten(struct proxy *p)
+void shm_unlisten(struct smc_net *net)
 {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
 
-	while (!list_empty(&p->shm_rvs))
-		shm_rv_free(list_entry(p->shm_rvs.next, struct shm_rv, node), true);
-	if (p->shm_fd < 0)
+	while (!list_empty(&net->shm_rvs))
+		shm_rv_free(list_entry(net->shm_rvs.next, struct shm_rv, node), true);
+	if (net->shm_fd < 0)
 		return;
-	close(p->shm_fd);
-	p->shm_fd = -1;
-	snprintf(path, sizeof(path), "%s/%s", p->cfg->shm.dir, p->shm_name);
+	close(net->shm_fd);
+	net->shm_fd = -1;
+	snprintf(path, sizeof(path), "%s/%s", net->cfg->shm.dir, net->shm_name);
 	unlink(path);
 }

@@ -13,14 +13,14 @@
 
 #include "smc/transport-t.h"
 
-struct proxy;
+struct smc_net;
 struct lgr;
 
 extern const struct smc_transport_ops shm_ops;
 
-/* The rendezvous socket <shm.dir>/<p->shm_name>. */
-int shm_listen(struct proxy *p, char *errbuf, size_t errlen);
-void shm_unlisten(struct proxy *p);
+/* The rendezvous socket <shm.dir>/<net->shm_name>. */
+int shm_listen(struct smc_net *net, char *errbuf, size_t errlen);
+void shm_unlisten(struct smc_net *net);
 /* Server, before its accept: our region and doorbells for lgr. */
 int shm_lgr_prepare(struct lgr *lgr);
 /* Client, after the peer's ready: connects to the peer's rendezvous socket

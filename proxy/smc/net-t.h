@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Types of the SMC layer of one worker (the kernel keeps the same state
+ * per network namespace in struct smc_net): its link groups, the control
+ * port, the transports' state, and the calls up to the flows' layer.
+ * Types only.
+ */
+#ifndef SMCPROXY_NET_T_H
+#define SMCPROXY_NET_T_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <uv.h>
+
+#include "cfg-t.h"
+#include "clc-t.h"
+#include "cork.h"
+#include "core/addr.h"
+#include "core/epset-t.h"
+#include "core/list.h"
+#include "core/loop-t.h"
+#include "rmb-t.h"
+#include "stats-t.h"
+
+struct smc_net;
+struct lgr;
+struct link;
+struct llc_flow_open;
+
+/* What happened to a link group, for the daemon's log. */
+enum lgr_event {
+	LGR_EV_UP,		/* the group is active */
+	LGR_EV_NO_GROUP,	/* client: the handshake failed; reason in lgr->neg_reason */
+	LGR_EV_FAILED,		/* an active group failed; err: why */
+	LGR_EV_LINK_FAILOVER,	/* a link failed, its flows moved to another */
+};
+
+/*
+ * The calls the SMC layer makes up to the layer that owns the flows
+ * (proxy/flow.c): it never names a flow. All required.
+ */
+struct smc_net_ops {
+	/*
+	 * A peer opens a flow on lnk to dest (an address of this host):
+	 * 0 once the layer above took it (it calls conn_accept()), or
+	 * -errno and the caller declines (-ENOSPC, -ENOMEM, -ESHUTDOWN...).
+	 */
+	int (*flow_open)(struct smc_net *net, struct link *lnk,
+			 const struct llc_flow_open *m, const struct sockaddr *dest);
+	/* Whether dest is one of our own redirect listeners: a flow opened
+	 * to it would come straight back to us. */
+	bool (*dest_is_listener)(struct smc_net *net, const struct sockaddr *dest);
+	/* Out of fds or memory on the control port: accepting backs off. */
+	void (*exhausted)(struct smc_net *net, int err);
+	void (*lgr_event)(struct smc_net *net, enum lgr_event ev,
+			  const struct lgr *lgr, int err);
+};
+
+/*
+ * A flow parked on a link group while its handshake runs (lgr->waiting):
+ * ready runs once, with the group up, or with NULL and the reason the flow
+ * must use TCP.
+ */
+struct lgr_waiter {
+	struct list_head node;
+	void (*ready)(struct lgr_waiter *w, struct lgr *lgr, enum fallback_reason reason);
+};
+
+struct rdma_dev;
+
+struct smc_net {
+	uv_loop_t *loop;
+	struct loop *core;
+	const struct cfg *cfg;		/* current config: live keys only */
+	const struct smc_net_ops *ops;
+	struct proxy_stats *stats;	/* the worker's */
+	unsigned worker;		/* index of the worker running this */
+	unsigned n_workers;		/* how many there are (0 counts as 1) */
+	bool reuseport;			/* other workers bind the same addresses */
+	uint32_t mark;			/* SO_MARK of our outbound sockets */
+	bool closing;
+
+	struct list_head lgrs;
+	unsigned n_lgrs;
+	uint8_t lgr_transports;		/* CLC_TR_* this worker can offer */
+	uint8_t host_id[CLC_HOST_ID_LEN];
+	uint8_t psk[CLC_PSK_MAX];
+	size_t psk_len;			/* 0: peers trusted by prefix */
+	struct cork_params cork;
+	struct rmb_budget rmb_budget;
+	struct addr_cache local_addrs;	/* destinations peers asked for */
+
+	/* The control port. */
+	int control_fd;
+	uv_poll_t control_poll;
+	bool control_polled;
+
+	/* The transports'. */
+	int shm_fd;
+	struct epset_entry shm_ev;
+	char shm_name[64];
+	struct list_head shm_rvs;
+	unsigned n_shm_rvs;
+	struct rdma_dev *rdma;		/* NULL: no device, or rdma not wanted */
+	char rdma_status[128];		/* why rdma is off, for the log */
+
+	struct list_head kick_links;	/* links with posts to flush */
+	struct loop_hook flush_hook;	/* LOOP_BATCH_END: flushes kick_links */
+	struct loop_hook sleep_hook;	/* LOOP_BEFORE_SLEEP: the transports' look */
+	uv_timer_t lgr_timer;		/* lgr_sweep(), while there are groups */
+	bool timer_open;
+};
+
+#endif
