@@ -15,7 +15,12 @@ while True:
     c, _ = s.accept(); conns.append(c)
 ' &
 IT_PIDS+=($!)
-sleep 0.3
+# Python can take a second to start (a pyenv shim, a loaded machine): wait
+# for the port, or a refused connect is counted as peer_unreachable.
+for _ in $(seq 100); do
+	ip netns exec "$NS_S" ss -Hltn "sport = :$CPORT" | grep -q . && break
+	sleep 0.1
+done
 it_config transport='"auto"' workers=1 \
 	peers="[{\"prefix\": \"$S4/32\", \"control_port\": $CPORT}]" \
 	fallback='{"connect_timeout": "300ms", "negative_ttl": "2s"}'
