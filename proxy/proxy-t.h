@@ -119,6 +119,7 @@ struct proxy {
 	unsigned n_shm_rvs;
 	struct rdma_dev *rdma;		/* NULL: no device, or rdma not wanted */
 	char rdma_status[128];		/* why rdma is off, for the log */
+	char shm_status[128];		/* why shm is off, for the log */
 	struct list_head kick_links;	/* links with posts to flush */
 	struct list_head grave;		/* struct proxy_defer */
 	uv_prepare_t tick;		/* flushes links, frees the grave */

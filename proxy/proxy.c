@@ -265,14 +265,17 @@ bool proxy__addr_is_local(struct proxy *p, const struct sockaddr *sa)
 
 /* This host's identity for the handshake: the kernel's boot id, shared by
  * every network namespace of the host and different in every VM, which is
- * exactly when shared memory between two daemons is possible. */
+ * exactly when shared memory between two daemons is possible. It lives in
+ * /proc/sys, which ProcSubset=pid hides: the unit must not set that. */
+#define PROXY_HOST_ID_PATH	"/proc/sys/kernel/random/boot_id"
+
 static int proxy_read_host_id(uint8_t id[CLC_HOST_ID_LEN])
 {
 	char buf[64];
 	ssize_t n;
 	int fd, i, k = 0;
 
-	fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	fd = open(PROXY_HOST_ID_PATH, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	n = read(fd, buf, sizeof(buf) - 1);
@@ -313,9 +316,13 @@ static int proxy_init_lgr(struct proxy *p, const struct cfg *cfg, char *errbuf, 
 			p->lgr_transports |= CLC_TR_RDMA;
 	}
 	err = proxy_read_host_id(p->host_id);
-	if (err) {
-		/* No identity, no same-host detection: shm is off. */
+	if (err && (p->lgr_transports & CLC_TR_SHM)) {
+		/* No identity, no same-host detection: shm is off, and the
+		 * daemon says why (a sandbox that hides /proc/sys does this). */
 		p->lgr_transports &= ~CLC_TR_SHM;
+		snprintf(p->shm_status, sizeof(p->shm_status),
+			 "cannot read the host id from %s: %s", PROXY_HOST_ID_PATH,
+			 strerror(-err));
 	}
 	if (cfg->auth.psk_file[0]) {
 		err = clc_psk_load(cfg->auth.psk_file, p->psk, &p->psk_len);
