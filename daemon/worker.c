@@ -383,6 +383,11 @@ static int worker_init(struct worker *w, struct worker_pool *pool, unsigned inde
 			log_info("rdma is off: %s; flows to peers on other hosts go over tcp",
 				 w->proxy.smc.rdma_status);
 	}
+	/* Unlike a missing RDMA device, shm off when asked for (by name or
+	 * by "auto") is never how a host is meant to be: a warning. */
+	if (index == 0 && w->proxy.smc.shm_status[0])
+		log_warn("shm is off: %s; peers on this host are declined shm",
+			 w->proxy.smc.shm_status);
 	uv_async_init(&w->loop, &w->mailbox, worker_on_mailbox);
 	w->mailbox.data = w;
 	w->mailbox_open = true;

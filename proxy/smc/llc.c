@@ -80,7 +80,9 @@ static int decode_open(const uint8_t *buf, struct llc_flow_open *o)
 	o->port = wire_get16(buf + 18);
 	memcpy(o->addr, buf + 20, sizeof(o->addr));
 	o->rmb.key = wire_get32(buf + 36);
-	if (!rmb_ok(&o->rmb) || o->port == 0)
+	/* Token 0 is the receiver's "no peer token yet": a flow stored with
+	 * it could never be addressed, and would look unanswered. */
+	if (o->token == 0 || !rmb_ok(&o->rmb) || o->port == 0)
 		return -EBADMSG;
 	/* One encoding per address: a family-4 address is not also 12 bytes
 	 * of something else. */
@@ -107,7 +109,11 @@ int llc_decode(const uint8_t *buf, size_t len, struct llc_msg *m)
 		m->accept.rmb.offset = wire_get32(buf + 12);
 		m->accept.rmb.size = wire_get32(buf + 16);
 		m->accept.rmb.key = wire_get32(buf + 20);
-		if (!rmb_ok(&m->accept.rmb))
+		/* The opener keeps 0 as "not accepted yet": a flow accepted
+		 * with peer token 0 would run but be taken for unanswered, so
+		 * a later DECLINE for it would free its ring while the peer
+		 * still writes into it. */
+		if (m->accept.peer_token == 0 || !rmb_ok(&m->accept.rmb))
 			return -EBADMSG;
 		end = LLC_ACCEPT_END;
 		break;

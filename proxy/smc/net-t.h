@@ -104,6 +104,7 @@ struct smc_net {
 	unsigned n_shm_rvs;
 	struct rdma_dev *rdma;		/* NULL: no device, or rdma not wanted */
 	char rdma_status[128];		/* why rdma is off, for the log */
+	char shm_status[128];		/* why shm is off, for the log */
 
 	struct list_head kick_links;	/* links with posts to flush */
 	struct loop_hook flush_hook;	/* LOOP_BATCH_END: flushes kick_links */

@@ -85,14 +85,17 @@ void smc_net__timer(struct smc_net *net)
 
 /* This host's identity for the handshake: the kernel's boot id, shared by
  * every network namespace of the host and different in every VM, which is
- * exactly when shared memory between two daemons is possible. */
+ * exactly when shared memory between two daemons is possible. It lives in
+ * /proc/sys, which ProcSubset=pid hides: the unit must not set that. */
+#define SMC_NET_HOST_ID_PATH	"/proc/sys/kernel/random/boot_id"
+
 static int smc_net_read_host_id(uint8_t id[CLC_HOST_ID_LEN])
 {
 	char buf[64];
 	ssize_t n;
 	int fd, i, k = 0;
 
-	fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	fd = open(SMC_NET_HOST_ID_PATH, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	n = read(fd, buf, sizeof(buf) - 1);
@@ -144,9 +147,13 @@ int smc_net_init(struct smc_net *net, char *errbuf, size_t errlen)
 			net->lgr_transports |= CLC_TR_RDMA;
 	}
 	err = smc_net_read_host_id(net->host_id);
-	if (err) {
-		/* No identity, no same-host detection: shm is off. */
+	if (err && (net->lgr_transports & CLC_TR_SHM)) {
+		/* No identity, no same-host detection: shm is off, and the
+		 * daemon says why (a sandbox that hides /proc/sys does this). */
 		net->lgr_transports &= ~CLC_TR_SHM;
+		snprintf(net->shm_status, sizeof(net->shm_status),
+			 "cannot read the host id from %s: %s", SMC_NET_HOST_ID_PATH,
+			 strerror(-err));
 	}
 	if (cfg->auth.psk_file[0]) {
 		err = clc_psk_load(cfg->auth.psk_file, net->psk, &net->psk_len);

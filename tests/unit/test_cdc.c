@@ -434,6 +434,20 @@ static void test_llc_rejects(void **state)
 		assert_int_equal(llc_dec(buf, LINK_MSG_LEN, &m), -EBADMSG);
 	}
 
+	/* The sender's token is never 0, the receiver's "none yet" (issue
+	 * 12 item 7); the opener's token in an accept is only looked up. */
+	c[0].m.open.token = 0;
+	llc_encode(&c[0].m, buf);
+	assert_int_equal(llc_dec(buf, LINK_MSG_LEN, &m), -EBADMSG);
+	c[2].m.accept.rmb.size = 16 << 10;
+	c[2].m.accept.peer_token = 0;
+	llc_encode(&c[2].m, buf);
+	assert_int_equal(llc_dec(buf, LINK_MSG_LEN, &m), -EBADMSG);
+	c[2].m.accept.peer_token = 1;
+	c[2].m.accept.token = 0;
+	llc_encode(&c[2].m, buf);
+	assert_int_equal(llc_dec(buf, LINK_MSG_LEN, &m), 0);
+
 	/* FLOW_DECLINE: reasons 1..7 only. */
 	llc_encode(&c[3].m, buf);
 	for (unsigned r = 0; r < 256; r++) {

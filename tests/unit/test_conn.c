@@ -758,6 +758,46 @@ static void test_link_rx_token(void **state)
 	assert_int_equal(w->stats.cdc_received, 1);
 }
 
+/* Guards issue 12 item 7: a FLOW_ACCEPT with peer token 0 was taken as
+ * "no token", so a DECLINE after it freed a live flow's ring early.
+ *
+ * 0 is the opener's "not accepted yet": the flow ran with it, and a
+ * FLOW_DECLINE for the same token then marked the live flow peer-closed
+ * (conn_on_decline() saw no peer token), so its ring went back to the pool
+ * at the flow's end while the peer still wrote into it. Such an accept is
+ * malformed (smcproxy-protocol(7), Tokens): the link group fails as for
+ * any bad message, and the flow goes on as a never-started one would. */
+static void test_accept_token_zero_is_bad_message(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f = world_open_only(w, 0, 0, 0);
+	struct llc_msg acc = { .type = LLC_FLOW_ACCEPT };
+	struct llc_msg dec = { .type = LLC_FLOW_DECLINE };
+	uint8_t msg[LINK_MSG_LEN];
+
+	world_batch_end(w);
+	acc.accept.token = f->c.token;
+	acc.accept.peer_token = 0;
+	acc.accept.rmb.size = RING;
+	llc_encode(&acc, msg);
+	link_rx(w->lnk, msg, sizeof(msg));
+	assert_int_equal(w->stats.bad_messages, 1);
+	assert_int_equal(w->stats.lgr_failures, 1);
+	assert_int_not_equal(f->c.state, CONN_ACTIVE);
+	/* The decline that followed it finds no flow to mark. */
+	dec.decline.token = f->c.token;
+	dec.decline.reason = CLC_DECL_POLICY;
+	llc_encode(&dec, msg);
+	link_rx(w->lnk, msg, sizeof(msg));
+	w->lgr = NULL;			/* freed at the end of the batch */
+	world_batch_end(w);
+	/* Gone on over TCP once, as an open the group never carried. */
+	assert_int_equal(f->ended, CONN_END_DECLINED + 1);
+	assert_int_equal(f->n_ended, 1);
+	assert_int_equal(f->closed, 1);
+	assert_int_equal(w->net.rmb_budget.used, 0);
+}
+
 /* The link group fails: RST to the application, the owner told, the
  * ring back in the budget. */
 static void test_link_group_failure(void **state)
@@ -860,6 +900,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_post_failure_fails_link_group, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_failure_not_announced, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_link_rx_token, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_accept_token_zero_is_bad_message, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_link_group_failure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_timeout_falls_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_unanswered_fails_group, setup, teardown),
