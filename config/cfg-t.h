@@ -68,6 +68,10 @@ struct cfg {
 		unsigned poll_budget;
 	} cq;
 	struct {
+		unsigned usecs;		/* poll this long after activity; 0: off */
+		unsigned budget;	/* percent of a CPU for fruitless polls */
+	} busy_poll;
+	struct {
 		char *dir;
 	} shm;
 	struct {

@@ -58,6 +58,13 @@ static const struct cfg__key cq_keys[] = {
 	{ 0 },
 };
 
+/* Live: each worker's loop takes the new values at once. */
+static const struct cfg__key busy_poll_keys[] = {
+	{ "usecs", CFG__UINT, true, 0, F(busy_poll.usecs), 0, 100000, "0", NULL },
+	{ "budget", CFG__UINT, true, 0, F(busy_poll.budget), 1, 100, "50", NULL },
+	{ 0 },
+};
+
 static const struct cfg__key shm_keys[] = {
 	{ "dir", CFG__PATH, false, 0, F(shm.dir), 0, SHM_DIR_MAX, "\"/run/smcproxy\"", NULL },
 	{ 0 },
@@ -136,6 +143,7 @@ const struct cfg__key cfg__schema[] = {
 	{ "buffers", CFG__SECTION, false, 0, 0, 0, 0, NULL, buffers_keys },
 	{ "autocork", CFG__SECTION, false, 0, 0, 0, 0, NULL, autocork_keys },
 	{ "cq", CFG__SECTION, false, 0, 0, 0, 0, NULL, cq_keys },
+	{ "busy_poll", CFG__SECTION, false, 0, 0, 0, 0, NULL, busy_poll_keys },
 	{ "shm", CFG__SECTION, false, 0, 0, 0, 0, NULL, shm_keys },
 	{ "stats", CFG__SECTION, false, 0, 0, 0, 0, NULL, stats_keys },
 	{ "fallback", CFG__SECTION, false, 0, 0, 0, 0, NULL, fallback_keys },

@@ -23,6 +23,7 @@ enum loop_phase {
 	LOOP_BATCH_END,		/* after each batch of events, before deferred frees */
 	LOOP_BATCH_DONE,	/* after the deferred frees of each batch */
 	LOOP_BEFORE_SLEEP,	/* before the loop blocks; may ask for another round */
+	LOOP_POLL,		/* busy polling: look for work without sleeping */
 	LOOP_PHASE__MAX
 };
 
@@ -31,11 +32,24 @@ enum loop_phase {
  * libuv's prepare handles: the loop names nobody, it runs hooks.
  * LOOP_BEFORE_SLEEP: run is false after LOOP_SLEEP_ROUNDS rounds (then the
  * hook only makes sure the loop wakes for what is pending) and the return
- * value asks for one more round; the other phases ignore both.
+ * value asks for one more round. LOOP_POLL: the hook takes what came
+ * (run is always true) without saying it may sleep, and returns whether it
+ * found work. The other phases ignore both.
  */
 struct loop_hook {
 	struct list_head node;
 	bool (*fn)(struct loop_hook *h, bool run);
+};
+
+/* What the loop did, for the stats socket: written by the loop's thread
+ * only. */
+struct loop_stats {
+	uint64_t sleeps;		/* blocking waits */
+	uint64_t wakeups;		/* blocking waits that returned events */
+	uint64_t polls;			/* busy-poll rounds */
+	uint64_t poll_hits;		/* busy-poll rounds that found work */
+	uint64_t poll_ns;		/* time spent in busy-poll rounds that found none */
+	uint64_t poll_budget_hits;	/* a second's budget ran out */
 };
 
 struct loop {
@@ -45,6 +59,15 @@ struct loop {
 	struct list_head grave;		/* struct loop_defer */
 	uv_prepare_t tick;		/* the batch end of libuv's own events */
 	unsigned open_handles;		/* closing through loop_close_handle() */
+	/* Busy polling (loop_set_busy_poll()): after activity the loop polls
+	 * instead of blocking, for at most busy_ns since the last work
+	 * found, and for at most budget_ns of fruitless polling a second. */
+	uint64_t busy_ns;		/* 0: off */
+	uint64_t budget_ns;
+	uint64_t busy_until;		/* uv_hrtime(): poll until then */
+	uint64_t budget_start;		/* start of the current second */
+	uint64_t budget_spent;		/* fruitless polling in it */
+	struct loop_stats stats;
 	bool closing;			/* loop_close() called */
 	void (*close_cb)(struct loop *l);
 };

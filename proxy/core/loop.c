@@ -116,6 +116,49 @@ bool loop_has_deferred(const struct loop *l)
 	return !list_empty(&l->grave);
 }
 
+void loop_set_busy_poll(struct loop *l, unsigned usecs, unsigned budget_pct)
+{
+	l->busy_ns = (uint64_t)usecs * 1000;
+	l->budget_ns = (uint64_t)(budget_pct > 100 ? 100 : budget_pct) * 10000000;
+	if (!l->busy_ns)
+		l->busy_until = 0;
+}
+
+/*
+ * Whether to poll rather than block now: within busy_ns of the last work,
+ * and with this second's budget of fruitless polling left.
+ */
+static bool loop_busy(struct loop *l, uint64_t now)
+{
+	if (!l->busy_ns || now >= l->busy_until)
+		return false;
+	if (now - l->budget_start >= 1000000000) {
+		l->budget_start = now;
+		l->budget_spent = 0;
+	}
+	if (l->budget_spent >= l->budget_ns) {
+		l->stats.poll_budget_hits++;
+		l->busy_until = 0;
+		return false;
+	}
+	return true;
+}
+
+/* One busy-poll round's look at the layers' queues (shm rings, CQs). */
+static bool loop_poll_hooks(struct loop *l)
+{
+	struct list_head *pos, *tmp;
+	bool found = false;
+
+	list_for_each_safe(pos, tmp, &l->hooks[LOOP_POLL]) {
+		struct loop_hook *h = list_entry(pos, struct loop_hook, node);
+
+		if (h->fn(h, true))
+			found = true;
+	}
+	return found;
+}
+
 /*
  * With our epoll set as the outer poller and libuv's own epoll fd inside
  * it: one epoll_wait per wake-up instead of two (libuv's, then ours),
@@ -136,15 +179,44 @@ int loop_run(struct loop *l)
 		return uv_run(uv, UV_RUN_DEFAULT);
 	uv_poll_stop(&l->epset.poll);
 	while (l->epset.fd >= 0 && !l->closing) {
-		bool run_uv;
+		uint64_t now = l->busy_ns ? uv_hrtime() : 0;
+		bool run_uv, polling = loop_busy(l, now), found = false;
 
-		loop_before_sleep(l);
-		uv_update_time(uv);
-		timeout = uv_backend_timeout(uv);
+		if (polling) {
+			/* The end of the last batch, then a look without
+			 * saying we may sleep: a peer that sees us running
+			 * skips its doorbell. */
+			loop_batch_end(l);
+			l->stats.polls++;
+			found = loop_poll_hooks(l);
+			timeout = 0;
+		} else {
+			loop_before_sleep(l);
+			uv_update_time(uv);
+			timeout = uv_backend_timeout(uv);
+			l->stats.sleeps++;
+		}
 		n = epoll_wait(l->epset.fd, ev, LOOP_RUN_BATCH, timeout);
 		uv_update_time(uv);
-		/* Nothing came in time: a timer is due. */
-		run_uv = n <= 0 || timeout == 0;
+		if (polling) {
+			/* Timers still run on time while we poll. */
+			run_uv = uv_backend_timeout(uv) == 0;
+			if (n > 0 || found) {
+				l->stats.poll_hits++;
+			} else {
+				uint64_t spent = uv_hrtime() - now;
+
+				l->budget_spent += spent;
+				l->stats.poll_ns += spent;
+			}
+		} else {
+			/* Nothing came in time: a timer is due. */
+			run_uv = n <= 0 || timeout == 0;
+			if (n > 0)
+				l->stats.wakeups++;
+		}
+		if ((n > 0 || found) && l->busy_ns)
+			l->busy_until = uv_hrtime() + l->busy_ns;
 		for (i = 0; i < n; i++) {
 			struct epset_entry *e = ev[i].data.ptr;
 

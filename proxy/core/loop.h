@@ -21,6 +21,14 @@ void loop_hook_add(struct loop *l, enum loop_phase phase, struct loop_hook *h);
 void loop_defer(struct loop *l, struct loop_defer *d, void (*fn)(struct loop_defer *d));
 /* Whether deferred frees are waiting for the end of the batch. */
 bool loop_has_deferred(const struct loop *l);
+/*
+ * Busy polling: after a wake-up or a poll that found work, the loop polls
+ * its epoll set and the LOOP_POLL hooks for up to usecs before it blocks,
+ * spending at most budget_pct of a CPU a second on polls that find nothing.
+ * A round trip then does not pay a sleeping CPU's wake-up (tens of
+ * microseconds on a virtual machine). usecs 0: off.
+ */
+void loop_set_busy_poll(struct loop *l, unsigned usecs, unsigned budget_pct);
 /* Undoes loop_init() for a loop that never ran: its handles close with
  * no callback, the set's fd at once. */
 void loop_discard(struct loop *l);

@@ -444,7 +444,7 @@ static void test_unknown_keys(void **state)
 	/* an empty key is named "" (found by fuzzing: it once read past the path) */
 	expect_errors("{\"\": 1, \"links\": {\"\": 2}}",
 		      "t.json:1:2: \"\": unknown key (known here: listen, control, peers, transport, "
-		      "mark, workers, links, buffers, autocork, cq, shm, stats, fallback, auth, "
+		      "mark, workers, links, buffers, autocork, cq, busy_poll, shm, stats, fallback, auth, "
 		      "log, relay, shutdown, rdma, debug)\n"
 		      "t.json:1:19: links.\"\": unknown key (known here: per_peer, "
 		      "max_flows_per_link)\n");
