@@ -108,6 +108,7 @@ endif
 	tests/run-units $(B)
 	tests/fuzz/run-replay $(B)
 	$(MAKE) check-asan
+	$(MAKE) check-tsan
 	tests/integration/run $(B)
 ifeq ($(RDMA),0)
 	@echo "************************************************************************"
@@ -122,6 +123,29 @@ check-asan:
 	$(MAKE) B=build-asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" all units $(FUZZ_SRC:tests/fuzz/%.c=build-asan/fuzz/%-replay)
 	ASAN_OPTIONS=detect_leaks=1 tests/run-units build-asan
 	ASAN_OPTIONS=detect_leaks=1 tests/fuzz/run-replay build-asan
+
+# ThreadSanitizer: the unit tests and the integration tests whose daemons
+# run two workers (lib.sh's default config; t_shm_flows and t_emfile run one
+# worker in each of two daemons or beside the main thread's stats socket).
+# A race fails the run: halt_on_error stops the process with status 66, and
+# a report file left in build-tsan/tsan/ fails the target even when the test
+# around the process did not notice. gcc, because its -Wno-tsan silences the
+# warning that TSan does not model the fences of the shm doorbell (shared
+# with another process, which TSan cannot see anyway). About 2 minutes.
+TSAN_CC    ?= gcc
+TSAN_IT    ?= t_workers t_ctl_views t_reload t_sigterm_drain t_shm_flows \
+	      t_ctl_fail_link t_emfile t_shm_peer_kill t_socket_activation
+TSAN_OPTS  ?= halt_on_error=1 exitcode=66 log_path=$(CURDIR)/build-tsan/tsan/report
+check-tsan:
+	$(MAKE) B=build-tsan CC=$(TSAN_CC) OPT="-O1 -fsanitize=thread -fno-omit-frame-pointer -Wno-tsan" all units tools
+	@rm -rf build-tsan/tsan && mkdir -p build-tsan/tsan
+	@export TSAN_OPTIONS="$(TSAN_OPTS)"; rc=0; \
+	  tests/run-units build-tsan || rc=1; \
+	  tests/integration/run build-tsan $(TSAN_IT) || rc=1; \
+	  if ls build-tsan/tsan/report.* >/dev/null 2>&1; then \
+	    cat build-tsan/tsan/report.*; \
+	    echo "check-tsan: ThreadSanitizer reported the races above (build-tsan/tsan/)"; rc=1; \
+	  fi; exit $$rc
 
 check-integration: all tools
 	tests/integration/run $(B)
@@ -181,7 +205,7 @@ lint-man:
 	mandoc -Tlint -Wwarning man/*.[0-9]
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-tsan build-fuzz
 
-.PHONY: all deps check check-asan check-integration check-rdma check-rdma-ready demo bench install uninstall clean fuzz tools units lint-man
+.PHONY: all deps check check-asan check-tsan check-integration check-rdma check-rdma-ready demo bench install uninstall clean fuzz tools units lint-man
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -32,9 +32,9 @@
 #include "worker.h"
 
 /* The generic sum in worker_stats_add() depends on this. */
-_Static_assert(sizeof(struct proxy_stats) % sizeof(uint64_t) == 0 &&
-	       _Alignof(struct proxy_stats) == _Alignof(uint64_t),
-	       "struct proxy_stats must hold only uint64_t counters");
+_Static_assert(sizeof(struct proxy_stats) % sizeof(counter_t) == 0 &&
+	       _Alignof(struct proxy_stats) == _Alignof(counter_t),
+	       "struct proxy_stats must hold only counter_t counters");
 
 #define WORKERS_MAX 256		/* the config's bound */
 
@@ -749,14 +749,14 @@ unsigned worker_pool_run(struct worker_pool *pool, struct worker_job **jobs,
 
 void worker_stats_add(const struct worker *w, struct proxy_stats *sum)
 {
-	const uint64_t *in = (const uint64_t *)&w->proxy.stats;
-	uint64_t *out = (uint64_t *)sum;
+	const counter_t *in = (const counter_t *)&w->proxy.stats;
+	counter_t *out = (counter_t *)sum;
 	size_t i;
 
 	/* Only the worker writes its counters; a relaxed load cannot tear
-	 * and is one event stale at worst. */
-	for (i = 0; i < sizeof(*sum) / sizeof(uint64_t); i++)
-		out[i] += __atomic_load_n(&in[i], __ATOMIC_RELAXED);
+	 * and is one event stale at worst. sum is the caller's own. */
+	for (i = 0; i < sizeof(*sum) / sizeof(counter_t); i++)
+		counter_add(&out[i], counter_get(&in[i]));
 }
 
 void worker_pool_stats(const struct worker_pool *pool, struct proxy_stats *sum)
@@ -774,7 +774,7 @@ uint64_t worker_pool_n_flows(const struct worker_pool *pool)
 	unsigned i;
 
 	for (i = 0; i < pool->n; i++)
-		n += __atomic_load_n(&pool->workers[i].proxy.n_flows, __ATOMIC_RELAXED);
+		n += counter_get(&pool->workers[i].proxy.n_flows);
 	return n;
 }
 

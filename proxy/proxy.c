@@ -435,7 +435,7 @@ static void proxy_on_idle_sweep(uv_timer_t *t)
 		struct flow *f = list_entry(pos, struct flow, node);
 
 		if (!flow_is_ending(f) && now - flow_last_active(f) >= limit) {
-			p->stats.idle_timeouts++;
+			counter_inc(&p->stats.idle_timeouts);
 			flow_abort(f);
 		}
 	}
@@ -616,7 +616,7 @@ void proxy__pause_accepting(struct proxy *p, int err)
 {
 	if (!p->pause_ms)
 		p->ops->event(p, PROXY_EV_ACCEPT_PAUSED, NULL, err);
-	p->stats.accept_pauses++;
+	counter_inc(&p->stats.accept_pauses);
 	pipe_pool_trim(&p->pipes);
 	p->paused = true;
 	p->pause_ms = p->pause_ms ? p->pause_ms * 2 : PAUSE_MIN_MS;
@@ -656,7 +656,7 @@ static void proxy_on_acceptable(uv_poll_t *h, int status, int events)
 				p->ops->event(p, PROXY_EV_ACCEPT_ERROR, NULL, err);
 			continue;
 		}
-		p->stats.flows_accepted++;
+		counter_inc(&p->stats.flows_accepted);
 		err = flow_open(p, fd, &peer);
 		/* Out of fds between accept and connect: the connection got an
 		 * RST; stop taking more until fds come back. */

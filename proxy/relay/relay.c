@@ -219,9 +219,9 @@ static int relay_pump_copy(struct relay *r, int i)
 			return -EIO;	/* cannot happen: we peeked them */
 		d->bytes += w;
 		if (i == RELAY_CLIENT)
-			r->env->stats->bytes_in += w;
+			counter_add(&r->env->stats->bytes_in, w);
 		else
-			r->env->stats->bytes_out += w;
+			counter_add(&r->env->stats->bytes_out, w);
 		if (w < n) {
 			d->out_blocked = true;
 			return 0;
@@ -281,9 +281,9 @@ static int relay_pump(struct relay *r, int i)
 				d->queued -= n;
 				d->bytes += n;
 				if (i == RELAY_CLIENT)
-					r->env->stats->bytes_in += n;
+					counter_add(&r->env->stats->bytes_in, n);
 				else
-					r->env->stats->bytes_out += n;
+					counter_add(&r->env->stats->bytes_out, n);
 				progress = true;
 			} else if (n < 0 && errno == EAGAIN) {
 				d->out_blocked = true;

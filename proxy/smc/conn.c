@@ -316,7 +316,7 @@ static void conn_reset(struct conn *c, enum conn_end how, int err)
 		return;
 	conn_close_fd(c, true);
 	if (how == CONN_END_PROTOCOL)
-		st->bad_messages++;
+		counter_inc(&st->bad_messages);
 	if (c->state != CONN_OPENING || c->peer_token) {
 		c->abort_pending = true;
 		link_conn_work(c, CONN_TX_CDC);
@@ -544,7 +544,7 @@ void conn_on_cdc(struct conn *c, const struct cdc_msg *m)
 	uint32_t rx_size;
 	int64_t d;
 
-	st->cdc_received++;
+	counter_inc(&st->cdc_received);
 	c->peer_heard = true;
 	if (m->conn_flags & (CDC_CF_ABORT | CDC_CF_CLOSED)) {
 		bool abort = m->conn_flags & CDC_CF_ABORT;
@@ -579,7 +579,7 @@ void conn_on_cdc(struct conn *c, const struct cdc_msg *m)
 			goto out_proto;
 		c->rx_prod = m->prod;
 		if (conn_rx_avail(c) == rx_size)
-			st->ring_full_local++;
+			counter_inc(&st->ring_full_local);
 	}
 	d = cursor_diff(c->tx_cons, m->cons, c->tx_size);
 	if (d > 0) {
@@ -669,7 +669,7 @@ void conn_build_msg(struct conn *c, unsigned work, uint8_t msg[LINK_MSG_LEN])
 		c->rx_cons_sent = c->rx_cons;
 		c->tx_last_seq = c->link->tx_seq;
 		c->tx_unacked_valid = true;
-		lgr->proxy->stats.cdc_sent++;
+		counter_inc(&lgr->proxy->stats.cdc_sent);
 		cdc_encode(&m, msg);
 	}
 }
@@ -699,7 +699,7 @@ static void conn_push(struct conn *c)
 	if (!fin && !c->write_blocked &&
 	    cork_should_hold(&p->cork, link_conn_unacked(c), held)) {
 		if (!c->corked)
-			conn_proxy(c)->stats.cork_events++;
+			counter_inc(&conn_proxy(c)->stats.cork_events);
 		link_cork(c);
 		return;
 	}
@@ -721,9 +721,9 @@ static void conn_account(struct conn *c, uint32_t n, bool from_socket)
 	bool in = from_socket == conn_is_opener(c);
 
 	if (in)
-		st->bytes_in += n;
+		counter_add(&st->bytes_in, n);
 	else
-		st->bytes_out += n;
+		counter_add(&st->bytes_out, n);
 	if (from_socket) {
 		c->bytes_tx += n;
 		c->lgr->bytes_tx += n;
@@ -756,7 +756,7 @@ static void conn_fill(struct conn *c)
 
 		if (!space) {
 			if (!c->write_blocked)
-				conn_proxy(c)->stats.ring_full_remote++;
+				counter_inc(&conn_proxy(c)->stats.ring_full_remote);
 			c->in_pending = true;
 			c->write_blocked = true;
 			break;
@@ -867,7 +867,7 @@ static void conn_drain(struct conn *c)
 	    (freed >= size / 10 || c->peer_write_blocked)) {
 		c->peer_write_blocked = false;
 		if (!(c->tx_work & CONN_TX_CDC))
-			conn_proxy(c)->stats.window_updates++;
+			counter_inc(&conn_proxy(c)->stats.window_updates);
 		link_conn_work(c, CONN_TX_CDC);
 	}
 	conn_maybe_done(c);
@@ -881,7 +881,7 @@ static void conn_connected(struct conn *c)
 	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
 		err = errno;
 	if (err) {
-		conn_proxy(c)->stats.connect_failures++;
+		counter_inc(&conn_proxy(c)->stats.connect_failures);
 		conn_reset(c, CONN_END_CONNECT_FAILED, -err);
 		return;
 	}

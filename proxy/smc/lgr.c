@@ -244,7 +244,7 @@ struct lgr *lgr_for_dest(struct proxy *p, const struct sockaddr *dest,
 	lgr = lgr_find_client(p, (struct sockaddr *)&peer);
 	if (lgr && lgr->state == LGR_NEGATIVE) {
 		if (now < lgr->neg_until_ms) {
-			p->stats.negative_cache_hits++;
+			counter_inc(&p->stats.negative_cache_hits);
 			*reason = lgr->neg_reason;
 			return NULL;
 		}
@@ -300,9 +300,9 @@ void lgr__established(struct lgr *lgr)
 	lgr->state = LGR_ACTIVE;
 	lgr__hs_close(lgr);
 	if (lgr->role == LGR_ROLE_CLIENT)
-		p->stats.lgr_handshakes++;
+		counter_inc(&p->stats.lgr_handshakes);
 	else
-		p->stats.lgr_accepted++;
+		counter_inc(&p->stats.lgr_accepted);
 	lgr_report(lgr, PROXY_LGR_UP, 0);
 	lgr_release_waiting(lgr, FB_NONE);
 }
@@ -392,7 +392,7 @@ void lgr_on_flow_open(struct link *lnk, const struct llc_flow_open *m)
 	addr_unmap_v4(&dest);
 	reason = lgr_check_dest(p, (struct sockaddr *)&dest);
 	if (reason) {
-		p->stats.dest_refused++;
+		counter_inc(&p->stats.dest_refused);
 		link_post_decline(lnk, m->token, reason);
 		return;
 	}
@@ -420,7 +420,7 @@ void lgr_fail(struct lgr *lgr, int err)
 	}
 	lgr->state = LGR_DOWN;
 	lgr->fail_err = err;
-	p->stats.lgr_failures++;
+	counter_inc(&p->stats.lgr_failures);
 	lgr_report(lgr, PROXY_LGR_FAILED, err);
 	for (i = 0; i < lgr->n_links; i++) {
 		lgr->links[i].state = LINK_DOWN;
@@ -430,7 +430,7 @@ void lgr_fail(struct lgr *lgr, int err)
 		struct conn *c = list_entry(lgr->conn_list.next, struct conn, lgr_node);
 
 		if (c->state != CONN_CLOSED && c->state != CONN_OPENING)
-			p->stats.flows_reset_link++;
+			counter_inc(&p->stats.flows_reset_link);
 		conn_link_down(c);
 		if (lgr->conn_list.next == &c->lgr_node)	/* not released: cannot be */
 			list_del(&c->lgr_node);
@@ -468,7 +468,7 @@ void lgr_link_down(struct link *lnk, int err)
 		lgr_fail(lgr, err);	/* its flows are reset at once */
 		return;
 	}
-	p->stats.link_failovers++;
+	counter_inc(&p->stats.link_failovers);
 	lgr_report(lgr, PROXY_LINK_FAILOVER, err);
 	/* Declines the dead link still owed go on the survivor. Each was
 	 * counted in declines_sent when it was first posted, and
@@ -479,7 +479,7 @@ void lgr_link_down(struct link *lnk, int err)
 	for (i = 0; i < n_decl; i++) {
 		unsigned reason = lnk->decline_q[i].reason;
 
-		p->stats.declines_sent[reason < CLC_DECL__MAX ? reason : 0]--;
+		counter_dec(&p->stats.declines_sent[reason < CLC_DECL__MAX ? reason : 0]);
 		link_post_decline(to, lnk->decline_q[i].token, reason);
 		if (lgr->state != LGR_ACTIVE)
 			return;
@@ -490,7 +490,7 @@ void lgr_link_down(struct link *lnk, int err)
 
 		if (c->link != lnk)
 			continue;
-		p->stats.flows_moved++;
+		counter_inc(&p->stats.flows_moved);
 		conn_move_link(c, to);
 		if (lgr->state != LGR_ACTIVE)
 			return;	/* the survivor failed meanwhile */

@@ -62,7 +62,7 @@ static void hs_send_decline(struct lgr *lgr, unsigned reason)
 {
 	struct clc_msg m = { .hdr.type = CLC_DECLINE, .decline.reason = (uint8_t)reason };
 
-	lgr->proxy->stats.declines_sent[reason]++;
+	counter_inc(&lgr->proxy->stats.declines_sent[reason]);
 	hs_send(lgr, &m);
 }
 
@@ -156,19 +156,19 @@ static void hs_client_on_accept(struct lgr *lgr, const struct clc_accept *a)
 	    (a->transport == CLC_TR_SHM && !a->shm_name_len) ||
 	    (a->transport == CLC_TR_RDMA &&
 	     rdma_tlv_decode(a->rdma_addr, a->rdma_addr_len, &ra))) {
-		p->stats.bad_messages++;
+		counter_inc(&p->stats.bad_messages);
 		hs_decline(lgr, CLC_DECL_INTERNAL);
 		return;
 	}
 	if (!!p->psk_len != !!(a->features & CLC_FEAT_PSK)) {
-		p->stats.auth_failures++;
+		counter_inc(&p->stats.auth_failures);
 		hs_decline(lgr, CLC_DECL_POLICY);
 		return;
 	}
 	if (p->psk_len) {
 		if (clc_mac_accept(p->psk, p->psk_len, pr, a, mac) ||
 		    !clc_mac_equal(mac, a->mac)) {
-			p->stats.auth_failures++;
+			counter_inc(&p->stats.auth_failures);
 			hs_decline(lgr, CLC_DECL_POLICY);
 			return;
 		}
@@ -242,7 +242,7 @@ static void hs_server_on_proposal(struct lgr *lgr, const struct clc_proposal *pr
 	int err;
 
 	if (!!p->psk_len != !!(pr->features & CLC_FEAT_PSK)) {
-		p->stats.auth_failures++;
+		counter_inc(&p->stats.auth_failures);
 		hs_decline(lgr, CLC_DECL_POLICY);
 		return;
 	}
@@ -308,7 +308,7 @@ static void hs_server_on_confirm(struct lgr *lgr, const struct clc_confirm *cf)
 	if (p->psk_len &&
 	    (clc_mac_confirm(p->psk, p->psk_len, &lgr->hs.prop, &lgr->hs.acc, mac) ||
 	     !clc_mac_equal(mac, cf->mac))) {
-		p->stats.auth_failures++;
+		counter_inc(&p->stats.auth_failures);
 		hs_decline(lgr, CLC_DECL_POLICY);
 		return;
 	}
@@ -332,12 +332,12 @@ static void hs_on_msg(struct lgr *lgr, const uint8_t *buf, size_t len)
 		return;
 	}
 	if (err) {
-		p->stats.bad_messages++;
+		counter_inc(&p->stats.bad_messages);
 		hs_decline(lgr, CLC_DECL_INTERNAL);
 		return;
 	}
 	if (m.hdr.type == CLC_DECLINE) {
-		p->stats.declines_received[m.decline.reason]++;
+		counter_inc(&p->stats.declines_received[m.decline.reason]);
 		hs_fail(lgr, fallback_of_decline(m.decline.reason));
 		return;
 	}
@@ -369,7 +369,7 @@ static void hs_on_msg(struct lgr *lgr, const uint8_t *buf, size_t len)
 	default:
 		break;
 	}
-	p->stats.bad_messages++;
+	counter_inc(&p->stats.bad_messages);
 	hs_decline(lgr, CLC_DECL_INTERNAL);
 }
 
@@ -402,7 +402,7 @@ static void hs_read(struct lgr *lgr)
 			if (err == -EAGAIN || (!err && hdr.length > hs->have))
 				break;
 			if (err) {
-				lgr->proxy->stats.bad_messages++;
+				counter_inc(&lgr->proxy->stats.bad_messages);
 				hs_decline(lgr, CLC_DECL_INTERNAL);
 				return;
 			}
@@ -483,8 +483,8 @@ static void hs_on_control(uv_poll_t *h, int status, int events)
 			uint8_t buf[CLC_MSG_MAX];
 			int n = clc_encode(&m, buf, sizeof(buf));
 
-			p->stats.proposals_refused++;
-			p->stats.declines_sent[CLC_DECL_POLICY]++;
+			counter_inc(&p->stats.proposals_refused);
+			counter_inc(&p->stats.declines_sent[CLC_DECL_POLICY]);
 			if (n > 0)
 				send(fd, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
 			close(fd);

@@ -701,7 +701,7 @@ static void rl_reap(struct proxy_defer *d)
 	if (!list_empty(&rl->zombie_node)) {
 		list_del(&rl->zombie_node);
 		rl->dev->n_zombies--;
-		rl->dev->proxy->stats.rdma_links_draining = rl->dev->n_zombies;
+		counter_set(&rl->dev->proxy->stats.rdma_links_draining, rl->dev->n_zombies);
 	}
 	rl_free_now(rl);
 }
@@ -879,7 +879,7 @@ static void rdma_link_down(struct rdma_link *rl, int err)
 	rl->drain_since_ms = uv_now(dev->proxy->loop);
 	list_add_tail(&rl->zombie_node, &dev->zombies);
 	dev->n_zombies++;
-	dev->proxy->stats.rdma_links_draining = dev->n_zombies;
+	counter_set(&dev->proxy->stats.rdma_links_draining, dev->n_zombies);
 	if (rl->qp) {
 		struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
 		struct ibv_send_wr swr = {
@@ -912,7 +912,7 @@ static void rdma_link_down(struct rdma_link *rl, int err)
 	/* The link still answers tx_done() with what really completed while
 	 * its flows move: that is where their replay starts. */
 	if (lnk && err) {
-		dev->proxy->stats.rdma_link_failures++;
+		counter_inc(&dev->proxy->stats.rdma_link_failures);
 		lgr_link_down(lnk, err);
 	}
 	if (lnk)
@@ -1122,17 +1122,17 @@ static int rdma_on_connect_request(struct rdma_dev *dev, struct rdma_cm_id *id,
 	int err;
 
 	if (rdma_pd_decode(data, len, &pd)) {
-		p->stats.bad_messages++;
+		counter_inc(&p->stats.bad_messages);
 		return -EPROTO;
 	}
 	lgr = rdma_find_lgr(p, pd.lgr_id);
 	if (!lgr) {
-		p->stats.proposals_refused++;
+		counter_inc(&p->stats.proposals_refused);
 		return -ENOENT;
 	}
 	rg = lgr->tp;
 	if (pd.link >= lgr->n_links || rg->links[pd.link] || rg_set_peer(rg, &pd)) {
-		p->stats.bad_messages++;
+		counter_inc(&p->stats.bad_messages);
 		return -EPROTO;
 	}
 	rl = rl_new(dev, rg, pd.link);
@@ -1216,7 +1216,7 @@ static void rdma_on_cm_event(struct rdma_dev *dev, struct rdma_cm_event *ev)
 		if (rl->rg->lgr->role == LGR_ROLE_CLIENT &&
 		    (rdma_pd_decode(data, len, &pd) || pd.link != rl->lnk->idx ||
 		     rg_set_peer(rl->rg, &pd))) {
-			dev->proxy->stats.bad_messages++;
+			counter_inc(&dev->proxy->stats.bad_messages);
 			rl_connect_failed(rl, -EPROTO);
 			return;
 		}
@@ -1259,7 +1259,7 @@ static void rdma_on_async(struct epset_entry *e, uint32_t events)
 	struct ibv_async_event ev;
 
 	while (ibv_get_async_event(dev->ctx, &ev) == 0) {
-		dev->proxy->stats.rdma_async_events++;
+		counter_inc(&dev->proxy->stats.rdma_async_events);
 		switch (ev.event_type) {
 		case IBV_EVENT_PORT_ERR:
 		case IBV_EVENT_PORT_ACTIVE:
@@ -1322,8 +1322,8 @@ static void rdma_reap_stuck(struct rdma_dev *dev, uint64_t now)
 		/* Off the draining list (a late marker still frees it). */
 		list_del(&rl->zombie_node);
 		dev->n_zombies--;
-		dev->proxy->stats.rdma_links_draining = dev->n_zombies;
-		dev->proxy->stats.rdma_links_stuck++;
+		counter_set(&dev->proxy->stats.rdma_links_draining, dev->n_zombies);
+		counter_inc(&dev->proxy->stats.rdma_links_stuck);
 	}
 }
 
