@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "core/addr.h"
+#include "core/sock.h"
 #include "cfg.h"
 #include "flow.h"
 #include "log.h"
@@ -423,7 +424,7 @@ static int worker_check_ports_free(const struct cfg *cfg, const int *adopt_fds,
 {
 	struct sockaddr_storage ss;
 	char a[ADDR_STRLEN];
-	int one = 1, fd, err;
+	int fd, err;
 	socklen_t len;
 	size_t i, k;
 
@@ -438,14 +439,11 @@ static int worker_check_ports_free(const struct cfg *cfg, const int *adopt_fds,
 		}
 		if (adopted)
 			continue;
-		fd = socket(ca->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			continue;
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (ca->ss.ss_family == AF_INET6)
-			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-		err = bind(fd, (const struct sockaddr *)&ca->ss, ca->len) < 0 ? -errno : 0;
-		close(fd);
+		/* As proxy.c's listener_open() binds, without SO_REUSEPORT. */
+		fd = sock_bind((const struct sockaddr *)&ca->ss, ca->len, 0);
+		if (fd >= 0)
+			close(fd);
+		err = fd < 0 ? fd : 0;
 		if (err == -EADDRINUSE) {
 			snprintf(errbuf, errlen, "listen on %s: %s",
 				 addr_format((const struct sockaddr *)&ca->ss, a, sizeof(a)),
@@ -455,17 +453,11 @@ static int worker_check_ports_free(const struct cfg *cfg, const int *adopt_fds,
 	}
 	/* The control port, which every worker binds too (lgr_listen()). */
 	if (cfg->has_control && cfg->n_peers) {
-		int v6only = !addr_is_any((const struct sockaddr *)&cfg->control.ss);
-
-		fd = socket(cfg->control.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			return 0;
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (cfg->control.ss.ss_family == AF_INET6)
-			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only));
-		err = bind(fd, (const struct sockaddr *)&cfg->control.ss, cfg->control.len) < 0 ?
-		      -errno : 0;
-		close(fd);
+		fd = sock_bind((const struct sockaddr *)&cfg->control.ss, cfg->control.len,
+			       SOCK_BIND_DUALSTACK_ANY);
+		if (fd >= 0)
+			close(fd);
+		err = fd < 0 ? fd : 0;
 		if (err == -EADDRINUSE) {
 			snprintf(errbuf, errlen, "control port %s: %s",
 				 addr_format((const struct sockaddr *)&cfg->control.ss, a, sizeof(a)),

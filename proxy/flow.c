@@ -13,6 +13,7 @@
 
 #include "core/addr.h"
 #include "smc/conn.h"
+#include "smc/fallback.h"
 #include "flow.h"
 #include "smc/lgr.h"
 #include "core/origdst.h"
@@ -41,15 +42,6 @@ const char *fallback_reason_name(enum fallback_reason r)
 	};
 
 	return r < FB__MAX ? names[r] : "unknown";
-}
-
-enum fallback_reason fallback_of_decline(unsigned reason)
-{
-	if (reason == CLC_DECL_NONE)
-		return FB_NO_LINK;	/* the link group failed under an opening flow */
-	if (reason >= CLC_DECL_NO_DEVICE && reason <= CLC_DECL_INTERNAL)
-		return FB_DECL_NO_DEVICE + (reason - CLC_DECL_NO_DEVICE);
-	return FB_DECL_INTERNAL;
 }
 
 const char *flow_state_name(const struct flow *f)
@@ -253,12 +245,6 @@ static const struct conn_ops flow_conn_ops = {
 	.closed = flow_conn_closed,
 };
 
-static enum fallback_reason fb_of_err(int err)
-{
-	return err == -ENOSPC ? FB_DECL_MAX_FLOWS :
-	       err == -ENOMEM ? FB_DECL_NO_MEMORY : FB_DECL_INTERNAL;
-}
-
 static void flow_start_conn(struct flow *f, struct lgr *lgr)
 {
 	struct proxy *p = f->proxy;
@@ -268,7 +254,7 @@ static void flow_start_conn(struct flow *f, struct lgr *lgr)
 	f->fd = -1;
 	err = conn_open(&f->conn, lgr, fd, (struct sockaddr *)&f->dest, &flow_conn_ops);
 	if (err) {
-		if (flow_start_relay(f, fd, fb_of_err(err)))
+		if (flow_start_relay(f, fd, fallback_of_errno(err)))
 			flow_maybe_free(f);
 		return;
 	}

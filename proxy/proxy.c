@@ -28,6 +28,7 @@
 #include "transport/rdma/rdma.h"
 #include "transport/shm/shm.h"
 #include "core/pipe_pool.h"
+#include "core/sock.h"
 #include "proxy.h"
 #include "relay/relay.h"
 
@@ -372,25 +373,20 @@ static int listener_find_adopted(const struct proxy *p, const struct cfg_addr *a
 static int listener_open(struct listener *l, const struct cfg_addr *a, uint64_t keepalive_ms,
 			 bool reuseport)
 {
-	int one = 1, fd, err;
+	int fd, err;
 	socklen_t len = sizeof(l->addr);
 
-	fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	/* Each worker binds its own socket and the kernel spreads
-	 * connections over them. Only then: it would also let a second
-	 * daemon share our port unnoticed. */
-	if (reuseport)
-		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-	/* "[::]:7001" next to "0.0.0.0:7001" must not collide. */
-	if (a->ss.ss_family == AF_INET6)
-		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	 * connections over them (SO_REUSEPORT). Only then: it would also
+	 * let a second daemon share our port unnoticed. IPv6 only, so that
+	 * "[::]:7001" next to "0.0.0.0:7001" does not collide. */
+	fd = sock_bind((const struct sockaddr *)&a->ss, a->len,
+		       SOCK_BIND_NONBLOCK | (reuseport ? SOCK_BIND_REUSEPORT : 0));
+	if (fd < 0)
+		return fd;
 	/* Accepted sockets inherit these: none of it per flow. */
 	relay_tune_socket(fd, keepalive_ms);
-	if (bind(fd, (const struct sockaddr *)&a->ss, a->len) < 0 ||
-	    listen(fd, SOMAXCONN) < 0 ||
+	if (listen(fd, SOMAXCONN) < 0 ||
 	    getsockname(fd, (struct sockaddr *)&l->addr, &len) < 0) {
 		err = -errno;
 		close(fd);

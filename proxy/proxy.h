@@ -66,9 +66,6 @@ void proxy__lgr_timer(struct proxy *p);
 
 const char *flow_mode_name(enum flow_mode m);
 const char *fallback_reason_name(enum fallback_reason r);
-/* The fallback reason of a decline (enum clc_decline); CLC_DECL_NONE is a
- * link group that failed under an opening flow: no_link. */
-enum fallback_reason fallback_of_decline(unsigned reason);
 const char *flow_state_name(const struct flow *f);
 
 #endif

@@ -32,6 +32,7 @@
 #include "cork.h"
 #include "cursor.h"
 #include "core/epset.h"
+#include "core/sock.h"
 #include "lgr.h"
 #include "link.h"
 #include "llc.h"
@@ -169,22 +170,17 @@ static int conn_socket_connect(struct conn *c, const struct sockaddr *dest,
 {
 	int fd, err, one = 1;
 
-	fd = socket(dest->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = sock_open_marked(dest->sa_family, rp->mark);
 	if (fd < 0)
-		return -errno;
-	if (rp->mark && setsockopt(fd, SOL_SOCKET, SO_MARK, &rp->mark, sizeof(rp->mark)) < 0) {
-		err = -errno;
-		goto out_close;
-	}
+		return fd;
 	/* A leg to this host: keepalive would find nothing the kernel does
 	 * not report at once (a local peer's death is an RST), so only what
 	 * the data path needs. */
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	setsockopt(fd, SOL_SOCKET, SO_OOBINLINE, &one, sizeof(one));
-	if (connect(fd, dest, addr_len(dest)) < 0 && errno != EINPROGRESS) {
-		err = -errno;
+	err = sock_connect(fd, dest);
+	if (err)
 		goto out_close;
-	}
 	c->fd = fd;
 	return 0;
 

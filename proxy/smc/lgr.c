@@ -15,6 +15,7 @@
 
 #include "core/addr.h"
 #include "conn.h"
+#include "fallback.h"
 #include "flow.h"
 #include "lgr.h"
 #include "link.h"
@@ -398,9 +399,7 @@ void lgr_on_flow_open(struct link *lnk, const struct llc_flow_open *m)
 	}
 	err = flow_accept_peer(p, lnk, m, (struct sockaddr *)&dest);
 	if (err) {
-		reason = err == -ENOSPC ? CLC_DECL_MAX_FLOWS :
-			 err == -ENOMEM ? CLC_DECL_NO_MEMORY : CLC_DECL_INTERNAL;
-		link_post_decline(lnk, m->token, reason);
+		link_post_decline(lnk, m->token, clc_decline_of_errno(err));
 	}
 }
 
@@ -415,7 +414,7 @@ void lgr_fail(struct lgr *lgr, int err)
 	if (lgr->state == LGR_DOWN || lgr->state == LGR_NEGATIVE)
 		return;
 	if (lgr->state == LGR_HANDSHAKE || lgr->state == LGR_RENDEZVOUS) {
-		lgr__handshake_failed(lgr, err == -ETIMEDOUT ? FB_DECL_TIMEOUT : FB_DECL_INTERNAL);
+		lgr__handshake_failed(lgr, fallback_of_errno(err));
 		return;
 	}
 	lgr->state = LGR_DOWN;

@@ -22,6 +22,8 @@
 #include "core/addr.h"
 #include "clc.h"
 #include "core/epset.h"
+#include "core/sock.h"
+#include "fallback.h"
 #include "lgr.h"
 #include "proxy.h"
 #include "transport/rdma/rdma.h"
@@ -86,19 +88,15 @@ void lgr__hs_start_client(struct lgr *lgr)
 	const struct sockaddr *peer = (const struct sockaddr *)&lgr->peer;	/* control port */
 	int one = 1, fd;
 
-	fd = socket(peer->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	/* Our mark keeps the redirect rule off our own control traffic. */
+	fd = sock_open_marked(peer->sa_family, p->relay_params.mark);
 	if (fd < 0)
 		goto out_fail;
-	/* Our mark keeps the redirect rule off our own control traffic. */
-	if (p->relay_params.mark)
-		setsockopt(fd, SOL_SOCKET, SO_MARK, &p->relay_params.mark,
-			   sizeof(p->relay_params.mark));
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	lgr->hs.fd = fd;
 	lgr->hs.ev.cb = hs_on_event;
 	lgr->hs.step = HS_CONNECTING;
-	if (connect(fd, peer, addr_len(peer)) < 0 &&
-	    errno != EINPROGRESS) {
+	if (sock_connect(fd, peer)) {
 		hs_fail(lgr, FB_PEER_UNREACHABLE);
 		return;
 	}
@@ -208,8 +206,7 @@ static void hs_client_on_ready(struct lgr *lgr)
 	else
 		err = -EPROTONOSUPPORT;
 	if (err && lgr->state == LGR_RENDEZVOUS)
-		lgr__handshake_failed(lgr, err == -ENOMEM || err == -ENOSPC ? FB_DECL_NO_MEMORY :
-					   FB_DECL_INTERNAL);
+		lgr__handshake_failed(lgr, fallback_of_errno(err));
 }
 
 /* Server: which transport to accept, or why none. */
@@ -263,8 +260,7 @@ static void hs_server_on_proposal(struct lgr *lgr, const struct clc_proposal *pr
 	}
 	err = a->transport == CLC_TR_SHM ? shm_lgr_prepare(lgr) : rdma_lgr_prepare(lgr);
 	if (err) {
-		hs_decline(lgr, err == -ENOMEM || err == -ENOSPC ? CLC_DECL_NO_MEMORY :
-			   CLC_DECL_INTERNAL);
+		hs_decline(lgr, clc_decline_of_errno(err));
 		return;
 	}
 	a->features = p->psk_len ? CLC_FEAT_PSK : 0;
@@ -508,26 +504,19 @@ int lgr_listen(struct proxy *p, char *errbuf, size_t errlen)
 {
 	const struct cfg_addr *a = &p->cfg->control;
 	char s[ADDR_STRLEN];
-	int one = 1, fd, err;
+	int fd, err;
 
-	fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		err = -errno;
-		goto out_err;
-	}
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (p->reuseport)
-		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
 	/* One control address serves both families only as "[::]:port":
 	 * leave that one dual-stack (v4 peers then come as ::ffff:a.b.c.d,
 	 * unmapped before the prefix check); any other IPv6 address is
 	 * IPv6 only. */
-	if (a->ss.ss_family == AF_INET6) {
-		int v6only = !addr_is_any((const struct sockaddr *)&a->ss);
-
-		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only));
+	fd = sock_bind((const struct sockaddr *)&a->ss, a->len, SOCK_BIND_NONBLOCK |
+		       SOCK_BIND_DUALSTACK_ANY | (p->reuseport ? SOCK_BIND_REUSEPORT : 0));
+	if (fd < 0) {
+		err = fd;
+		goto out_err;
 	}
-	if (bind(fd, (const struct sockaddr *)&a->ss, a->len) < 0 || listen(fd, 128) < 0) {
+	if (listen(fd, 128) < 0) {
 		err = -errno;
 		close(fd);
 		goto out_err;

@@ -778,7 +778,7 @@ static int rl_create_qp(struct rdma_link *rl)
 		return -ENODEV;	/* another device than ours: unsupported */
 	rl->cq = cq_get(&dev->cqs, rl->sq_depth + rl->rq_depth + 2);
 	if (!rl->cq)
-		return -ENOSPC;
+		return -ENOBUFS;	/* the CQ pool is full: out_of_memory, not max_flows */
 	attr.qp_context = rl;
 	attr.send_cq = rl->cq->cq;
 	attr.recv_cq = rl->cq->cq;
@@ -999,7 +999,7 @@ int rdma_lgr_prepare(struct lgr *lgr)
 		size = RDMA_REGION_MAX;
 	size &= ~(uint64_t)4095;
 	if (size < RMB_MIN_SIZE)
-		return -ENOSPC;
+		return -ENOBUFS;	/* buffers.pool too small for one ring */
 	rg = calloc(1, sizeof(*rg));
 	if (!rg)
 		return -ENOMEM;
