@@ -125,7 +125,7 @@ check-asan:
 	ASAN_OPTIONS=detect_leaks=1 tests/fuzz/run-replay build-asan
 
 # ThreadSanitizer: the unit tests and the integration tests whose daemons
-# run two workers (lib.sh's default config; t_shm_flows and t_emfile run one
+# run two workers (lib.sh's default config; t_shm_close and t_emfile run one
 # worker in each of two daemons or beside the main thread's stats socket).
 # A race fails the run: halt_on_error stops the process with status 66, and
 # a report file left in build-tsan/tsan/ fails the target even when the test
@@ -133,7 +133,7 @@ check-asan:
 # warning that TSan does not model the fences of the shm doorbell (shared
 # with another process, which TSan cannot see anyway). About 2 minutes.
 TSAN_CC    ?= gcc
-TSAN_IT    ?= t_workers t_ctl_views t_reload t_sigterm_drain t_shm_flows \
+TSAN_IT    ?= t_workers t_ctl_views t_reload t_sigterm_drain t_shm_close \
 	      t_ctl_fail_link t_emfile t_shm_peer_kill t_socket_activation
 TSAN_OPTS  ?= halt_on_error=1 exitcode=66 log_path=$(CURDIR)/build-tsan/tsan/report
 check-tsan:
