@@ -14,15 +14,35 @@ B       ?= build
 PKGS     = libuv jansson libsystemd libibverbs librdmacm libcrypto
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo 0.1)
 
+# A missing library stops the build here, naming its .pc package, rather
+# than as a compiler error about a header far below. Goals that build
+# nothing (or run make deps first and build in a sub-make) go without.
+NOLIB_GOALS := deps clean uninstall lint-man check demo check-rdma-ready
+ifneq ($(filter-out $(NOLIB_GOALS),$(or $(MAKECMDGOALS),all)),)
+ifeq ($(shell command -v pkg-config),)
+$(error pkg-config is not installed: run `make deps` (contrib/install-deps))
+endif
+PKG_MISSING := $(strip $(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) && echo y),,$(p))))
+ifneq ($(PKG_MISSING),)
+$(error pkg-config finds no $(PKG_MISSING) (.pc): run `make deps` (contrib/install-deps), or set PKG_CONFIG_PATH)
+endif
+endif
+
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CTL_LIBS   := $(shell pkg-config --libs jansson 2>/dev/null)
 CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 
+# WERROR=1 (CI: .ci/run) turns every warning into an error.
+WERROR   ?= 0
 OPT      ?= -O2
 CFLAGS  ?= $(OPT) -g
-CFLAGS  += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE \
+CFLAGS  += -std=gnu11 -Wall -Wextra -Wshadow -Wvla -Wno-unused-parameter -D_GNU_SOURCE \
 	   -fno-strict-aliasing -DSMCPROXY_VERSION='"$(VERSION)"' \
 	   -Iconfig -Iproxy -Idaemon $(PKG_CFLAGS)
+ifeq ($(WERROR),1)
+CFLAGS  += -Werror
+endif
 LDLIBS  += $(PKG_LIBS) -lpthread
 
 # Everything below daemon/ is a library: proxy/ and config/ never log.
@@ -30,6 +50,7 @@ LIB_SRC    := $(wildcard config/*.c) $(shell find proxy -name '*.c' | sort)
 LIB_OBJ    := $(LIB_SRC:%.c=$(B)/%.o)
 CTLLIB_SRC := daemon/ctl_proto.c daemon/ctl_render.c
 CTLLIB_OBJ := $(CTLLIB_SRC:%.c=$(B)/%.o)
+CFG_OBJ    := $(patsubst %.c,$(B)/%.o,$(wildcard config/*.c))
 DAEMON_SRC := $(filter-out daemon/smcproxyctl.c $(CTLLIB_SRC),$(wildcard daemon/*.c))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
 
@@ -52,13 +73,16 @@ $(B)/libsmcproxy.a: $(LIB_OBJ) $(CTLLIB_OBJ)
 $(B)/smcproxyd: $(DAEMON_OBJ) $(B)/libsmcproxy.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(B)/smcproxyctl: $(B)/daemon/smcproxyctl.o $(B)/libsmcproxy.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+# The client reads a config (for the stats socket's path) and speaks the
+# control protocol: config/ and jansson, none of the data plane's libraries.
+$(B)/smcproxyctl: $(B)/daemon/smcproxyctl.o $(CTLLIB_OBJ) $(CFG_OBJ)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(CTL_LIBS)
 
 # Unit tests: one cmocka binary per module. A test may list the library
 # symbols it wraps in tests/unit/test_X.wrap (one symbol per line).
 $(B)/tests/%: tests/unit/%.c $(B)/libsmcproxy.a $(DAEMON_OBJ)
 	@mkdir -p $(dir $@)
+	@[ -n "$(CMOCKA_LIBS)" ] || { echo "pkg-config finds no cmocka (.pc): run \`make deps\`" >&2; exit 1; }
 	$(CC) $(CFLAGS) -Itests/unit -MMD -MP $(LDFLAGS) -o $@ $< \
 	  $(patsubst %,-Wl$(comma)--wrap=%,$(shell cat tests/unit/$*.wrap 2>/dev/null)) \
 	  $(filter-out $(B)/daemon/main.o,$(DAEMON_OBJ)) $(B)/libsmcproxy.a $(LDLIBS) $(CMOCKA_LIBS)

@@ -38,6 +38,7 @@ _Static_assert(sizeof(struct proxy_stats) % sizeof(counter_t) == 0 &&
 	       "struct proxy_stats must hold only counter_t counters");
 
 #define WORKERS_MAX 256		/* the config's bound */
+#define ADOPT_MAX 64		/* passed sockets: smcd_inherited_listeners() takes 64 */
 
 unsigned worker_default_count(void)
 {
@@ -484,7 +485,7 @@ int worker_pool_init(struct worker_pool *pool, uv_loop_t *main_loop, unsigned n,
 		     char *errbuf, size_t errlen)
 {
 	pthread_condattr_t ca;
-	int fds[n_adopt ? n_adopt : 1];
+	int fds[ADOPT_MAX];
 	unsigned i;
 	size_t k;
 	int err;
@@ -492,6 +493,11 @@ int worker_pool_init(struct worker_pool *pool, uv_loop_t *main_loop, unsigned n,
 	*pool = (struct worker_pool){ .main_loop = main_loop, .n = n, .cfg = cfg };
 	if (n < 1 || n > WORKERS_MAX) {
 		snprintf(errbuf, errlen, "%u workers: out of range (1..%d)", n, WORKERS_MAX);
+		close_fds(adopt_fds, n_adopt);
+		return -EINVAL;
+	}
+	if (n_adopt > ADOPT_MAX) {
+		snprintf(errbuf, errlen, "%zu passed sockets: at most %d", n_adopt, ADOPT_MAX);
 		close_fds(adopt_fds, n_adopt);
 		return -EINVAL;
 	}
