@@ -14,15 +14,35 @@ B       ?= build
 PKGS     = libuv jansson libsystemd libibverbs librdmacm libcrypto
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo 0.1)
 
+# A missing library stops the build here, naming its .pc package, rather
+# than as a compiler error about a header far below. Goals that build
+# nothing (or run make deps first and build in a sub-make) go without.
+NOLIB_GOALS := deps clean uninstall lint-man check demo check-rdma-ready
+ifneq ($(filter-out $(NOLIB_GOALS),$(or $(MAKECMDGOALS),all)),)
+ifeq ($(shell command -v pkg-config),)
+$(error pkg-config is not installed: run `make deps` (contrib/install-deps))
+endif
+PKG_MISSING := $(strip $(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) && echo y),,$(p))))
+ifneq ($(PKG_MISSING),)
+$(error pkg-config finds no $(PKG_MISSING) (.pc): run `make deps` (contrib/install-deps), or set PKG_CONFIG_PATH)
+endif
+endif
+
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CTL_LIBS   := $(shell pkg-config --libs jansson 2>/dev/null)
 CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 
+# WERROR=1 (CI: .ci/run) turns every warning into an error.
+WERROR   ?= 0
 OPT      ?= -O2
 CFLAGS  ?= $(OPT) -g
-CFLAGS  += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE \
+CFLAGS  += -std=gnu11 -Wall -Wextra -Wshadow -Wvla -Wno-unused-parameter -D_GNU_SOURCE \
 	   -fno-strict-aliasing -DSMCPROXY_VERSION='"$(VERSION)"' \
 	   -Iconfig -Iproxy -Idaemon $(PKG_CFLAGS)
+ifeq ($(WERROR),1)
+CFLAGS  += -Werror
+endif
 LDLIBS  += $(PKG_LIBS) -lpthread
 
 # Everything below daemon/ is a library: proxy/ and config/ never log.
@@ -30,6 +50,7 @@ LIB_SRC    := $(wildcard config/*.c) $(shell find proxy -name '*.c' | sort)
 LIB_OBJ    := $(LIB_SRC:%.c=$(B)/%.o)
 CTLLIB_SRC := daemon/ctl_proto.c daemon/ctl_render.c
 CTLLIB_OBJ := $(CTLLIB_SRC:%.c=$(B)/%.o)
+CFG_OBJ    := $(patsubst %.c,$(B)/%.o,$(wildcard config/*.c))
 DAEMON_SRC := $(filter-out daemon/smcproxyctl.c $(CTLLIB_SRC),$(wildcard daemon/*.c))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
 
@@ -52,13 +73,16 @@ $(B)/libsmcproxy.a: $(LIB_OBJ) $(CTLLIB_OBJ)
 $(B)/smcproxyd: $(DAEMON_OBJ) $(B)/libsmcproxy.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(B)/smcproxyctl: $(B)/daemon/smcproxyctl.o $(B)/libsmcproxy.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+# The client reads a config (for the stats socket's path) and speaks the
+# control protocol: config/ and jansson, none of the data plane's libraries.
+$(B)/smcproxyctl: $(B)/daemon/smcproxyctl.o $(CTLLIB_OBJ) $(CFG_OBJ)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(CTL_LIBS)
 
 # Unit tests: one cmocka binary per module. A test may list the library
 # symbols it wraps in tests/unit/test_X.wrap (one symbol per line).
 $(B)/tests/%: tests/unit/%.c $(B)/libsmcproxy.a $(DAEMON_OBJ)
 	@mkdir -p $(dir $@)
+	@[ -n "$(CMOCKA_LIBS)" ] || { echo "pkg-config finds no cmocka (.pc): run \`make deps\`" >&2; exit 1; }
 	$(CC) $(CFLAGS) -Itests/unit -MMD -MP $(LDFLAGS) -o $@ $< \
 	  $(patsubst %,-Wl$(comma)--wrap=%,$(shell cat tests/unit/$*.wrap 2>/dev/null)) \
 	  $(filter-out $(B)/daemon/main.o,$(DAEMON_OBJ)) $(B)/libsmcproxy.a $(LDLIBS) $(CMOCKA_LIBS)
@@ -108,6 +132,7 @@ endif
 	tests/run-units $(B)
 	tests/fuzz/run-replay $(B)
 	$(MAKE) check-asan
+	$(MAKE) check-tsan
 	tests/integration/run $(B)
 ifeq ($(RDMA),0)
 	@echo "************************************************************************"
@@ -122,6 +147,29 @@ check-asan:
 	$(MAKE) B=build-asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" all units $(FUZZ_SRC:tests/fuzz/%.c=build-asan/fuzz/%-replay)
 	ASAN_OPTIONS=detect_leaks=1 tests/run-units build-asan
 	ASAN_OPTIONS=detect_leaks=1 tests/fuzz/run-replay build-asan
+
+# ThreadSanitizer: the unit tests and the integration tests whose daemons
+# run two workers (lib.sh's default config; t_shm_close and t_emfile run one
+# worker in each of two daemons or beside the main thread's stats socket).
+# A race fails the run: halt_on_error stops the process with status 66, and
+# a report file left in build-tsan/tsan/ fails the target even when the test
+# around the process did not notice. gcc, because its -Wno-tsan silences the
+# warning that TSan does not model the fences of the shm doorbell (shared
+# with another process, which TSan cannot see anyway). About 2 minutes.
+TSAN_CC    ?= gcc
+TSAN_IT    ?= t_workers t_ctl_views t_reload t_sigterm_drain t_shm_close \
+	      t_ctl_fail_link t_emfile t_shm_peer_kill t_socket_activation
+TSAN_OPTS  ?= halt_on_error=1 exitcode=66 log_path=$(CURDIR)/build-tsan/tsan/report
+check-tsan:
+	$(MAKE) B=build-tsan CC=$(TSAN_CC) OPT="-O1 -fsanitize=thread -fno-omit-frame-pointer -Wno-tsan" all units tools
+	@rm -rf build-tsan/tsan && mkdir -p build-tsan/tsan
+	@export TSAN_OPTIONS="$(TSAN_OPTS)"; rc=0; \
+	  tests/run-units build-tsan || rc=1; \
+	  tests/integration/run build-tsan $(TSAN_IT) || rc=1; \
+	  if ls build-tsan/tsan/report.* >/dev/null 2>&1; then \
+	    cat build-tsan/tsan/report.*; \
+	    echo "check-tsan: ThreadSanitizer reported the races above (build-tsan/tsan/)"; rc=1; \
+	  fi; exit $$rc
 
 check-integration: all tools
 	tests/integration/run $(B)
@@ -181,7 +229,7 @@ lint-man:
 	mandoc -Tlint -Wwarning man/*.[0-9]
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-tsan build-fuzz
 
-.PHONY: all deps check check-asan check-integration check-rdma check-rdma-ready demo bench install uninstall clean fuzz tools units lint-man
+.PHONY: all deps check check-asan check-tsan check-integration check-rdma check-rdma-ready demo bench install uninstall clean fuzz tools units lint-man
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -20,23 +20,24 @@
 
 #define FLOWS_LIST_MAX 10000
 
-static json_t *per_mode(const uint64_t *v)
+static json_t *per_mode(const counter_t *v)
 {
 	json_t *o = json_object();
 	int m;
 
 	for (m = 0; m < FLOW_MODE__MAX; m++)
-		json_object_set_new(o, flow_mode_name(m), json_integer(v[m]));
+		json_object_set_new(o, flow_mode_name(m),
+				    json_integer((json_int_t)counter_get(&v[m])));
 	return o;
 }
 
-static uint64_t sum_modes(const uint64_t *v)
+static uint64_t sum_modes(const counter_t *v)
 {
 	uint64_t n = 0;
 	int m;
 
 	for (m = 0; m < FLOW_MODE__MAX; m++)
-		n += v[m];
+		n += counter_get(&v[m]);
 	return n;
 }
 

@@ -129,13 +129,14 @@ json_t *ctl_peers_json(struct proxy *p)
 	return arr;
 }
 
-static json_t *per_decline(const uint64_t *v)
+static json_t *per_decline(const counter_t *v)
 {
 	json_t *o = json_object();
 	unsigned r;
 
 	for (r = CLC_DECL_NONE + 1; r < CLC_DECL__MAX; r++)
-		json_object_set_new(o, clc_decline_name(r), json_integer((json_int_t)v[r]));
+		json_object_set_new(o, clc_decline_name(r),
+				    json_integer((json_int_t)counter_get(&v[r])));
 	return o;
 }
 

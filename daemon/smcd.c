@@ -278,12 +278,12 @@ int smcd_init(struct smcd *d, struct cfg *cfg, const char *cfg_path, int ready_f
 		log_info("socket activation: using %zu of %zu passed sockets%s",
 			 p0->n_adopted, n_inherited,
 			 n_workers > 1 ? ", shared by every worker" : "");
-	for (size_t i = 0; i < cfg->n_listen && i < 64; i++) {
+	for (size_t l = 0; l < cfg->n_listen && l < 64; l++) {
 		char a[ADDR_STRLEN];
 
-		if (p0->listen_skipped & (1ull << i))
+		if (p0->listen_skipped & (1ull << l))
 			log_warn("not listening on %s: IPv6 is not available on this host",
-				 addr_format((const struct sockaddr *)&cfg->listen[i].ss,
+				 addr_format((const struct sockaddr *)&cfg->listen[l].ss,
 					     a, sizeof(a)));
 	}
 	err = ctl_server_init(&d->ctl, &d->loop, cfg->stats.socket, cfg->stats.mode,

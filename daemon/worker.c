@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "core/addr.h"
+#include "core/sock.h"
 #include "cfg.h"
 #include "flow.h"
 #include "log.h"
@@ -32,11 +33,12 @@
 #include "worker.h"
 
 /* The generic sum in worker_stats_add() depends on this. */
-_Static_assert(sizeof(struct proxy_stats) % sizeof(uint64_t) == 0 &&
-	       _Alignof(struct proxy_stats) == _Alignof(uint64_t),
-	       "struct proxy_stats must hold only uint64_t counters");
+_Static_assert(sizeof(struct proxy_stats) % sizeof(counter_t) == 0 &&
+	       _Alignof(struct proxy_stats) == _Alignof(counter_t),
+	       "struct proxy_stats must hold only counter_t counters");
 
 #define WORKERS_MAX 256		/* the config's bound */
+#define ADOPT_MAX 64		/* passed sockets: smcd_inherited_listeners() takes 64 */
 
 unsigned worker_default_count(void)
 {
@@ -428,7 +430,7 @@ static int worker_check_ports_free(const struct cfg *cfg, const int *adopt_fds,
 {
 	struct sockaddr_storage ss;
 	char a[ADDR_STRLEN];
-	int one = 1, fd, err;
+	int fd, err;
 	socklen_t len;
 	size_t i, k;
 
@@ -443,14 +445,11 @@ static int worker_check_ports_free(const struct cfg *cfg, const int *adopt_fds,
 		}
 		if (adopted)
 			continue;
-		fd = socket(ca->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			continue;
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (ca->ss.ss_family == AF_INET6)
-			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-		err = bind(fd, (const struct sockaddr *)&ca->ss, ca->len) < 0 ? -errno : 0;
-		close(fd);
+		/* As proxy.c's listener_open() binds, without SO_REUSEPORT. */
+		fd = sock_bind((const struct sockaddr *)&ca->ss, ca->len, 0);
+		if (fd >= 0)
+			close(fd);
+		err = fd < 0 ? fd : 0;
 		if (err == -EADDRINUSE) {
 			snprintf(errbuf, errlen, "listen on %s: %s",
 				 addr_format((const struct sockaddr *)&ca->ss, a, sizeof(a)),
@@ -460,17 +459,11 @@ static int worker_check_ports_free(const struct cfg *cfg, const int *adopt_fds,
 	}
 	/* The control port, which every worker binds too (lgr_listen()). */
 	if (cfg->has_control && cfg->n_peers) {
-		int v6only = !addr_is_any((const struct sockaddr *)&cfg->control.ss);
-
-		fd = socket(cfg->control.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			return 0;
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (cfg->control.ss.ss_family == AF_INET6)
-			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only));
-		err = bind(fd, (const struct sockaddr *)&cfg->control.ss, cfg->control.len) < 0 ?
-		      -errno : 0;
-		close(fd);
+		fd = sock_bind((const struct sockaddr *)&cfg->control.ss, cfg->control.len,
+			       SOCK_BIND_DUALSTACK_ANY);
+		if (fd >= 0)
+			close(fd);
+		err = fd < 0 ? fd : 0;
 		if (err == -EADDRINUSE) {
 			snprintf(errbuf, errlen, "control port %s: %s",
 				 addr_format((const struct sockaddr *)&cfg->control.ss, a, sizeof(a)),
@@ -497,7 +490,7 @@ int worker_pool_init(struct worker_pool *pool, uv_loop_t *main_loop, unsigned n,
 		     char *errbuf, size_t errlen)
 {
 	pthread_condattr_t ca;
-	int fds[n_adopt ? n_adopt : 1];
+	int fds[ADOPT_MAX];
 	unsigned i;
 	size_t k;
 	int err;
@@ -505,6 +498,11 @@ int worker_pool_init(struct worker_pool *pool, uv_loop_t *main_loop, unsigned n,
 	*pool = (struct worker_pool){ .main_loop = main_loop, .n = n, .cfg = cfg };
 	if (n < 1 || n > WORKERS_MAX) {
 		snprintf(errbuf, errlen, "%u workers: out of range (1..%d)", n, WORKERS_MAX);
+		close_fds(adopt_fds, n_adopt);
+		return -EINVAL;
+	}
+	if (n_adopt > ADOPT_MAX) {
+		snprintf(errbuf, errlen, "%zu passed sockets: at most %d", n_adopt, ADOPT_MAX);
 		close_fds(adopt_fds, n_adopt);
 		return -EINVAL;
 	}
@@ -754,14 +752,14 @@ unsigned worker_pool_run(struct worker_pool *pool, struct worker_job **jobs,
 
 void worker_stats_add(const struct worker *w, struct proxy_stats *sum)
 {
-	const uint64_t *in = (const uint64_t *)&w->proxy.stats;
-	uint64_t *out = (uint64_t *)sum;
+	const counter_t *in = (const counter_t *)&w->proxy.stats;
+	counter_t *out = (counter_t *)sum;
 	size_t i;
 
 	/* Only the worker writes its counters; a relaxed load cannot tear
-	 * and is one event stale at worst. */
-	for (i = 0; i < sizeof(*sum) / sizeof(uint64_t); i++)
-		out[i] += __atomic_load_n(&in[i], __ATOMIC_RELAXED);
+	 * and is one event stale at worst. sum is the caller's own. */
+	for (i = 0; i < sizeof(*sum) / sizeof(counter_t); i++)
+		counter_add(&out[i], counter_get(&in[i]));
 }
 
 void worker_pool_stats(const struct worker_pool *pool, struct proxy_stats *sum)
@@ -779,7 +777,7 @@ uint64_t worker_pool_n_flows(const struct worker_pool *pool)
 	unsigned i;
 
 	for (i = 0; i < pool->n; i++)
-		n += __atomic_load_n(&pool->workers[i].proxy.n_flows, __ATOMIC_RELAXED);
+		n += counter_get(&pool->workers[i].proxy.n_flows);
 	return n;
 }
 

@@ -13,6 +13,7 @@
 
 #include "core/addr.h"
 #include "smc/conn.h"
+#include "smc/fallback.h"
 #include "flow.h"
 #include "smc/lgr.h"
 #include "core/origdst.h"
@@ -122,7 +123,7 @@ static void flow_maybe_free(struct flow *f)
 		return;
 	list_del(&f->node);
 	proxy__out_del(p, f);
-	p->n_flows--;
+	counter_dec(&p->n_flows);
 	free(f);
 	proxy__flow_freed(p);
 }
@@ -131,8 +132,8 @@ static void flow_ended(struct flow *f, int err)
 {
 	struct proxy_stats *st = &f->proxy->stats;
 
-	st->flows_active[f->mode]--;
-	st->flows_closed[f->mode]++;
+	counter_dec(&st->flows_active[f->mode]);
+	counter_inc(&st->flows_closed[f->mode]);
 	f->proxy->ops->event(f->proxy, PROXY_EV_FLOW_ENDED, f, err);
 }
 
@@ -146,13 +147,13 @@ static void flow_relay_ended(struct relay *r, enum relay_end how, int err)
 
 	switch (how) {
 	case RELAY_END_CONNECT_FAILED:
-		st->connect_failures++;
+		counter_inc(&st->connect_failures);
 		break;
 	case RELAY_END_CONNECT_TIMEOUT:
-		st->connect_timeouts++;
+		counter_inc(&st->connect_timeouts);
 		break;
 	case RELAY_END_RESET:
-		st->resets++;
+		counter_inc(&st->resets);
 		break;
 	case RELAY_END_CLEAN:
 	case RELAY_END_ABORTED:
@@ -192,7 +193,7 @@ static int flow_start_relay(struct flow *f, int fd, enum fallback_reason reason)
 		 * anything else is ours (fd exhaustion, memory, SO_MARK). */
 		if (err == -ECONNREFUSED || err == -ENETUNREACH ||
 		    err == -EHOSTUNREACH || err == -EADDRNOTAVAIL)
-			p->stats.connect_failures++;
+			counter_inc(&p->stats.connect_failures);
 		p->ops->event(p, PROXY_EV_FLOW_SETUP_FAILED, f, err);
 		flow_reject(fd);
 		return err;
@@ -201,8 +202,8 @@ static int flow_start_relay(struct flow *f, int fd, enum fallback_reason reason)
 	len = sizeof(f->out_local);
 	if (getsockname(f->relay.fd[RELAY_SERVER], (struct sockaddr *)&f->out_local, &len) == 0)
 		proxy__out_add(p, f);
-	p->stats.flows_active[f->mode]++;
-	p->stats.fallback[f->reason]++;
+	counter_inc(&p->stats.flows_active[f->mode]);
+	counter_inc(&p->stats.fallback[f->reason]);
 	return 0;
 }
 
@@ -217,7 +218,7 @@ static void flow_conn_ended(struct conn *c, enum conn_end how, int err, unsigned
 	switch (how) {
 	case CONN_END_DECLINED:
 		/* Nothing crossed the link: go on over TCP. */
-		st->flows_active[f->mode]--;
+		counter_dec(&st->flows_active[f->mode]);
 		/* A failure here was reported as FLOW_SETUP_FAILED; the flow
 		 * goes once its conn closed. */
 		flow_start_relay(f, conn_take_fd(c), fallback_of_decline(decline));
@@ -225,12 +226,12 @@ static void flow_conn_ended(struct conn *c, enum conn_end how, int err, unsigned
 	case CONN_END_CONNECT_FAILED:
 		break;		/* counted where the connect failed */
 	case CONN_END_CONNECT_TIMEOUT:
-		st->connect_timeouts++;
+		counter_inc(&st->connect_timeouts);
 		break;
 	case CONN_END_RESET:
 	case CONN_END_PROTOCOL:
 	case CONN_END_LINK_DOWN:
-		st->resets++;
+		counter_inc(&st->resets);
 		break;
 	case CONN_END_CLEAN:
 	case CONN_END_ABORTED:
@@ -252,12 +253,6 @@ static const struct conn_ops flow_conn_ops = {
 	.closed = flow_conn_closed,
 };
 
-static enum fallback_reason fb_of_err(int err)
-{
-	return err == -ENOSPC ? FB_DECL_MAX_FLOWS :
-	       err == -ENOMEM ? FB_DECL_NO_MEMORY : FB_DECL_INTERNAL;
-}
-
 static void flow_start_conn(struct flow *f, struct lgr *lgr)
 {
 	struct proxy *p = f->proxy;
@@ -267,7 +262,7 @@ static void flow_start_conn(struct flow *f, struct lgr *lgr)
 	f->fd = -1;
 	err = conn_open(&f->conn, lgr, fd, (struct sockaddr *)&f->dest, &flow_conn_ops);
 	if (err) {
-		if (flow_start_relay(f, fd, fb_of_err(err)))
+		if (flow_start_relay(f, fd, fallback_of_errno(err)))
 			flow_maybe_free(f);
 		return;
 	}
@@ -275,7 +270,7 @@ static void flow_start_conn(struct flow *f, struct lgr *lgr)
 	f->conn_carries = true;
 	f->mode = lgr->ops->mode;
 	f->reason = FB_NONE;
-	p->stats.flows_active[f->mode]++;
+	counter_inc(&p->stats.flows_active[f->mode]);
 }
 
 /* The link group f was parked on is up (lgr), or failed (NULL: the flow
@@ -315,7 +310,7 @@ static void flow_register(struct proxy *p, struct flow *f)
 	f->id = ++p->next_flow_id;
 	f->created_ms = uv_now(p->loop);
 	list_add_tail(&f->node, &p->flows);
-	p->n_flows++;
+	counter_inc(&p->n_flows);
 }
 
 int flow_open(struct proxy *p, int fd, const struct sockaddr_storage *client)
@@ -346,7 +341,7 @@ int flow_open(struct proxy *p, int fd, const struct sockaddr_storage *client)
 				    (struct sockaddr *)&f->dest))
 		err = -EHOSTUNREACH;
 	if (err) {
-		p->stats.loops_refused++;
+		counter_inc(&p->stats.loops_refused);
 		p->ops->event(p, PROXY_EV_LOOP_REFUSED, f, err);
 		flow_reject(fd);
 		free(f);
@@ -396,7 +391,7 @@ int flow_accept_peer(struct proxy *p, struct link *lnk, const struct llc_flow_op
 	f->conn_live = true;
 	f->conn_carries = true;
 	f->mode = lgr->ops->mode;
-	p->stats.flows_active[f->mode]++;
+	counter_inc(&p->stats.flows_active[f->mode]);
 	return 0;
 }
 

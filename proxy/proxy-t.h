@@ -88,7 +88,7 @@ struct proxy {
 	struct list_head flows;
 	/* Flows by the local port of their outbound socket. */
 	struct flow *out_hash[PROXY_OUT_HASH_SIZE];
-	uint64_t n_flows;
+	counter_t n_flows;		/* the daemon reads it (core/counter.h) */
 	uint64_t next_flow_id;
 
 	/* Link groups, the control port and the transports. */

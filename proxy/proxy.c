@@ -24,6 +24,7 @@
 #include "core/loop.h"
 #include "core/pipe_pool.h"
 #include "flow.h"
+#include "core/sock.h"
 #include "proxy.h"
 #include "relay/relay.h"
 #include "smc/net.h"
@@ -156,25 +157,20 @@ static int listener_find_adopted(const struct proxy *p, const struct cfg_addr *a
 static int listener_open(struct listener *l, const struct cfg_addr *a, uint64_t keepalive_ms,
 			 bool reuseport)
 {
-	int one = 1, fd, err;
+	int fd, err;
 	socklen_t len = sizeof(l->addr);
 
-	fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	/* Each worker binds its own socket and the kernel spreads
-	 * connections over them. Only then: it would also let a second
-	 * daemon share our port unnoticed. */
-	if (reuseport)
-		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-	/* "[::]:7001" next to "0.0.0.0:7001" must not collide. */
-	if (a->ss.ss_family == AF_INET6)
-		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	 * connections over them (SO_REUSEPORT). Only then: it would also
+	 * let a second daemon share our port unnoticed. IPv6 only, so that
+	 * "[::]:7001" next to "0.0.0.0:7001" does not collide. */
+	fd = sock_bind((const struct sockaddr *)&a->ss, a->len,
+		       SOCK_BIND_NONBLOCK | (reuseport ? SOCK_BIND_REUSEPORT : 0));
+	if (fd < 0)
+		return fd;
 	/* Accepted sockets inherit these: none of it per flow. */
 	relay_tune_socket(fd, keepalive_ms);
-	if (bind(fd, (const struct sockaddr *)&a->ss, a->len) < 0 ||
-	    listen(fd, SOMAXCONN) < 0 ||
+	if (listen(fd, SOMAXCONN) < 0 ||
 	    getsockname(fd, (struct sockaddr *)&l->addr, &len) < 0) {
 		err = -errno;
 		close(fd);
@@ -219,7 +215,7 @@ static void proxy_on_idle_sweep(uv_timer_t *t)
 		struct flow *f = list_entry(pos, struct flow, node);
 
 		if (!flow_is_ending(f) && now - flow_last_active(f) >= limit) {
-			p->stats.idle_timeouts++;
+			counter_inc(&p->stats.idle_timeouts);
 			flow_abort(f);
 		}
 	}
@@ -391,7 +387,7 @@ void proxy__pause_accepting(struct proxy *p, int err)
 {
 	if (!p->pause_ms)
 		p->ops->event(p, PROXY_EV_ACCEPT_PAUSED, NULL, err);
-	p->stats.accept_pauses++;
+	counter_inc(&p->stats.accept_pauses);
 	pipe_pool_trim(&p->pipes);
 	p->paused = true;
 	p->pause_ms = p->pause_ms ? p->pause_ms * 2 : PAUSE_MIN_MS;
@@ -431,7 +427,7 @@ static void proxy_on_acceptable(uv_poll_t *h, int status, int events)
 				p->ops->event(p, PROXY_EV_ACCEPT_ERROR, NULL, err);
 			continue;
 		}
-		p->stats.flows_accepted++;
+		counter_inc(&p->stats.flows_accepted);
 		err = flow_open(p, fd, &peer);
 		/* Out of fds between accept and connect: the connection got an
 		 * RST; stop taking more until fds come back. */

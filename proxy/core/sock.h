@@ -1,7 +1,43 @@
 /* SPDX-License-Identifier: MIT */
-/* Socket options the data plane's layers share. */
+/*
+ * The daemon's socket recipes, once: the outbound socket that carries our
+ * mark, and the bound socket of a listener or a port probe. Each returns
+ * a file descriptor or -errno, and closes what it opened when it fails.
+ */
 #ifndef SMCPROXY_SOCK_H
 #define SMCPROXY_SOCK_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+
+/*
+ * A non-blocking, close-on-exec TCP socket of family for a connection out
+ * of the daemon, with SO_MARK set to mark unless mark is 0 (no mark
+ * configured). The redirect rules skip marked packets; an unmarked
+ * connection of ours would be redirected back to us, so a mark that
+ * cannot be set fails the socket (-EPERM without CAP_NET_ADMIN) instead of
+ * returning it unmarked. Options the caller needs (TCP_NODELAY, ...) go
+ * on before sock_connect().
+ */
+int sock_open_marked(int family, uint32_t mark);
+
+/* Starts a non-blocking connect: 0 when connected or in progress, or the
+ * -errno of an immediate failure. The caller still owns fd either way. */
+int sock_connect(int fd, const struct sockaddr *dest);
+
+/* sock_bind() flags. */
+#define SOCK_BIND_NONBLOCK	0x1	/* SOCK_NONBLOCK (a listener on a loop) */
+#define SOCK_BIND_REUSEPORT	0x2	/* SO_REUSEPORT: each worker binds its own */
+#define SOCK_BIND_DUALSTACK_ANY	0x4	/* "[::]:port" also takes IPv4 */
+
+/*
+ * A close-on-exec TCP socket bound to sa, with SO_REUSEADDR (a restarted
+ * daemon rebinds at once over TIME_WAIT) and the flags above. An IPv6
+ * socket is IPv6 only, so that "[::]:7001" and "0.0.0.0:7001" can both be
+ * bound, except an any address with SOCK_BIND_DUALSTACK_ANY. The caller
+ * listens, or closes it (a probe whether the address is free).
+ */
+int sock_bind(const struct sockaddr *sa, socklen_t len, unsigned flags);
 
 /* close() then sends an RST instead of a FIN: how a reset is carried on
  * to an application. 0 or -errno. */

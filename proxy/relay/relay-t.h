@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "core/counter.h"
 #include "core/epset-t.h"
 #include "core/pipe_pool-t.h"
 
@@ -64,7 +65,7 @@ struct relay_env {
 	struct epset *epset;
 	struct pipe_pool *pipes;
 	/* The worker's byte counters: client to server, and back. */
-	uint64_t *bytes_in, *bytes_out;
+	counter_t *bytes_in, *bytes_out;
 };
 
 struct relay;

@@ -24,6 +24,7 @@
 #include "core/addr.h"
 #include "core/epset.h"
 #include "core/pipe_pool.h"
+#include "core/sock.h"
 #include "relay.h"
 #include "core/sock.h"
 
@@ -213,9 +214,9 @@ static int relay_pump_copy(struct relay *r, int i)
 			return -EIO;	/* cannot happen: we peeked them */
 		d->bytes += w;
 		if (i == RELAY_CLIENT)
-			*r->env->bytes_in += w;
+			counter_add(r->env->bytes_in, w);
 		else
-			*r->env->bytes_out += w;
+			counter_add(r->env->bytes_out, w);
 		if (w < n) {
 			d->out_blocked = true;
 			return 0;
@@ -275,9 +276,9 @@ static int relay_pump(struct relay *r, int i)
 				d->queued -= n;
 				d->bytes += n;
 				if (i == RELAY_CLIENT)
-					*r->env->bytes_in += n;
+					counter_add(r->env->bytes_in, n);
 				else
-					*r->env->bytes_out += n;
+					counter_add(r->env->bytes_out, n);
 				progress = true;
 			} else if (n < 0 && errno == EAGAIN) {
 				d->out_blocked = true;
@@ -397,27 +398,22 @@ int relay_start(struct relay *r, const struct relay_env *env, int client_fd,
 		.env = env,
 		.last_active_ms = uv_now(env->loop),
 	};
-	fd = socket(dest->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0 && errno == EMFILE && env->pipes->n) {
+	/* Without the mark our own connection would be redirected back to
+	 * us: never connect unmarked (sock_open_marked() refuses). */
+	fd = sock_open_marked(dest->sa_family, p->mark);
+	if (fd == -EMFILE && env->pipes->n) {
 		/* Idle pipes are worth less than a flow: free them, retry. */
 		pipe_pool_trim(env->pipes);
-		fd = socket(dest->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		fd = sock_open_marked(dest->sa_family, p->mark);
 	}
 	if (fd < 0)
-		return -errno;
-	/* Without the mark our own connection would be redirected back to
-	 * us: never connect unmarked. */
-	if (p->mark && setsockopt(fd, SOL_SOCKET, SO_MARK, &p->mark, sizeof(p->mark)) < 0) {
-		err = -errno;
-		goto out_close_fd;
-	}
+		return fd;
 	relay_tune_socket(fd, p->keepalive_ms);
 	if (!p->client_tuned)
 		relay_tune_socket(client_fd, p->keepalive_ms);
-	if (connect(fd, dest, addr_len(dest)) < 0 && errno != EINPROGRESS) {
-		err = -errno;
+	err = sock_connect(fd, dest);
+	if (err)
 		goto out_close_fd;
-	}
 	/* An fd that is ready when added is reported at once, so a connect
 	 * that completed already is not missed. */
 	err = epset_add(env->epset, fd, RELAY_EVENTS, &r->ev[RELAY_SERVER]);

@@ -32,6 +32,7 @@
 #include "cork.h"
 #include "cursor.h"
 #include "core/epset.h"
+#include "core/sock.h"
 #include "lgr.h"
 #include "link.h"
 #include "llc.h"
@@ -169,22 +170,17 @@ static int conn_socket_connect(struct conn *c, const struct sockaddr *dest, uint
 {
 	int fd, err, one = 1;
 
-	fd = socket(dest->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = sock_open_marked(dest->sa_family, mark);
 	if (fd < 0)
-		return -errno;
-	if (mark && setsockopt(fd, SOL_SOCKET, SO_MARK, &mark, sizeof(mark)) < 0) {
-		err = -errno;
-		goto out_close;
-	}
+		return fd;
 	/* A leg to this host: keepalive would find nothing the kernel does
 	 * not report at once (a local peer's death is an RST), so only what
 	 * the data path needs. */
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	setsockopt(fd, SOL_SOCKET, SO_OOBINLINE, &one, sizeof(one));
-	if (connect(fd, dest, addr_len(dest)) < 0 && errno != EINPROGRESS) {
-		err = -errno;
+	err = sock_connect(fd, dest);
+	if (err)
 		goto out_close;
-	}
 	c->fd = fd;
 	return 0;
 
@@ -315,7 +311,7 @@ static void conn_reset(struct conn *c, enum conn_end how, int err)
 		return;
 	conn_close_fd(c, true);
 	if (how == CONN_END_PROTOCOL)
-		st->bad_messages++;
+		counter_inc(&st->bad_messages);
 	if (c->state != CONN_OPENING || c->peer_token) {
 		c->abort_pending = true;
 		link_conn_work(c, CONN_TX_CDC);
@@ -543,7 +539,7 @@ void conn_on_cdc(struct conn *c, const struct cdc_msg *m)
 	uint32_t rx_size;
 	int64_t d;
 
-	st->cdc_received++;
+	counter_inc(&st->cdc_received);
 	c->peer_heard = true;
 	if (m->conn_flags & (CDC_CF_ABORT | CDC_CF_CLOSED)) {
 		bool abort = m->conn_flags & CDC_CF_ABORT;
@@ -578,7 +574,7 @@ void conn_on_cdc(struct conn *c, const struct cdc_msg *m)
 			goto out_proto;
 		c->rx_prod = m->prod;
 		if (conn_rx_avail(c) == rx_size)
-			st->ring_full_local++;
+			counter_inc(&st->ring_full_local);
 	}
 	d = cursor_diff(c->tx_cons, m->cons, c->tx_size);
 	if (d > 0) {
@@ -668,7 +664,7 @@ void conn_build_msg(struct conn *c, unsigned work, uint8_t msg[LINK_MSG_LEN])
 		c->rx_cons_sent = c->rx_cons;
 		c->tx_last_seq = c->link->tx_seq;
 		c->tx_unacked_valid = true;
-		lgr->net->stats->cdc_sent++;
+		counter_inc(&lgr->net->stats->cdc_sent);
 		cdc_encode(&m, msg);
 	}
 }
@@ -698,7 +694,7 @@ static void conn_push(struct conn *c)
 	if (!fin && !c->write_blocked &&
 	    cork_should_hold(&net->cork, link_conn_unacked(c), held)) {
 		if (!c->corked)
-			conn_net(c)->stats->cork_events++;
+			counter_inc(&conn_net(c)->stats->cork_events);
 		link_cork(c);
 		return;
 	}
@@ -720,9 +716,9 @@ static void conn_account(struct conn *c, uint32_t n, bool from_socket)
 	bool in = from_socket == conn_is_opener(c);
 
 	if (in)
-		st->bytes_in += n;
+		counter_add(&st->bytes_in, n);
 	else
-		st->bytes_out += n;
+		counter_add(&st->bytes_out, n);
 	if (from_socket) {
 		c->bytes_tx += n;
 		c->lgr->bytes_tx += n;
@@ -755,7 +751,7 @@ static void conn_fill(struct conn *c)
 
 		if (!space) {
 			if (!c->write_blocked)
-				conn_net(c)->stats->ring_full_remote++;
+				counter_inc(&conn_net(c)->stats->ring_full_remote);
 			c->in_pending = true;
 			c->write_blocked = true;
 			break;
@@ -866,7 +862,7 @@ static void conn_drain(struct conn *c)
 	    (freed >= size / 10 || c->peer_write_blocked)) {
 		c->peer_write_blocked = false;
 		if (!(c->tx_work & CONN_TX_CDC))
-			conn_net(c)->stats->window_updates++;
+			counter_inc(&conn_net(c)->stats->window_updates);
 		link_conn_work(c, CONN_TX_CDC);
 	}
 	conn_maybe_done(c);
@@ -880,7 +876,7 @@ static void conn_connected(struct conn *c)
 	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
 		err = errno;
 	if (err) {
-		conn_net(c)->stats->connect_failures++;
+		counter_inc(&conn_net(c)->stats->connect_failures);
 		conn_reset(c, CONN_END_CONNECT_FAILED, -err);
 		return;
 	}

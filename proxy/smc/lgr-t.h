@@ -16,7 +16,7 @@
 #include "link-t.h"
 #include "core/list.h"
 #include "rmb-t.h"
-#include "stats-t.h"
+#include "fallback-t.h"
 #include "transport-t.h"
 
 #define LGR_LINKS_MAX		16

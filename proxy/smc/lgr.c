@@ -16,6 +16,7 @@
 #include "core/addr.h"
 #include "core/loop.h"
 #include "conn.h"
+#include "fallback.h"
 #include "lgr.h"
 #include "link.h"
 #include "net.h"
@@ -35,15 +36,6 @@ const char *lgr_state_name(enum lgr_state s)
 	case LGR_DOWN:		return "down";
 	}
 	return "unknown";
-}
-
-enum fallback_reason fallback_of_decline(unsigned reason)
-{
-	if (reason == CLC_DECL_NONE)
-		return FB_NO_LINK;	/* the link group failed under an opening flow */
-	if (reason >= CLC_DECL_NO_DEVICE && reason <= CLC_DECL_INTERNAL)
-		return FB_DECL_NO_DEVICE + (reason - CLC_DECL_NO_DEVICE);
-	return FB_DECL_INTERNAL;
 }
 
 struct lgr *lgr_next(const struct smc_net *net, const struct lgr *prev)
@@ -260,7 +252,7 @@ struct lgr *lgr_for_dest(struct smc_net *net, const struct sockaddr *dest,
 	lgr = lgr_find_client(net, (struct sockaddr *)&peer);
 	if (lgr && lgr->state == LGR_NEGATIVE) {
 		if (now < lgr->neg_until_ms) {
-			net->stats->negative_cache_hits++;
+			counter_inc(&net->stats->negative_cache_hits);
 			*reason = lgr->neg_reason;
 			return NULL;
 		}
@@ -314,9 +306,9 @@ void lgr__established(struct lgr *lgr)
 	lgr->state = LGR_ACTIVE;
 	lgr__hs_close(lgr);
 	if (lgr->role == LGR_ROLE_CLIENT)
-		net->stats->lgr_handshakes++;
+		counter_inc(&net->stats->lgr_handshakes);
 	else
-		net->stats->lgr_accepted++;
+		counter_inc(&net->stats->lgr_accepted);
 	lgr_report(lgr, LGR_EV_UP, 0);
 	lgr_release_waiting(lgr, FB_NONE);
 }
@@ -406,15 +398,13 @@ void lgr_on_flow_open(struct link *lnk, const struct llc_flow_open *m)
 	addr_unmap_v4(&dest);
 	reason = lgr_check_dest(net, (struct sockaddr *)&dest);
 	if (reason) {
-		net->stats->dest_refused++;
+		counter_inc(&net->stats->dest_refused);
 		link_post_decline(lnk, m->token, reason);
 		return;
 	}
 	err = net->ops->flow_open(net, lnk, m, (struct sockaddr *)&dest);
 	if (err) {
-		reason = err == -ENOSPC ? CLC_DECL_MAX_FLOWS :
-			 err == -ENOMEM ? CLC_DECL_NO_MEMORY : CLC_DECL_INTERNAL;
-		link_post_decline(lnk, m->token, reason);
+		link_post_decline(lnk, m->token, clc_decline_of_errno(err));
 	}
 }
 
@@ -429,12 +419,12 @@ void lgr_fail(struct lgr *lgr, int err)
 	if (lgr->state == LGR_DOWN || lgr->state == LGR_NEGATIVE)
 		return;
 	if (lgr->state == LGR_HANDSHAKE || lgr->state == LGR_RENDEZVOUS) {
-		lgr__handshake_failed(lgr, err == -ETIMEDOUT ? FB_DECL_TIMEOUT : FB_DECL_INTERNAL);
+		lgr__handshake_failed(lgr, fallback_of_errno(err));
 		return;
 	}
 	lgr->state = LGR_DOWN;
 	lgr->fail_err = err;
-	net->stats->lgr_failures++;
+	counter_inc(&net->stats->lgr_failures);
 	lgr_report(lgr, LGR_EV_FAILED, err);
 	for (i = 0; i < lgr->n_links; i++) {
 		lgr->links[i].state = LINK_DOWN;
@@ -444,7 +434,7 @@ void lgr_fail(struct lgr *lgr, int err)
 		struct conn *c = list_entry(lgr->conn_list.next, struct conn, lgr_node);
 
 		if (c->state != CONN_CLOSED && c->state != CONN_OPENING)
-			net->stats->flows_reset_link++;
+			counter_inc(&net->stats->flows_reset_link);
 		conn_link_down(c);
 		if (lgr->conn_list.next == &c->lgr_node)	/* not released: cannot be */
 			list_del(&c->lgr_node);
@@ -482,7 +472,7 @@ void lgr_link_down(struct link *lnk, int err)
 		lgr_fail(lgr, err);	/* its flows are reset at once */
 		return;
 	}
-	net->stats->link_failovers++;
+	counter_inc(&net->stats->link_failovers);
 	lgr_report(lgr, LGR_EV_LINK_FAILOVER, err);
 	/* Declines the dead link still owed go on the survivor. Each was
 	 * counted in declines_sent when it was first posted, and
@@ -493,7 +483,7 @@ void lgr_link_down(struct link *lnk, int err)
 	for (i = 0; i < n_decl; i++) {
 		unsigned reason = lnk->decline_q[i].reason;
 
-		net->stats->declines_sent[reason < CLC_DECL__MAX ? reason : 0]--;
+		counter_dec(&net->stats->declines_sent[reason < CLC_DECL__MAX ? reason : 0]);
 		link_post_decline(to, lnk->decline_q[i].token, reason);
 		if (lgr->state != LGR_ACTIVE)
 			return;
@@ -504,7 +494,7 @@ void lgr_link_down(struct link *lnk, int err)
 
 		if (c->link != lnk)
 			continue;
-		net->stats->flows_moved++;
+		counter_inc(&net->stats->flows_moved);
 		conn_move_link(c, to);
 		if (lgr->state != LGR_ACTIVE)
 			return;	/* the survivor failed meanwhile */

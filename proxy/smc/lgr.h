@@ -70,10 +70,6 @@ void lgr_poll_control(struct smc_net *net, bool on);
  */
 struct lgr *lgr_next(const struct smc_net *net, const struct lgr *prev);
 
-/* The fallback reason of a decline (enum clc_decline); CLC_DECL_NONE is a
- * link group that failed under an opening flow: no_link. */
-enum fallback_reason fallback_of_decline(unsigned reason);
-
 const char *lgr_state_name(enum lgr_state s);
 const char *lgr_role_name(enum lgr_role r);
 

@@ -23,6 +23,8 @@
 #include "clc.h"
 #include "core/epset.h"
 #include "core/loop.h"
+#include "core/sock.h"
+#include "fallback.h"
 #include "lgr.h"
 #include "net.h"
 #include "transport/rdma/rdma.h"
@@ -63,7 +65,7 @@ static void hs_send_decline(struct lgr *lgr, unsigned reason)
 {
 	struct clc_msg m = { .hdr.type = CLC_DECLINE, .decline.reason = (uint8_t)reason };
 
-	lgr->net->stats->declines_sent[reason]++;
+	counter_inc(&lgr->net->stats->declines_sent[reason]);
 	hs_send(lgr, &m);
 }
 
@@ -87,19 +89,15 @@ void lgr__hs_start_client(struct lgr *lgr)
 	const struct sockaddr *peer = (const struct sockaddr *)&lgr->peer;	/* control port */
 	int one = 1, fd;
 
-	fd = socket(peer->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	/* Our mark keeps the redirect rule off our own control traffic. */
+	fd = sock_open_marked(peer->sa_family, net->mark);
 	if (fd < 0)
 		goto out_fail;
-	/* Our mark keeps the redirect rule off our own control traffic. */
-	if (net->mark)
-		setsockopt(fd, SOL_SOCKET, SO_MARK, &net->mark,
-			   sizeof(net->mark));
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	lgr->hs.fd = fd;
 	lgr->hs.ev.cb = hs_on_event;
 	lgr->hs.step = HS_CONNECTING;
-	if (connect(fd, peer, addr_len(peer)) < 0 &&
-	    errno != EINPROGRESS) {
+	if (sock_connect(fd, peer)) {
 		hs_fail(lgr, FB_PEER_UNREACHABLE);
 		return;
 	}
@@ -157,19 +155,19 @@ static void hs_client_on_accept(struct lgr *lgr, const struct clc_accept *a)
 	    (a->transport == CLC_TR_SHM && !a->shm_name_len) ||
 	    (a->transport == CLC_TR_RDMA &&
 	     rdma_tlv_decode(a->rdma_addr, a->rdma_addr_len, &ra))) {
-		net->stats->bad_messages++;
+		counter_inc(&net->stats->bad_messages);
 		hs_decline(lgr, CLC_DECL_INTERNAL);
 		return;
 	}
 	if (!!net->psk_len != !!(a->features & CLC_FEAT_PSK)) {
-		net->stats->auth_failures++;
+		counter_inc(&net->stats->auth_failures);
 		hs_decline(lgr, CLC_DECL_POLICY);
 		return;
 	}
 	if (net->psk_len) {
 		if (clc_mac_accept(net->psk, net->psk_len, pr, a, mac) ||
 		    !clc_mac_equal(mac, a->mac)) {
-			net->stats->auth_failures++;
+			counter_inc(&net->stats->auth_failures);
 			hs_decline(lgr, CLC_DECL_POLICY);
 			return;
 		}
@@ -209,8 +207,7 @@ static void hs_client_on_ready(struct lgr *lgr)
 	else
 		err = -EPROTONOSUPPORT;
 	if (err && lgr->state == LGR_RENDEZVOUS)
-		lgr__handshake_failed(lgr, err == -ENOMEM || err == -ENOSPC ? FB_DECL_NO_MEMORY :
-					   FB_DECL_INTERNAL);
+		lgr__handshake_failed(lgr, fallback_of_errno(err));
 }
 
 /* Server: which transport to accept, or why none. */
@@ -243,7 +240,7 @@ static void hs_server_on_proposal(struct lgr *lgr, const struct clc_proposal *pr
 	int err;
 
 	if (!!net->psk_len != !!(pr->features & CLC_FEAT_PSK)) {
-		net->stats->auth_failures++;
+		counter_inc(&net->stats->auth_failures);
 		hs_decline(lgr, CLC_DECL_POLICY);
 		return;
 	}
@@ -264,8 +261,7 @@ static void hs_server_on_proposal(struct lgr *lgr, const struct clc_proposal *pr
 	}
 	err = a->transport == CLC_TR_SHM ? shm_lgr_prepare(lgr) : rdma_lgr_prepare(lgr);
 	if (err) {
-		hs_decline(lgr, err == -ENOMEM || err == -ENOSPC ? CLC_DECL_NO_MEMORY :
-			   CLC_DECL_INTERNAL);
+		hs_decline(lgr, clc_decline_of_errno(err));
 		return;
 	}
 	a->features = net->psk_len ? CLC_FEAT_PSK : 0;
@@ -309,7 +305,7 @@ static void hs_server_on_confirm(struct lgr *lgr, const struct clc_confirm *cf)
 	if (net->psk_len &&
 	    (clc_mac_confirm(net->psk, net->psk_len, &lgr->hs.prop, &lgr->hs.acc, mac) ||
 	     !clc_mac_equal(mac, cf->mac))) {
-		net->stats->auth_failures++;
+		counter_inc(&net->stats->auth_failures);
 		hs_decline(lgr, CLC_DECL_POLICY);
 		return;
 	}
@@ -333,12 +329,12 @@ static void hs_on_msg(struct lgr *lgr, const uint8_t *buf, size_t len)
 		return;
 	}
 	if (err) {
-		net->stats->bad_messages++;
+		counter_inc(&net->stats->bad_messages);
 		hs_decline(lgr, CLC_DECL_INTERNAL);
 		return;
 	}
 	if (m.hdr.type == CLC_DECLINE) {
-		net->stats->declines_received[m.decline.reason]++;
+		counter_inc(&net->stats->declines_received[m.decline.reason]);
 		hs_fail(lgr, fallback_of_decline(m.decline.reason));
 		return;
 	}
@@ -370,7 +366,7 @@ static void hs_on_msg(struct lgr *lgr, const uint8_t *buf, size_t len)
 	default:
 		break;
 	}
-	net->stats->bad_messages++;
+	counter_inc(&net->stats->bad_messages);
 	hs_decline(lgr, CLC_DECL_INTERNAL);
 }
 
@@ -403,7 +399,7 @@ static void hs_read(struct lgr *lgr)
 			if (err == -EAGAIN || (!err && hdr.length > hs->have))
 				break;
 			if (err) {
-				lgr->net->stats->bad_messages++;
+				counter_inc(&lgr->net->stats->bad_messages);
 				hs_decline(lgr, CLC_DECL_INTERNAL);
 				return;
 			}
@@ -484,8 +480,8 @@ static void hs_on_control(uv_poll_t *h, int status, int events)
 			uint8_t buf[CLC_MSG_MAX];
 			int n = clc_encode(&m, buf, sizeof(buf));
 
-			net->stats->proposals_refused++;
-			net->stats->declines_sent[CLC_DECL_POLICY]++;
+			counter_inc(&net->stats->proposals_refused);
+			counter_inc(&net->stats->declines_sent[CLC_DECL_POLICY]);
 			if (n > 0)
 				send(fd, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
 			close(fd);
@@ -509,26 +505,19 @@ int lgr_listen(struct smc_net *net, char *errbuf, size_t errlen)
 {
 	const struct cfg_addr *a = &net->cfg->control;
 	char s[ADDR_STRLEN];
-	int one = 1, fd, err;
+	int fd, err;
 
-	fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		err = -errno;
-		goto out_err;
-	}
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (net->reuseport)
-		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
 	/* One control address serves both families only as "[::]:port":
 	 * leave that one dual-stack (v4 peers then come as ::ffff:a.b.c.d,
 	 * unmapped before the prefix check); any other IPv6 address is
 	 * IPv6 only. */
-	if (a->ss.ss_family == AF_INET6) {
-		int v6only = !addr_is_any((const struct sockaddr *)&a->ss);
-
-		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only));
+	fd = sock_bind((const struct sockaddr *)&a->ss, a->len, SOCK_BIND_NONBLOCK |
+		       SOCK_BIND_DUALSTACK_ANY | (net->reuseport ? SOCK_BIND_REUSEPORT : 0));
+	if (fd < 0) {
+		err = fd;
+		goto out_err;
 	}
-	if (bind(fd, (const struct sockaddr *)&a->ss, a->len) < 0 || listen(fd, 128) < 0) {
+	if (listen(fd, 128) < 0) {
 		err = -errno;
 		close(fd);
 		goto out_err;

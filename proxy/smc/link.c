@@ -110,7 +110,7 @@ void link_post_decline(struct link *lnk, uint32_t token, unsigned reason)
 	struct llc_msg m = { .type = LLC_FLOW_DECLINE };
 	uint8_t msg[LINK_MSG_LEN];
 
-	lgr->net->stats->declines_sent[reason < CLC_DECL__MAX ? reason : 0]++;
+	counter_inc(&lgr->net->stats->declines_sent[reason < CLC_DECL__MAX ? reason : 0]);
 	if (list_empty(&lnk->tx_wait) && !lnk->n_decline_q && lgr->ops->tx_room(lnk)) {
 		m.decline.token = token;
 		m.decline.reason = (uint8_t)reason;
@@ -303,7 +303,7 @@ void link_rx(struct link *lnk, const uint8_t *msg, size_t len)
 		case LLC_FLOW_DECLINE:
 			if (lgr->role != LGR_ROLE_CLIENT)
 				goto out_bad;
-			st->declines_received[m.decline.reason]++;
+			counter_inc(&st->declines_received[m.decline.reason]);
 			c = lgr_conn_find(lgr, m.decline.token);
 			if (c)
 				conn_on_decline(c, m.decline.reason);
@@ -315,6 +315,6 @@ void link_rx(struct link *lnk, const uint8_t *msg, size_t len)
 	}
 out_bad:
 	/* A peer that sends garbage loses the link group, not the daemon. */
-	st->bad_messages++;
+	counter_inc(&st->bad_messages);
 	lgr_fail(lgr, -EPROTO);
 }

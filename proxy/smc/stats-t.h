@@ -5,83 +5,56 @@
 
 #include <stdint.h>
 
-#include "smc/clc-t.h"
-
-/* How a flow is carried past this daemon. */
-enum flow_mode {
-	FLOW_MODE_TCP,		/* fallback: plain TCP relay to the destination */
-	FLOW_MODE_SHM,		/* shared-memory link to a daemon on this host */
-	FLOW_MODE_RDMA,		/* RDMA link to the destination host's daemon */
-	FLOW_MODE__MAX
-};
+#include "core/counter.h"
+#include "clc-t.h"
+#include "fallback-t.h"	/* enum flow_mode, enum fallback_reason */
 
 /*
- * Why a flow uses the TCP relay. SMC's decline reasons come with the peer
- * handshake; these first ones are decided locally.
- */
-enum fallback_reason {
-	FB_NONE,		/* not a fallback */
-	FB_NO_PEER,		/* destination matches no configured peer prefix */
-	FB_TRANSPORT_TCP,	/* "transport": "tcp" in the config */
-	FB_NO_LINK,		/* no link transport is available to the peer */
-	FB_PEER_UNREACHABLE,	/* the peer's control port refused or is unreachable */
-	/* The handshake failed: the peer declined, or we did (its answer was
-	 * wrong). Same order as enum clc_decline. */
-	FB_DECL_NO_DEVICE,
-	FB_DECL_VERSION,
-	FB_DECL_MAX_FLOWS,
-	FB_DECL_NO_MEMORY,
-	FB_DECL_POLICY,
-	FB_DECL_TIMEOUT,
-	FB_DECL_INTERNAL,
-	FB__MAX
-};
-
-/*
- * One set per worker. Only the owning worker writes; the stats socket reads
- * without a lock (aligned 64-bit loads do not tear on the platforms we
- * build for, and a counter that is one event stale is fine).
+ * One set per worker. Only the owning worker writes (counter_inc() and
+ * friends); the stats socket on the main thread reads with relaxed loads,
+ * without a lock (core/counter.h). Only counter_t members: the daemon
+ * sums the struct as an array of them.
  */
 struct proxy_stats {
-	uint64_t flows_accepted;
-	uint64_t flows_active[FLOW_MODE__MAX];
-	uint64_t flows_closed[FLOW_MODE__MAX];
-	uint64_t fallback[FB__MAX];
-	uint64_t bytes_in;		/* from redirected clients toward servers */
-	uint64_t bytes_out;		/* from servers back to clients */
-	uint64_t connect_failures;	/* outbound connect refused/unreachable */
-	uint64_t connect_timeouts;	/* outbound connect took too long */
-	uint64_t resets;		/* flows ended by an RST on either leg */
-	uint64_t accept_pauses;		/* accept paused on EMFILE/ENFILE/ENOBUFS */
-	uint64_t loops_refused;		/* not redirected, or aimed at ourselves */
-	uint64_t idle_timeouts;		/* flows closed by relay.idle_timeout */
+	counter_t flows_accepted;
+	counter_t flows_active[FLOW_MODE__MAX];
+	counter_t flows_closed[FLOW_MODE__MAX];
+	counter_t fallback[FB__MAX];
+	counter_t bytes_in;		/* from redirected clients toward servers */
+	counter_t bytes_out;		/* from servers back to clients */
+	counter_t connect_failures;	/* outbound connect refused/unreachable */
+	counter_t connect_timeouts;	/* outbound connect took too long */
+	counter_t resets;		/* flows ended by an RST on either leg */
+	counter_t accept_pauses;		/* accept paused on EMFILE/ENFILE/ENOBUFS */
+	counter_t loops_refused;		/* not redirected, or aimed at ourselves */
+	counter_t idle_timeouts;		/* flows closed by relay.idle_timeout */
 
 	/* Link groups and the SMC data plane. */
-	uint64_t lgr_handshakes;	/* link groups we proposed and got */
-	uint64_t lgr_accepted;		/* link groups peers proposed and we took */
-	uint64_t lgr_failures;		/* link groups lost (peer gone, bad message) */
-	uint64_t negative_cache_hits;	/* flows sent to tcp by the negative cache */
-	uint64_t declines_sent[CLC_DECL__MAX];	/* handshake and flow declines */
-	uint64_t declines_received[CLC_DECL__MAX];
-	uint64_t auth_failures;		/* a peer's proof of auth.psk_file was wrong */
-	uint64_t proposals_refused;	/* from outside the peer prefixes */
-	uint64_t dest_refused;		/* flow opens aimed at loopback or another host */
-	uint64_t bad_messages;		/* malformed handshake or link messages */
-	uint64_t cdc_sent;
-	uint64_t cdc_received;
-	uint64_t window_updates;	/* CDC sent only to return ring space */
-	uint64_t cork_events;		/* sends held back by autocork */
-	uint64_t ring_full_local;	/* our receive ring filled: the peer waited */
-	uint64_t ring_full_remote;	/* the peer's ring filled: we stopped reading */
-	uint64_t flows_reset_link;	/* flows reset because their link group failed */
-	uint64_t doorbells_saved;	/* shm: the peer was running, no doorbell needed */
+	counter_t lgr_handshakes;	/* link groups we proposed and got */
+	counter_t lgr_accepted;		/* link groups peers proposed and we took */
+	counter_t lgr_failures;		/* link groups lost (peer gone, bad message) */
+	counter_t negative_cache_hits;	/* flows sent to tcp by the negative cache */
+	counter_t declines_sent[CLC_DECL__MAX];	/* handshake and flow declines */
+	counter_t declines_received[CLC_DECL__MAX];
+	counter_t auth_failures;		/* a peer's proof of auth.psk_file was wrong */
+	counter_t proposals_refused;	/* from outside the peer prefixes */
+	counter_t dest_refused;		/* flow opens aimed at loopback or another host */
+	counter_t bad_messages;		/* malformed handshake or link messages */
+	counter_t cdc_sent;
+	counter_t cdc_received;
+	counter_t window_updates;	/* CDC sent only to return ring space */
+	counter_t cork_events;		/* sends held back by autocork */
+	counter_t ring_full_local;	/* our receive ring filled: the peer waited */
+	counter_t ring_full_remote;	/* the peer's ring filled: we stopped reading */
+	counter_t flows_reset_link;	/* flows reset because their link group failed */
+	counter_t doorbells_saved;	/* shm: the peer was running, no doorbell needed */
 	/* rdma */
-	uint64_t link_failovers;	/* links lost with a survivor to move flows to */
-	uint64_t flows_moved;		/* flows moved to a surviving link */
-	uint64_t rdma_link_failures;	/* rdma links failed (any cause) */
-	uint64_t rdma_async_events;	/* device async events read (worker 0) */
-	uint64_t rdma_links_draining;	/* gauge: failed links waiting for their flush */
-	uint64_t rdma_links_stuck;	/* their flush never came: released anyway */
+	counter_t link_failovers;	/* links lost with a survivor to move flows to */
+	counter_t flows_moved;		/* flows moved to a surviving link */
+	counter_t rdma_link_failures;	/* rdma links failed (any cause) */
+	counter_t rdma_async_events;	/* device async events read (worker 0) */
+	counter_t rdma_links_draining;	/* gauge: failed links waiting for their flush */
+	counter_t rdma_links_stuck;	/* their flush never came: released anyway */
 };
 
 #endif

@@ -19,7 +19,7 @@
 
 #include "cdc-t.h"
 #include "llc-t.h"
-#include "stats-t.h"
+#include "fallback-t.h"
 
 struct lgr;
 struct link;

@@ -41,7 +41,7 @@ struct fx {
 	struct pipe_pool pipes;
 	struct relay_env env;
 	struct relay r;
-	uint64_t bytes_in, bytes_out;
+	counter_t bytes_in, bytes_out;
 	int app;		/* the application's socket */
 	int srv;		/* the destination's accepted socket */
 	int srv_listen;

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/counter.h"
 #include "core/epset-t.h"
 
 #define CQ_POOL_MAX	16
@@ -29,13 +30,14 @@ struct cq_entry {
 	void (*done)(struct cq_entry *e, const struct ibv_wc *wc);
 };
 
+/* Written by the worker that owns the pool; read on any thread. */
 struct cq_stats {
-	uint64_t polls;			/* ibv_poll_cq calls */
-	uint64_t completions;
-	uint64_t empty_polls;		/* polls that found nothing */
-	uint64_t rearms;		/* ibv_req_notify_cq calls */
-	uint64_t events;		/* completion-channel wake-ups */
-	uint64_t rearm_failures;	/* ibv_req_notify_cq errors */
+	counter_t polls;			/* ibv_poll_cq calls */
+	counter_t completions;
+	counter_t empty_polls;		/* polls that found nothing */
+	counter_t rearms;		/* ibv_req_notify_cq calls */
+	counter_t events;		/* completion-channel wake-ups */
+	counter_t rearm_failures;	/* ibv_req_notify_cq errors */
 };
 
 struct cq {

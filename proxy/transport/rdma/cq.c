@@ -28,7 +28,7 @@ static void cq_on_event(struct epset_entry *e, uint32_t events)
 	if (!n)
 		return;
 	ibv_ack_cq_events(cq->cq, n);
-	cq->st.events += n;
+	counter_add(&cq->st.events, n);
 	cq->armed = false;
 	cq_poll(cq, false);
 }
@@ -57,10 +57,10 @@ bool cq_poll(struct cq *cq, bool drain)
 		if (drain || want > CQ_POLL_BATCH)
 			want = CQ_POLL_BATCH;
 		n = vb_poll_cq(cq->cq, (int)want, wc);
-		cq->st.polls++;
+		counter_inc(&cq->st.polls);
 		if (n <= 0) {
 			/* n < 0 is a provider error: nothing we can take. */
-			cq->st.empty_polls++;
+			counter_inc(&cq->st.empty_polls);
 			if (cq->armed) {
 				cq->busy = false;
 				return false;
@@ -69,15 +69,15 @@ bool cq_poll(struct cq *cq, bool drain)
 				/* No event will come (the device is likely
 				 * gone): leave it busy, polled again at each
 				 * wake-up of the loop, and do not spin. */
-				cq->st.rearm_failures++;
+				counter_inc(&cq->st.rearm_failures);
 				cq->busy = true;
 				return false;
 			}
-			cq->st.rearms++;
+			counter_inc(&cq->st.rearms);
 			cq->armed = true;
 			continue;
 		}
-		cq->st.completions += (unsigned)n;
+		counter_add(&cq->st.completions, (unsigned)n);
 		taken += (unsigned)n;
 		for (i = 0; i < n; i++) {
 			struct cq_entry *e = (struct cq_entry *)(uintptr_t)wc[i].wr_id;
@@ -165,7 +165,7 @@ int cq_pool_init(struct cq_pool *pool, struct epset *epset, struct ibv_context *
 		if (errno)
 			goto out_errno;
 		cq->armed = true;
-		cq->st.rearms++;
+		counter_inc(&cq->st.rearms);
 		if (epset_add(epset, cq->channel->fd, EPOLLIN, &cq->ev) < 0)
 			goto out_errno;
 		pool->n = i + 1;

@@ -702,7 +702,7 @@ static void rl_reap(struct loop_defer *d)
 	if (!list_empty(&rl->zombie_node)) {
 		list_del(&rl->zombie_node);
 		rl->dev->n_zombies--;
-		rl->dev->net->stats->rdma_links_draining = rl->dev->n_zombies;
+		counter_set(&rl->dev->net->stats->rdma_links_draining, rl->dev->n_zombies);
 	}
 	rl_free_now(rl);
 }
@@ -779,7 +779,7 @@ static int rl_create_qp(struct rdma_link *rl)
 		return -ENODEV;	/* another device than ours: unsupported */
 	rl->cq = cq_get(&dev->cqs, rl->sq_depth + rl->rq_depth + 2);
 	if (!rl->cq)
-		return -ENOSPC;
+		return -ENOBUFS;	/* the CQ pool is full: out_of_memory, not max_flows */
 	attr.qp_context = rl;
 	attr.send_cq = rl->cq->cq;
 	attr.recv_cq = rl->cq->cq;
@@ -880,7 +880,7 @@ static void rdma_link_down(struct rdma_link *rl, int err)
 	rl->drain_since_ms = uv_now(dev->net->loop);
 	list_add_tail(&rl->zombie_node, &dev->zombies);
 	dev->n_zombies++;
-	dev->net->stats->rdma_links_draining = dev->n_zombies;
+	counter_set(&dev->net->stats->rdma_links_draining, dev->n_zombies);
 	if (rl->qp) {
 		struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
 		struct ibv_send_wr swr = {
@@ -913,7 +913,7 @@ static void rdma_link_down(struct rdma_link *rl, int err)
 	/* The link still answers tx_done() with what really completed while
 	 * its flows move: that is where their replay starts. */
 	if (lnk && err) {
-		dev->net->stats->rdma_link_failures++;
+		counter_inc(&dev->net->stats->rdma_link_failures);
 		lgr_link_down(lnk, err);
 	}
 	if (lnk)
@@ -1000,7 +1000,7 @@ int rdma_lgr_prepare(struct lgr *lgr)
 		size = RDMA_REGION_MAX;
 	size &= ~(uint64_t)4095;
 	if (size < RMB_MIN_SIZE)
-		return -ENOSPC;
+		return -ENOBUFS;	/* buffers.pool too small for one ring */
 	rg = calloc(1, sizeof(*rg));
 	if (!rg)
 		return -ENOMEM;
@@ -1123,17 +1123,17 @@ static int rdma_on_connect_request(struct rdma_dev *dev, struct rdma_cm_id *id,
 	int err;
 
 	if (rdma_pd_decode(data, len, &pd)) {
-		net->stats->bad_messages++;
+		counter_inc(&net->stats->bad_messages);
 		return -EPROTO;
 	}
 	lgr = rdma_find_lgr(net, pd.lgr_id);
 	if (!lgr) {
-		net->stats->proposals_refused++;
+		counter_inc(&net->stats->proposals_refused);
 		return -ENOENT;
 	}
 	rg = lgr->tp;
 	if (pd.link >= lgr->n_links || rg->links[pd.link] || rg_set_peer(rg, &pd)) {
-		net->stats->bad_messages++;
+		counter_inc(&net->stats->bad_messages);
 		return -EPROTO;
 	}
 	rl = rl_new(dev, rg, pd.link);
@@ -1217,7 +1217,7 @@ static void rdma_on_cm_event(struct rdma_dev *dev, struct rdma_cm_event *ev)
 		if (rl->rg->lgr->role == LGR_ROLE_CLIENT &&
 		    (rdma_pd_decode(data, len, &pd) || pd.link != rl->lnk->idx ||
 		     rg_set_peer(rl->rg, &pd))) {
-			dev->net->stats->bad_messages++;
+			counter_inc(&dev->net->stats->bad_messages);
 			rl_connect_failed(rl, -EPROTO);
 			return;
 		}
@@ -1260,7 +1260,7 @@ static void rdma_on_async(struct epset_entry *e, uint32_t events)
 	struct ibv_async_event ev;
 
 	while (ibv_get_async_event(dev->ctx, &ev) == 0) {
-		dev->net->stats->rdma_async_events++;
+		counter_inc(&dev->net->stats->rdma_async_events);
 		switch (ev.event_type) {
 		case IBV_EVENT_PORT_ERR:
 		case IBV_EVENT_PORT_ACTIVE:
@@ -1323,8 +1323,8 @@ static void rdma_reap_stuck(struct rdma_dev *dev, uint64_t now)
 		/* Off the draining list (a late marker still frees it). */
 		list_del(&rl->zombie_node);
 		dev->n_zombies--;
-		dev->net->stats->rdma_links_draining = dev->n_zombies;
-		dev->net->stats->rdma_links_stuck++;
+		counter_set(&dev->net->stats->rdma_links_draining, dev->n_zombies);
+		counter_inc(&dev->net->stats->rdma_links_stuck);
 	}
 }
 

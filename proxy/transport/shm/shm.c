@@ -170,7 +170,7 @@ static void shm_flush(struct link *lnk)
 
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&peer->running, __ATOMIC_RELAXED) == 1) {
-		sl->sg->lgr->net->stats->doorbells_saved++;
+		counter_inc(&sl->sg->lgr->net->stats->doorbells_saved);
 		return;
 	}
 	shm_ring(sl);
@@ -327,7 +327,7 @@ static bool shm_drain(struct shm_link *sl)
 	 */
 	prod = __atomic_load_n(&sl->rxq->prod, __ATOMIC_ACQUIRE);
 	if (prod - sl->rx_cons > SHM_SLOTS) {
-		lgr->net->stats->bad_messages++;
+		counter_inc(&lgr->net->stats->bad_messages);
 		lgr_fail(lgr, -EPROTO);
 		return false;
 	}
@@ -601,7 +601,7 @@ static void shm_on_sock(struct epset_entry *e, uint32_t events)
 	if (!err)
 		err = shm_adopt_peer(sg, &m, fds, n_fds);
 	if (err) {
-		lgr->net->stats->bad_messages += err == -EPROTO;
+		counter_add(&lgr->net->stats->bad_messages, err == -EPROTO);
 		lgr__handshake_failed(lgr, FB_DECL_INTERNAL);
 		return;
 	}
@@ -690,7 +690,7 @@ static void shm_on_rv(struct epset_entry *e, uint32_t events)
 	if (!lgr) {
 		/* Unknown id: someone on this host who did not do the
 		 * handshake, or came too late. */
-		net->stats->bad_messages++;
+		counter_inc(&net->stats->bad_messages);
 		for (i = 0; i < n_fds; i++)
 			close(fds[i]);
 		shm_rv_free(rv, true);
@@ -710,7 +710,7 @@ static void shm_on_rv(struct epset_entry *e, uint32_t events)
 			err = -errno;
 	}
 	if (err) {
-		net->stats->bad_messages += err == -EPROTO;
+		counter_add(&net->stats->bad_messages, err == -EPROTO);
 		shm_rv_free(rv, sg->sock != rv->fd);
 		lgr__handshake_failed(lgr, FB_DECL_INTERNAL);
 		return;

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* The errno -> decline -> fallback reason table (fallback.h). */
+#include <errno.h>
+
+#include "fallback.h"
+
+unsigned clc_decline_of_errno(int err)
+{
+	switch (err) {
+	case -ENOSPC:
+		return CLC_DECL_MAX_FLOWS;
+	case -ENOMEM:
+	case -ENOBUFS:
+		return CLC_DECL_NO_MEMORY;
+	case -ETIMEDOUT:
+		return CLC_DECL_TIMEOUT;
+	case -ENODEV:
+		return CLC_DECL_NO_DEVICE;
+	default:
+		return CLC_DECL_INTERNAL;
+	}
+}
+
+enum fallback_reason fallback_of_decline(unsigned reason)
+{
+	if (reason == CLC_DECL_NONE)
+		return FB_NO_LINK;	/* the link group failed under an opening flow */
+	if (reason >= CLC_DECL_NO_DEVICE && reason <= CLC_DECL_INTERNAL)
+		return FB_DECL_NO_DEVICE + (reason - CLC_DECL_NO_DEVICE);
+	return FB_DECL_INTERNAL;
+}
+
+enum fallback_reason fallback_of_errno(int err)
+{
+	return fallback_of_decline(clc_decline_of_errno(err));
+}

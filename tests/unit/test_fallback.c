@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the errno -> decline -> fallback reason table
+ * (proxy/smc/fallback.c): one mapping for every layer, so that an error is
+ * counted alike whether a flow, a link group's handshake or a peer's flow
+ * open hit it (ENOSPC was out_of_memory in two places and max_flows in two
+ * others), and the reasons' names as the stats socket shows them.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "flow.h"
+#include "proxy.h"
+#include "smc/clc.h"
+#include "smc/fallback.h"
+
+static void test_errno_table(void **state)
+{
+	static const struct {
+		int err;
+		unsigned decline;
+		enum fallback_reason fb;
+		const char *name;
+	} want[] = {
+		{ -ENOSPC, CLC_DECL_MAX_FLOWS, FB_DECL_MAX_FLOWS, "max_flows" },
+		{ -ENOMEM, CLC_DECL_NO_MEMORY, FB_DECL_NO_MEMORY, "out_of_memory" },
+		{ -ENOBUFS, CLC_DECL_NO_MEMORY, FB_DECL_NO_MEMORY, "out_of_memory" },
+		{ -ETIMEDOUT, CLC_DECL_TIMEOUT, FB_DECL_TIMEOUT, "timeout" },
+		{ -ENODEV, CLC_DECL_NO_DEVICE, FB_DECL_NO_DEVICE, "no_device" },
+		{ -EPROTO, CLC_DECL_INTERNAL, FB_DECL_INTERNAL, "internal" },
+		{ -EINVAL, CLC_DECL_INTERNAL, FB_DECL_INTERNAL, "internal" },
+		{ -ENOLINK, CLC_DECL_INTERNAL, FB_DECL_INTERNAL, "internal" },
+		{ -EPROTONOSUPPORT, CLC_DECL_INTERNAL, FB_DECL_INTERNAL, "internal" },
+		{ -EMFILE, CLC_DECL_INTERNAL, FB_DECL_INTERNAL, "internal" },
+		/* A positive errno is a caller's bug, not a reason. */
+		{ ENOSPC, CLC_DECL_INTERNAL, FB_DECL_INTERNAL, "internal" },
+		{ 0, CLC_DECL_INTERNAL, FB_DECL_INTERNAL, "internal" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		unsigned d = clc_decline_of_errno(want[i].err);
+
+		assert_int_equal(d, want[i].decline);
+		assert_int_equal(fallback_of_errno(want[i].err), want[i].fb);
+		assert_int_equal(fallback_of_decline(d), want[i].fb);
+		assert_string_equal(fallback_reason_name(want[i].fb), want[i].name);
+		/* The peer sees the same word in its decline counters. */
+		assert_string_equal(clc_decline_name(d), want[i].name);
+	}
+}
+
+static void test_decline_to_fallback(void **state)
+{
+	(void)state;
+	/* A link group lost under an opening flow: no decline, no link. */
+	assert_int_equal(fallback_of_decline(CLC_DECL_NONE), FB_NO_LINK);
+	for (unsigned r = CLC_DECL_NO_DEVICE; r < CLC_DECL__MAX; r++) {
+		enum fallback_reason fb = fallback_of_decline(r);
+
+		assert_int_equal(fb, FB_DECL_NO_DEVICE + (r - CLC_DECL_NO_DEVICE));
+		assert_string_equal(fallback_reason_name(fb), clc_decline_name(r));
+	}
+	/* A peer's unknown reason (the wire has 8 bits) counts as internal. */
+	assert_int_equal(fallback_of_decline(CLC_DECL__MAX), FB_DECL_INTERNAL);
+	assert_int_equal(fallback_of_decline(255), FB_DECL_INTERNAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_errno_table),
+		cmocka_unit_test(test_decline_to_fallback),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
