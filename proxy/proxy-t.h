@@ -7,8 +7,6 @@
 #include <stdint.h>
 #include <uv.h>
 
-struct rdma_dev;
-
 #include "cfg-t.h"
 #include "smc/clc-t.h"
 #include "smc/cork.h"
@@ -16,6 +14,7 @@ struct rdma_dev;
 #include "core/list.h"
 #include "smc/rmb-t.h"
 #include "relay/relay-t.h"
+#include "smc/transport-t.h"
 #include "stats-t.h"
 
 struct proxy;
@@ -101,7 +100,7 @@ struct proxy {
 	uint64_t n_flows;
 	uint64_t next_flow_id;
 
-	/* Link groups (lgr.h), the control port and the shm rendezvous. */
+	/* Link groups (lgr.h), the control port and the transports. */
 	struct list_head lgrs;
 	unsigned n_lgrs;
 	uint8_t lgr_transports;		/* CLC_TR_* this worker can offer */
@@ -112,13 +111,10 @@ struct proxy {
 	struct rmb_budget rmb_budget;
 	int control_fd;
 	uv_poll_t control_poll;
-	int shm_fd;
-	struct epset_entry shm_ev;
-	char shm_name[64];
-	struct list_head shm_rvs;
-	unsigned n_shm_rvs;
-	struct rdma_dev *rdma;		/* NULL: no device, or rdma not wanted */
-	char rdma_status[128];		/* why rdma is off, for the log */
+	/* Each transport's own state of this worker, by
+	 * smc_transport_slot(): its init() sets it, its close() clears it. */
+	void *tp[SMC_TRANSPORT_SLOTS];
+	char tp_off[SMC_TRANSPORT_SLOTS][128];	/* why it is off, for the log */
 	struct list_head kick_links;	/* links with posts to flush */
 	struct list_head grave;		/* struct proxy_defer */
 	uv_prepare_t tick;		/* flushes links, frees the grave */

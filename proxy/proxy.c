@@ -19,17 +19,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "cfg.h"
 #include "core/addr.h"
 #include "smc/clc.h"
 #include "core/epset.h"
 #include "flow.h"
 #include "smc/lgr.h"
 #include "smc/link.h"
-#include "transport/rdma/rdma.h"
-#include "transport/shm/shm.h"
 #include "core/pipe_pool.h"
 #include "proxy.h"
 #include "relay/relay.h"
+#include "smc/transport.h"
 
 #define ACCEPT_BATCH		64
 #define PAUSE_MIN_MS		10
@@ -42,6 +42,7 @@ static void proxy_on_acceptable(uv_poll_t *h, int status, int events);
 
 static void proxy_maybe_closed(struct proxy *p);
 static void proxy_on_handle_closed(uv_handle_t *h);
+static void proxy_close_transports(struct proxy *p);
 
 static void proxy_on_epset_closed(struct epset *s)
 {
@@ -61,7 +62,7 @@ static void proxy_maybe_closed(struct proxy *p)
 		uv_close((uv_handle_t *)&p->tick, proxy_on_handle_closed);
 	}
 	if (p->epset.fd >= 0 && !p->epset_closing) {
-		rdma_close(p);	/* its fds are in the set */
+		proxy_close_transports(p);	/* their fds are in the set */
 		/* Last: the flows that just closed were in it. */
 		p->epset_closing = true;
 		p->open_handles++;
@@ -143,26 +144,20 @@ static void proxy_on_epset_batch(struct epset *s)
  * timers get their turn under a steady stream of messages. */
 #define PROXY_IDLE_ROUNDS 8
 
-/* The work before the loop blocks: the end of the batch, then the
- * transports' look at their queues (see smc_transport_ops.idle). */
+/* The work before the loop blocks: the end of the batch, then each
+ * transport's look at its queues (smc_transport_ops.before_sleep). */
 static void proxy_before_block(struct proxy *p)
 {
-	struct list_head *pos, *tmp;
-	unsigned round;
+	const struct smc_transport_ops *t;
+	unsigned round, i;
 	bool more = true;
 
 	for (round = 0; more; round++) {
 		proxy_batch_end(p);
 		more = false;
-		list_for_each_safe(pos, tmp, &p->lgrs) {
-			struct lgr *lgr = list_entry(pos, struct lgr, node);
-
-			if (lgr->state == LGR_ACTIVE && lgr->ops->idle &&
-			    lgr->ops->idle(lgr, round < PROXY_IDLE_ROUNDS))
+		smc_transport_foreach(t, i)
+			if (t->before_sleep && t->before_sleep(p, round < PROXY_IDLE_ROUNDS))
 				more = true;
-		}
-		if (rdma_proxy_idle(p, round < PROXY_IDLE_ROUNDS))
-			more = true;
 	}
 }
 
@@ -225,8 +220,12 @@ int proxy_run(struct proxy *p)
 static void proxy_on_lgr_timer(uv_timer_t *t)
 {
 	struct proxy *p = t->data;
+	const struct smc_transport_ops *tr;
+	unsigned i;
 
-	rdma_sweep(p);
+	smc_transport_foreach(tr, i)
+		if (tr->sweep)
+			tr->sweep(p, uv_now(p->loop));
 	lgr_sweep(p, uv_now(p->loop));
 	if (!p->n_lgrs)
 		uv_timer_stop(&p->lgr_timer);
@@ -295,53 +294,99 @@ static int proxy_read_host_id(uint8_t id[CLC_HOST_ID_LEN])
 	return k == 2 * CLC_HOST_ID_LEN ? 0 : -EINVAL;
 }
 
-/* Link groups, the control port and the shm rendezvous socket. */
+bool proxy_transport_named(const struct cfg *cfg, const struct smc_transport_ops *t)
+{
+	return strcmp(cfg_transport_name(cfg->transport), t->name) == 0;
+}
+
+static void proxy_close_transports(struct proxy *p)
+{
+	const struct smc_transport_ops *t;
+	unsigned i;
+
+	smc_transport_foreach(t, i)
+		if (t->close)
+			t->close(p);
+}
+
+static void proxy_unlisten_transports(struct proxy *p)
+{
+	const struct smc_transport_ops *t;
+	unsigned i;
+
+	smc_transport_foreach(t, i)
+		if (t->unlisten)
+			t->unlisten(p);
+}
+
+/*
+ * Sets up every transport the config allows and this host can run; a
+ * transport that cannot (-ENODEV, or any other error of its init()) is
+ * not offered, and the reason waits in p->tp_off for the daemon's log.
+ */
+static void proxy_init_transports(struct proxy *p, const struct cfg *cfg, bool host_id)
+{
+	const struct smc_transport_ops *t;
+	unsigned i;
+	int err;
+
+	smc_transport_foreach(t, i) {
+		char *off = p->tp_off[smc_transport_slot(t)];
+
+		if (cfg->transport != CFG_TRANSPORT_AUTO && !proxy_transport_named(cfg, t))
+			continue;
+		/* Only where a peer could use it: with a control port. */
+		if (t->needs_control && (!cfg->has_control || !cfg->n_peers))
+			continue;
+		/* No identity, no same-host detection. */
+		if (t->needs_host_id && !host_id)
+			continue;
+		err = t->init ? t->init(p, off, sizeof(p->tp_off[0])) : 0;
+		if (!err)
+			p->lgr_transports |= t->clc_bit;
+	}
+}
+
+/* Link groups, the control port and the transports' listeners. */
 static int proxy_init_lgr(struct proxy *p, const struct cfg *cfg, char *errbuf, size_t errlen)
 {
+	const struct smc_transport_ops *t;
+	unsigned i;
 	int err;
 
 	p->cork.enabled = cfg->autocork.enabled;
 	p->cork.max_bytes = (uint32_t)cfg->autocork.max_bytes;
 	p->rmb_budget.limit = cfg->buffers.pool;
-	if (cfg->transport == CFG_TRANSPORT_AUTO || cfg->transport == CFG_TRANSPORT_SHM)
-		p->lgr_transports |= CLC_TR_SHM;
-	/* rdma only where a peer could use it: with a control port. */
-	if ((cfg->transport == CFG_TRANSPORT_AUTO || cfg->transport == CFG_TRANSPORT_RDMA) &&
-	    cfg->has_control && cfg->n_peers) {
-		err = rdma_init(p, p->rdma_status, sizeof(p->rdma_status));
-		if (!err)
-			p->lgr_transports |= CLC_TR_RDMA;
-	}
-	err = proxy_read_host_id(p->host_id);
-	if (err) {
-		/* No identity, no same-host detection: shm is off. */
-		p->lgr_transports &= ~CLC_TR_SHM;
-	}
+	proxy_init_transports(p, cfg, proxy_read_host_id(p->host_id) == 0);
 	if (cfg->auth.psk_file[0]) {
 		err = clc_psk_load(cfg->auth.psk_file, p->psk, &p->psk_len);
 		if (err) {
 			snprintf(errbuf, errlen, "auth.psk_file %s: %s", cfg->auth.psk_file,
 				 err == -EINVAL ? "must hold 16 to 1024 bytes" : strerror(-err));
-			return err;
+			goto out_close;
 		}
 	}
 	/* With no peer prefix, no proposal could be taken: no port. */
 	if (!cfg->has_control || !cfg->n_peers)
 		return 0;
 	err = lgr_listen(p, errbuf, errlen);
-	if (err) {
-		rdma_close(p);
-		return err;
-	}
-	if (p->lgr_transports & CLC_TR_SHM) {
-		err = shm_listen(p, errbuf, errlen);
-		if (err) {
-			lgr_unlisten(p);
-			rdma_close(p);
-			return err;
-		}
+	if (err)
+		goto out_close;
+	smc_transport_foreach(t, i) {
+		if (!(p->lgr_transports & t->clc_bit) || !t->listen)
+			continue;
+		err = t->listen(p, errbuf, errlen);
+		if (err)
+			goto out_unlisten;
 	}
 	return 0;
+
+out_unlisten:
+	proxy_unlisten_transports(p);
+	lgr_unlisten(p);
+out_close:
+	proxy_close_transports(p);
+	return err;
 }
 
 void proxy_adopt_listeners(struct proxy *p, const int *fds, size_t n)
@@ -474,10 +519,8 @@ int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
 			     .n_adopt = n_adopt < ADOPT_MAX ? n_adopt : ADOPT_MAX };
 	p->epset.fd = -1;
 	p->control_fd = -1;
-	p->shm_fd = -1;
 	list_init(&p->flows);
 	list_init(&p->lgrs);
-	list_init(&p->shm_rvs);
 	list_init(&p->kick_links);
 	list_init(&p->grave);
 	proxy_capture_params(p, cfg);
@@ -818,7 +861,7 @@ void proxy_stop_accepting(struct proxy *p)
 	 * keep it, just stop using it. */
 	p->n_listeners = 0;
 	lgr_unlisten(p);
-	shm_unlisten(p);
+	proxy_unlisten_transports(p);
 }
 
 void proxy_set_cfg(struct proxy *p, const struct cfg *cfg)

@@ -64,6 +64,10 @@ void proxy__pause_accepting(struct proxy *p, int err);
 /* The link-group timer runs while there are link groups. */
 void proxy__lgr_timer(struct proxy *p);
 
+/* Whether the config's "transport" names t itself (not "auto"): its
+ * absence is then a problem worth a warning. */
+bool proxy_transport_named(const struct cfg *cfg, const struct smc_transport_ops *t);
+
 const char *flow_mode_name(enum flow_mode m);
 const char *fallback_reason_name(enum fallback_reason r);
 /* The fallback reason of a decline (enum clc_decline); CLC_DECL_NONE is a

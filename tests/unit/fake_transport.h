@@ -4,8 +4,9 @@
  * several, world_new_links()) on it, for the unit tests of the data plane
  * (test_cork.c, test_conn.c, test_failover.c).
  *
- * The transport is written against transport-t.h alone, as a new one
- * (rdma) would be: it keeps every message the link posts for the test to
+ * The transport is written against transport-t.h alone, as every one is,
+ * and only its data path: the link group here is built by hand, not by a
+ * handshake, so the whole-life ops stay NULL: it keeps every message the link posts for the test to
  * decode, lets the test say how much room the send queue has (each post
  * takes a slot) and how far sends have completed, and points a flow's
  * outgoing ring into a "peer region" the test can read. Nothing is sent
@@ -416,10 +417,9 @@ static inline struct world *world_new_links(uint32_t rx_ring, uint32_t region,
 	w->p.loop = &w->loop;
 	w->p.cfg = &w->cfg;
 	w->p.ops = &world_proxy_ops;
-	w->p.control_fd = w->p.shm_fd = -1;
+	w->p.control_fd = -1;
 	list_init(&w->p.flows);
 	list_init(&w->p.lgrs);
-	list_init(&w->p.shm_rvs);
 	list_init(&w->p.kick_links);
 	list_init(&w->p.grave);
 	w->p.cork = (struct cork_params){ .enabled = true, .max_bytes = cork_max };
