@@ -2,15 +2,17 @@
 /*
  * The peer handshake on the control port (smcproxy-protocol(7)), both
  * sides: proposal, accept or decline, confirm both ways, then the
- * transport's rendezvous. Transports are the registry's (transport.h):
- * each encodes and judges its own address. One TCP connection per link group, closed once
- * the group is up: flows are opened on the links afterwards.
+ * transport's rendezvous. One TCP connection per link group, closed once
+ * the group is up: flows are opened on the links afterwards. Transports
+ * are the registry's (transport.h): each encodes, judges and connects to
+ * its own address, carried in the TLV of its type.
  *
  * The control port faces the network. A proposal is taken only from a
  * configured peer prefix, and with auth.psk_file only from a peer that
  * proves the secret (HMAC over both nonces); a peer that fails either is
  * declined with "policy" and counted, and learns nothing else.
  */
+#include <assert.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -110,11 +112,11 @@ out_fail:
 	hs_fail(lgr, FB_DECL_INTERNAL);
 }
 
-/* The address TLV of transport t in addr, or NULL when t has none. */
-static const struct clc_addr *hs_addr(const struct clc_addr *addr,
-				      const struct smc_transport_ops *t)
+/* Where transport t's address is in a message's addr[]. */
+static unsigned hs_addr_idx(const struct smc_transport_ops *t)
 {
-	return t->clc_tlv >= 1 && t->clc_tlv <= CLC_ADDRS_MAX ? &addr[t->clc_tlv - 1] : NULL;
+	assert(t->clc_tlv >= 1 && t->clc_tlv <= CLC_ADDRS_MAX);
+	return t->clc_tlv - 1u;
 }
 
 /* Our addresses, for the transports of the bits set in which. */
@@ -125,9 +127,9 @@ static int hs_put_addrs(struct proxy *p, unsigned which, bool accept, struct clc
 	int n;
 
 	smc_transport_foreach(t, i) {
-		struct clc_addr *a = (struct clc_addr *)hs_addr(addr, t);
+		struct clc_addr *a = &addr[hs_addr_idx(t)];
 
-		if (!(which & t->clc_bit) || !a || !t->addr_encode)
+		if (!(which & t->clc_bit) || !t->addr_encode)
 			continue;
 		n = t->addr_encode(p, accept, a->value, sizeof(a->value));
 		if (n < 0)
@@ -160,11 +162,9 @@ static int hs_check_addrs(const struct clc_addr *addr)
 /* Client: whether the accept's address for t is one we can connect to. */
 static int hs_addr_usable(const struct smc_transport_ops *t, const struct clc_accept *a)
 {
-	const struct clc_addr *ad = hs_addr(a->addr, t);
+	const struct clc_addr *ad = &a->addr[hs_addr_idx(t)];
 
-	if (!t->addr_usable)
-		return 0;
-	return ad ? t->addr_usable(ad->value, ad->len) : t->addr_usable(NULL, 0);
+	return t->addr_usable ? t->addr_usable(ad->value, ad->len) : 0;
 }
 
 static void hs_client_propose(struct lgr *lgr)
@@ -247,15 +247,17 @@ static void hs_client_on_accept(struct lgr *lgr, const struct clc_accept *a)
 static void hs_client_on_ready(struct lgr *lgr)
 {
 	const struct smc_transport_ops *t = smc_transport_by_clc(lgr->hs.acc.transport);
-	const struct clc_addr *a = t ? hs_addr(lgr->hs.acc.addr, t) : NULL;
+	const struct clc_addr *a;
 	int err;
 
 	lgr__hs_close(lgr);
 	lgr->state = LGR_RENDEZVOUS;
-	if (t && a && !hs_addr_usable(t, &lgr->hs.acc))
+	if (t && !hs_addr_usable(t, &lgr->hs.acc)) {
+		a = &lgr->hs.acc.addr[hs_addr_idx(t)];
 		err = t->lgr_connect(lgr, a->value, a->len);
-	else
+	} else {
 		err = -EPROTONOSUPPORT;
+	}
 	if (err && lgr->state == LGR_RENDEZVOUS)
 		lgr__handshake_failed(lgr, err == -ENOMEM || err == -ENOSPC ? FB_DECL_NO_MEMORY :
 					   FB_DECL_INTERNAL);
