@@ -128,6 +128,7 @@ check: deps
 ifneq ($(RDMA),0)
 	@$(MAKE) --no-print-directory check-rdma-ready
 endif
+	tests/lint/check-layers
 	$(MAKE) all units tools $(FUZZ_REPLAY)
 	tests/run-units $(B)
 	tests/fuzz/run-replay $(B)
@@ -141,6 +142,11 @@ ifeq ($(RDMA),0)
 else
 	$(MAKE) check-rdma
 endif
+
+# The layering of the tree by its #include lines (doc/architecture.md):
+# nothing outside a transport's folder names it but the registry's table.
+check-layers:
+	tests/lint/check-layers
 
 # The same unit tests and fuzz corpora under AddressSanitizer and UBSan.
 check-asan:
@@ -231,5 +237,5 @@ lint-man:
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
 
-.PHONY: all deps check check-asan check-tsan check-integration check-rdma check-rdma-ready demo bench install uninstall clean fuzz tools units lint-man
+.PHONY: all deps check check-layers check-asan check-tsan check-integration check-rdma check-rdma-ready demo bench install uninstall clean fuzz tools units lint-man
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

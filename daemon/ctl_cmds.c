@@ -3,9 +3,9 @@
  * What the control socket answers: the JSON bodies of ctl_proto replies.
  * Counters are summed from every worker without asking them; lists of a
  * worker's own structures (flows, and links and peers with link groups,
- * and the CQ pool's counters, which live and die with the worker's rdma
- * state) are built by the worker on its thread (a worker_job) and joined
- * here. `debug fail-link` changes a worker's link the same way.
+ * and the transports' per-worker tables such as rdma's CQ pool, which live
+ * and die with the transport's state) are built by the worker on its
+ * thread (a worker_job) and joined here. `debug fail-link` changes a worker's link the same way.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -14,8 +14,9 @@
 
 #include "core/addr.h"
 #include "ctl_lgr.h"
-#include "ctl_rdma.h"
+#include "ctl_link.h"
 #include "flow.h"
+#include "smc/transport.h"
 #include "smcd.h"
 
 #define FLOWS_LIST_MAX 10000
@@ -66,25 +67,37 @@ static json_t *per_worker(struct smcd *d)
  * a JSON array (new reference, NULL for none).
  */
 typedef json_t *(*ctl_list_fn)(struct proxy *p);
+typedef json_t *(*ctl_tp_list_fn)(struct proxy *p, const struct smc_transport_ops *t);
 static json_t *ctl_workers_list(struct smcd *d, const char *name, ctl_list_fn fn,
 				size_t max, char **err);
+static json_t *ctl_workers_tp_list(struct smcd *d, const char *name, ctl_tp_list_fn fn,
+				   const struct smc_transport_ops *t, size_t max, char **err);
 
 /*
- * The CQ pools' counters, "cq": [...], merged into a stats body. They are
- * read by each worker on its thread: the pool is the rdma transport's and
- * goes away with it. A worker that does not answer in time is named in
- * "workers_not_answering" and its CQs are missing; the other counters do
- * not depend on it.
+ * The transports' per-worker tables (rdma's CQ pool counters: "cq": [...]),
+ * merged into a stats body, one member per transport that has one, listed
+ * whether it runs or not. They are read by each worker on its thread: a
+ * table is its transport's and goes away with it. A worker that does not
+ * answer in time is named in "workers_not_answering" and its rows are
+ * missing; the other counters do not depend on it.
  */
-static void stats_add_cq(struct smcd *d, json_t *body)
+static void stats_add_pools(struct smcd *d, json_t *body)
 {
-	char *err = NULL;
-	json_t *cq = ctl_workers_list(d, "cq", ctl_cq_json, 0, &err);
+	const struct smc_transport_ops *t;
+	unsigned i;
 
-	free(err);
-	if (cq && body)
-		json_object_update(body, cq);
-	json_decref(cq);
+	smc_transport_foreach(t, i) {
+		char *err = NULL;
+		json_t *rows;
+
+		if (!t->pool_name)
+			continue;
+		rows = ctl_workers_tp_list(d, t->pool_name, ctl_pool_json, t, 0, &err);
+		free(err);
+		if (rows && body)
+			json_object_update(body, rows);
+		json_decref(rows);
+	}
 }
 
 static json_t *stats_body(struct smcd *d)
@@ -117,7 +130,7 @@ static json_t *stats_body(struct smcd *d)
 			 "idle_timeouts", (json_int_t)st->idle_timeouts,
 			 "per_worker", per_worker(d));
 	ctl_lgr_stats(body, st);
-	stats_add_cq(d, body);
+	stats_add_pools(d, body);
 	return body;
 }
 
@@ -154,7 +167,9 @@ static json_t *flows_json(struct proxy *p)
 
 struct ctl_list_job {
 	struct worker_job job;
-	ctl_list_fn fn;
+	ctl_list_fn fn;			/* or: */
+	ctl_tp_list_fn tp_fn;
+	const struct smc_transport_ops *tp;
 	json_t *items;
 };
 
@@ -163,7 +178,7 @@ static void ctl_list_job_run(struct worker *w, struct worker_job *job)
 	struct ctl_list_job *j = (struct ctl_list_job *)((char *)job -
 						offsetof(struct ctl_list_job, job));
 
-	j->items = j->fn(&w->proxy);
+	j->items = j->tp_fn ? j->tp_fn(&w->proxy, j->tp) : j->fn(&w->proxy);
 }
 
 static void ctl_list_job_release(struct worker_job *job)
@@ -183,8 +198,9 @@ static void ctl_list_job_release(struct worker_job *job)
  * closing) are listed in "workers_not_answering" and their entries are
  * missing; the reply does not wait longer for them.
  */
-static json_t *ctl_workers_list(struct smcd *d, const char *name, ctl_list_fn fn,
-				size_t max, char **err)
+static json_t *ctl_workers_list_any(struct smcd *d, const char *name, ctl_list_fn fn,
+				    ctl_tp_list_fn tp_fn, const struct smc_transport_ops *t,
+				    size_t max, char **err)
 {
 	struct worker_pool *pool = &d->workers;
 	struct worker_job **jobs = calloc(pool->n, sizeof(*jobs));
@@ -201,6 +217,8 @@ static json_t *ctl_workers_list(struct smcd *d, const char *name, ctl_list_fn fn
 		if (!j)
 			goto out_free_jobs;
 		j->fn = fn;
+		j->tp_fn = tp_fn;
+		j->tp = t;
 		j->job.run = ctl_list_job_run;
 		j->job.release = ctl_list_job_release;
 		jobs[i] = &j->job;
@@ -242,6 +260,19 @@ out_nomem:
 	return body;
 }
 
+static json_t *ctl_workers_list(struct smcd *d, const char *name, ctl_list_fn fn,
+				size_t max, char **err)
+{
+	return ctl_workers_list_any(d, name, fn, NULL, NULL, max, err);
+}
+
+/* The same with a list of transport t's. */
+static json_t *ctl_workers_tp_list(struct smcd *d, const char *name, ctl_tp_list_fn fn,
+				   const struct smc_transport_ops *t, size_t max, char **err)
+{
+	return ctl_workers_list_any(d, name, NULL, fn, t, max, err);
+}
+
 /*
  * debug fail-link: first every worker counts its active link groups whose
  * id starts with the prefix (ids are per worker, so which one holds it is
@@ -275,7 +306,7 @@ static void ctl_fail_job_run(struct worker *w, struct worker_job *job)
 		j->matches = ctl_lgr_find(&w->proxy, j->lgr, &lgr);
 		return;
 	}
-	j->rc = ctl_rdma_fail_link(&w->proxy, j->lgr, j->link, j->id, j->msg, sizeof(j->msg));
+	j->rc = ctl_link_fail(&w->proxy, j->lgr, j->link, j->id, j->msg, sizeof(j->msg));
 }
 
 static void ctl_fail_job_release(struct worker_job *job)

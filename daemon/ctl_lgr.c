@@ -4,7 +4,7 @@
 #include "core/addr.h"
 #include "smc/clc.h"
 #include "ctl_lgr.h"
-#include "ctl_rdma.h"
+#include "ctl_link.h"
 #include "flow.h"
 #include "smc/lgr.h"
 #include "proxy.h"
@@ -60,7 +60,8 @@ static const char *link_state_name(enum link_state s)
 /*
  * Every link of the active groups, the down ones too: a group keeps a
  * failed link's slot, and an operator checking a failover wants to see it.
- * An rdma link adds its device and queue pair (ctl_rdma_link_fields()).
+ * Each adds what its transport reports of it (ctl_link_fields(): an rdma
+ * link its device and queue pair).
  */
 json_t *ctl_links_json(struct proxy *p)
 {
@@ -91,7 +92,7 @@ json_t *ctl_links_json(struct proxy *p)
 				"msgs_rx", (json_int_t)lnk->msgs_rx,
 				"bytes_tx", (json_int_t)lnk->bytes_tx,
 				"bytes_rx", (json_int_t)lnk->bytes_rx);
-			ctl_rdma_link_fields(e, lnk);
+			ctl_link_fields(e, lnk);
 			json_array_append_new(arr, e);
 		}
 	}

@@ -799,7 +799,8 @@ static int render_list_table(FILE *out, const char *what, const json_t *list,
 	return rc;
 }
 
-/* The members an rdma link adds to its entry of `links` (ctl_rdma.c). */
+/* The members an rdma link adds to its entry of `links` (rdma_link_info()
+ * through ctl_link.c). */
 static const char *const links_rdma_keys[] = {
 	"device", "port", "gid", "qp_num", "peer_qp_num", "max_inline",
 	"wr_in_flight", "sq_depth", "cq", "relaxed_ordering", NULL,

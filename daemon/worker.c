@@ -30,6 +30,7 @@
 #include "flow.h"
 #include "log.h"
 #include "smc/lgr-t.h"
+#include "smc/transport.h"
 #include "worker.h"
 
 /* The generic sum in worker_stats_add() depends on this. */
@@ -346,6 +347,30 @@ static void *worker_main(void *arg)
  * proxy_init() owns from here), mailbox, heartbeat timer. On failure
  * nothing is left open.
  */
+/* Transports that could not start here (proxy_init() kept why): asked
+ * for by name, the absence is a problem; under "auto" it is what most
+ * hosts are (no RDMA device). */
+static void worker_log_transports_off(const struct proxy *p, const struct cfg *cfg)
+{
+	const struct smc_transport_ops *t;
+	unsigned i;
+
+	smc_transport_foreach(t, i) {
+		const char *why = p->smc.tp_off[smc_transport_slot(t)];
+
+		if (!why[0])
+			continue;
+		/* Asked for by name, its absence is a problem; so is a
+		 * same-host transport off (never how a host is meant to
+		 * be); under "auto" no RDMA device is what most hosts are. */
+		if (smc_transport_named(cfg, t) || t->needs_host_id)
+			log_warn("%s is off: %s; flows to peers go over tcp", t->name, why);
+		else
+			log_info("%s is off: %s; flows to peers %s go over tcp", t->name, why,
+				 t->serves);
+	}
+}
+
 static int worker_init(struct worker *w, struct worker_pool *pool, unsigned index,
 		       unsigned n_workers, const struct cfg *cfg, const int *fds, size_t n_fds, bool reuseport,
 		       char *errbuf, size_t errlen)
@@ -375,21 +400,8 @@ static int worker_init(struct worker *w, struct worker_pool *pool, unsigned inde
 	}
 	w->proxy.data = w;
 	/* Once, from the first worker: they all see the same devices. */
-	if (index == 0 && w->proxy.smc.rdma_status[0]) {
-		/* Asked for by name, its absence is a problem; under "auto"
-		 * it is what most hosts are. */
-		if (cfg->transport == CFG_TRANSPORT_RDMA)
-			log_warn("rdma is off: %s; flows to peers go over tcp",
-				 w->proxy.smc.rdma_status);
-		else
-			log_info("rdma is off: %s; flows to peers on other hosts go over tcp",
-				 w->proxy.smc.rdma_status);
-	}
-	/* Unlike a missing RDMA device, shm off when asked for (by name or
-	 * by "auto") is never how a host is meant to be: a warning. */
-	if (index == 0 && w->proxy.smc.shm_status[0])
-		log_warn("shm is off: %s; peers on this host are declined shm",
-			 w->proxy.smc.shm_status);
+	if (index == 0)
+		worker_log_transports_off(&w->proxy, cfg);
 	uv_async_init(&w->loop, &w->mailbox, worker_on_mailbox);
 	w->mailbox.data = w;
 	w->mailbox_open = true;

@@ -17,8 +17,7 @@
 #define CLC_NONCE_LEN		16
 #define CLC_LGR_ID_LEN		16
 #define CLC_MAC_LEN		32		/* HMAC-SHA256 */
-#define CLC_SHM_NAME_MAX	100		/* basename in shm.dir */
-#define CLC_RDMA_ADDR_MAX	64		/* opaque until the rdma transport */
+#define CLC_ADDR_MAX		255		/* an address TLV's value, at most */
 #define CLC_PSK_MAX		1024		/* longest auth.psk_file secret */
 
 enum clc_type {
@@ -31,9 +30,14 @@ enum clc_type {
 /* Feature bits of proposal and accept. */
 #define CLC_FEAT_PSK		(1u << 0)	/* the sender proves auth.psk_file */
 
-/* Transport bits: a proposal offers a set, an accept names one. */
+/*
+ * Transport bits: a proposal offers a set, an accept names one. The
+ * protocol assigns them; each transport names its own in its ops
+ * (smc_transport_ops.clc_bit), and nothing else tells transports apart.
+ */
 #define CLC_TR_SHM		(1u << 0)
 #define CLC_TR_RDMA		(1u << 1)
+#define CLC_TR_KNOWN		(CLC_TR_SHM | CLC_TR_RDMA)
 
 /* Decline reasons, after SMC's SMC_CLC_DECL_* families. 0 is not sent. */
 enum clc_decline {
@@ -48,10 +52,24 @@ enum clc_decline {
 	CLC_DECL__MAX
 };
 
-/* Optional type-length-value fields at the end of proposal and accept. */
+/*
+ * Optional type-length-value fields at the end of proposal and accept.
+ * Types 1 to CLC_ADDRS_MAX carry a transport's address, one type per
+ * transport (smc_transport_ops.clc_tlv). The codec keeps their values as
+ * bytes, 1 to CLC_ADDR_MAX of them and each type at most once; what a
+ * value must look like is the transport's to judge (addr_check). Other
+ * types are skipped, so that a newer peer can add fields.
+ */
 enum clc_tlv {
-	CLC_TLV_SHM_NAME = 1,		/* rendezvous socket basename */
-	CLC_TLV_RDMA_ADDR = 2,		/* opaque, for the rdma transport */
+	CLC_TLV_SHM_NAME = 1,		/* shm: rendezvous socket basename */
+	CLC_TLV_RDMA_ADDR = 2,		/* rdma: its RDMA_ADDR */
+};
+#define CLC_ADDRS_MAX		2	/* the highest address TLV type */
+
+/* One transport's address: the value of its TLV. */
+struct clc_addr {
+	uint8_t len;			/* 0: absent */
+	uint8_t value[CLC_ADDR_MAX];
 };
 
 struct clc_hdr {
@@ -68,11 +86,8 @@ struct clc_proposal {
 	uint32_t ring_size;		/* per-flow receive ring the proposer uses */
 	uint16_t links;			/* links per link group wanted */
 	uint16_t max_flows_per_link;
-	/* Transport addresses; length 0 when absent. */
-	uint8_t shm_name_len;
-	char shm_name[CLC_SHM_NAME_MAX + 1];	/* NUL-terminated */
-	uint8_t rdma_addr_len;
-	uint8_t rdma_addr[CLC_RDMA_ADDR_MAX];
+	/* Transport addresses, by TLV type: addr[type - 1]. */
+	struct clc_addr addr[CLC_ADDRS_MAX];
 };
 
 struct clc_accept {
@@ -85,10 +100,7 @@ struct clc_accept {
 	uint16_t max_flows_per_link;
 	uint8_t lgr_id[CLC_LGR_ID_LEN];	/* names the link group at rendezvous */
 	uint8_t mac[CLC_MAC_LEN];	/* zero without CLC_FEAT_PSK */
-	uint8_t shm_name_len;
-	char shm_name[CLC_SHM_NAME_MAX + 1];
-	uint8_t rdma_addr_len;
-	uint8_t rdma_addr[CLC_RDMA_ADDR_MAX];
+	struct clc_addr addr[CLC_ADDRS_MAX];	/* as in the proposal */
 };
 
 struct clc_confirm {

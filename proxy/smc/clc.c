@@ -37,25 +37,11 @@ static bool ring_size_ok(uint32_t size)
 	return rmb_class(size) >= 0;
 }
 
-/*
- * The peer joins the name to its shm.dir, so it must stay a plain basename
- * there: no slash, no "." or "..", and a character set that needs no
- * quoting in logs or shells.
- */
-static bool shm_name_ok(const char *name, size_t len)
+/* An accept names exactly one transport, one the protocol knows: the
+ * proposer offered only those. */
+static bool accept_transport_ok(uint8_t transport)
 {
-	if (len < 1 || len > CLC_SHM_NAME_MAX)
-		return false;
-	if ((len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.'))
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		char c = name[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		      (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
-			return false;
-	}
-	return true;
+	return transport && !(transport & (transport - 1)) && (transport & CLC_TR_KNOWN);
 }
 
 /* The parameters proposal and accept share, judged the same way. */
@@ -65,55 +51,38 @@ static bool params_ok(uint32_t ring_size, uint16_t links, uint16_t max_flows_per
 	       max_flows_per_link >= 1;
 }
 
-/* The transport addresses a proposal or an accept may carry. */
-struct clc_addrs {
-	uint8_t *shm_name_len;
-	char *shm_name;
-	uint8_t *rdma_addr_len;
-	uint8_t *rdma_addr;
-};
-
-static int tlvs_check(uint8_t shm_name_len, const char *shm_name, uint8_t rdma_addr_len)
+static size_t tlvs_len(const struct clc_addr *addr)
 {
-	if (shm_name_len && !shm_name_ok(shm_name, shm_name_len))
-		return -EINVAL;
-	if (rdma_addr_len > CLC_RDMA_ADDR_MAX)
-		return -EINVAL;
-	return 0;
+	size_t n = 0;
+
+	for (unsigned i = 0; i < CLC_ADDRS_MAX; i++)
+		n += addr[i].len ? 2u + addr[i].len : 0;
+	return n;
 }
 
-static size_t tlvs_len(uint8_t shm_name_len, uint8_t rdma_addr_len)
+/* Writes the TLVs of the addresses that are present (length not 0), in
+ * the order of their types. */
+static uint8_t *tlvs_put(uint8_t *p, const struct clc_addr *addr)
 {
-	return (shm_name_len ? 2u + shm_name_len : 0) + (rdma_addr_len ? 2u + rdma_addr_len : 0);
-}
-
-/* Writes the TLVs of the addresses that are present (length not 0). */
-static uint8_t *tlvs_put(uint8_t *p, uint8_t shm_name_len, const char *shm_name,
-			 uint8_t rdma_addr_len, const uint8_t *rdma_addr)
-{
-	if (shm_name_len) {
-		p[0] = CLC_TLV_SHM_NAME;
-		p[1] = shm_name_len;
-		memcpy(p + 2, shm_name, shm_name_len);
-		p += 2 + shm_name_len;
-	}
-	if (rdma_addr_len) {
-		p[0] = CLC_TLV_RDMA_ADDR;
-		p[1] = rdma_addr_len;
-		memcpy(p + 2, rdma_addr, rdma_addr_len);
-		p += 2 + rdma_addr_len;
+	for (unsigned i = 0; i < CLC_ADDRS_MAX; i++) {
+		if (!addr[i].len)
+			continue;
+		p[0] = (uint8_t)(i + 1);
+		p[1] = addr[i].len;
+		memcpy(p + 2, addr[i].value, addr[i].len);
+		p += 2 + addr[i].len;
 	}
 	return p;
 }
 
 /*
- * Reads the TLVs in p[0..len): they must tile it exactly, a known type may
- * appear once, an unknown one is skipped so that a newer peer can add
- * fields without a new version. out starts zeroed (lengths 0: absent).
+ * Reads the TLVs in p[0..len): they must tile it exactly, an address type
+ * may appear once and not empty, any other type is skipped so that a newer
+ * peer can add fields without a new version. addr starts zeroed (lengths
+ * 0: absent). The values are the transports' to judge.
  */
-static int tlvs_get(const uint8_t *p, size_t len, const struct clc_addrs *out)
+static int tlvs_get(const uint8_t *p, size_t len, struct clc_addr *addr)
 {
-	bool seen_shm = false, seen_rdma = false;
 	size_t off = 0;
 
 	while (off < len) {
@@ -126,24 +95,13 @@ static int tlvs_get(const uint8_t *p, size_t len, const struct clc_addrs *out)
 		off += 2;
 		if (vlen > len - off)
 			return -EBADMSG;
-		switch (type) {
-		case CLC_TLV_SHM_NAME:
-			if (seen_shm || !shm_name_ok((const char *)p + off, vlen))
+		if (type >= 1 && type <= CLC_ADDRS_MAX) {
+			struct clc_addr *a = &addr[type - 1];
+
+			if (a->len || vlen < 1)
 				return -EBADMSG;
-			seen_shm = true;
-			memcpy(out->shm_name, p + off, vlen);
-			out->shm_name[vlen] = '\0';
-			*out->shm_name_len = vlen;
-			break;
-		case CLC_TLV_RDMA_ADDR:
-			if (seen_rdma || vlen < 1 || vlen > CLC_RDMA_ADDR_MAX)
-				return -EBADMSG;
-			seen_rdma = true;
-			memcpy(out->rdma_addr, p + off, vlen);
-			*out->rdma_addr_len = vlen;
-			break;
-		default:
-			break;
+			memcpy(a->value, p + off, vlen);
+			a->len = vlen;
 		}
 		off += vlen;
 	}
@@ -169,16 +127,14 @@ static int encode_proposal(const struct clc_proposal *pr, uint8_t *buf, size_t l
 {
 	size_t n;
 
-	if (!pr->transports || !params_ok(pr->ring_size, pr->links, pr->max_flows_per_link) ||
-	    tlvs_check(pr->shm_name_len, pr->shm_name, pr->rdma_addr_len) < 0)
+	if (!pr->transports || !params_ok(pr->ring_size, pr->links, pr->max_flows_per_link))
 		return -EINVAL;
-	n = CLC_PROPOSAL_LEN + tlvs_len(pr->shm_name_len, pr->rdma_addr_len);
+	n = CLC_PROPOSAL_LEN + tlvs_len(pr->addr);
 	if (n > len)
 		return -ENOSPC;
 	params_put(buf, pr->features, pr->transports, pr->host_id, pr->nonce, pr->ring_size,
 		   pr->links, pr->max_flows_per_link);
-	tlvs_put(buf + CLC_PROPOSAL_LEN, pr->shm_name_len, pr->shm_name, pr->rdma_addr_len,
-		 pr->rdma_addr);
+	tlvs_put(buf + CLC_PROPOSAL_LEN, pr->addr);
 	return (int)n;
 }
 
@@ -186,19 +142,17 @@ static int encode_accept(const struct clc_accept *a, uint8_t *buf, size_t len)
 {
 	size_t n;
 
-	if ((a->transport != CLC_TR_SHM && a->transport != CLC_TR_RDMA) ||
-	    !params_ok(a->ring_size, a->links, a->max_flows_per_link) ||
-	    tlvs_check(a->shm_name_len, a->shm_name, a->rdma_addr_len) < 0)
+	if (!accept_transport_ok(a->transport) ||
+	    !params_ok(a->ring_size, a->links, a->max_flows_per_link))
 		return -EINVAL;
-	n = CLC_ACCEPT_LEN + tlvs_len(a->shm_name_len, a->rdma_addr_len);
+	n = CLC_ACCEPT_LEN + tlvs_len(a->addr);
 	if (n > len)
 		return -ENOSPC;
 	params_put(buf, a->features, a->transport, a->host_id, a->nonce, a->ring_size,
 		   a->links, a->max_flows_per_link);
 	memcpy(buf + 56, a->lgr_id, CLC_LGR_ID_LEN);
 	memcpy(buf + 72, a->mac, CLC_MAC_LEN);
-	tlvs_put(buf + CLC_ACCEPT_LEN, a->shm_name_len, a->shm_name, a->rdma_addr_len,
-		 a->rdma_addr);
+	tlvs_put(buf + CLC_ACCEPT_LEN, a->addr);
 	return (int)n;
 }
 
@@ -284,9 +238,6 @@ static int params_get(const uint8_t *p, uint32_t *features, uint8_t *transport,
  */
 static int decode_proposal(const uint8_t *buf, size_t len, struct clc_proposal *pr)
 {
-	struct clc_addrs addrs = {
-		&pr->shm_name_len, pr->shm_name, &pr->rdma_addr_len, pr->rdma_addr,
-	};
 	int r;
 
 	if (len < CLC_PROPOSAL_LEN)
@@ -297,16 +248,13 @@ static int decode_proposal(const uint8_t *buf, size_t len, struct clc_proposal *
 		return r;
 	if (!pr->transports)
 		return -EBADMSG;
-	return tlvs_get(buf + CLC_PROPOSAL_LEN, len - CLC_PROPOSAL_LEN, &addrs);
+	return tlvs_get(buf + CLC_PROPOSAL_LEN, len - CLC_PROPOSAL_LEN, pr->addr);
 }
 
 /* An accept names the one transport chosen, which must be one we know:
  * the proposer offered only those. */
 static int decode_accept(const uint8_t *buf, size_t len, struct clc_accept *a)
 {
-	struct clc_addrs addrs = {
-		&a->shm_name_len, a->shm_name, &a->rdma_addr_len, a->rdma_addr,
-	};
 	int r;
 
 	if (len < CLC_ACCEPT_LEN)
@@ -315,11 +263,11 @@ static int decode_accept(const uint8_t *buf, size_t len, struct clc_accept *a)
 		       &a->ring_size, &a->links, &a->max_flows_per_link);
 	if (r < 0)
 		return r;
-	if (a->transport != CLC_TR_SHM && a->transport != CLC_TR_RDMA)
+	if (!accept_transport_ok(a->transport))
 		return -EBADMSG;
 	memcpy(a->lgr_id, buf + 56, CLC_LGR_ID_LEN);
 	memcpy(a->mac, buf + 72, CLC_MAC_LEN);
-	return tlvs_get(buf + CLC_ACCEPT_LEN, len - CLC_ACCEPT_LEN, &addrs);
+	return tlvs_get(buf + CLC_ACCEPT_LEN, len - CLC_ACCEPT_LEN, a->addr);
 }
 
 int clc_decode(const uint8_t *buf, size_t len, struct clc_msg *m)

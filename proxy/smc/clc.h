@@ -10,9 +10,10 @@
 
 /*
  * Encodes m (m->hdr.type selects the member; version and length are filled
- * in) into buf. Returns the length, -EINVAL for a field out of range (a name
- * too long or with characters outside [A-Za-z0-9._-], an accept naming
- * other than one transport), -ENOSPC when len is too small.
+ * in) into buf. Returns the length, -EINVAL for a field out of range (an
+ * accept naming other than one transport), -ENOSPC when len is too small.
+ * Transport addresses go out as given: the transport that made one judged
+ * it (smc_transport_ops.addr_encode).
  */
 int clc_encode(const struct clc_msg *m, uint8_t *buf, size_t len);
 /*
@@ -26,8 +27,10 @@ int clc_decode_hdr(const uint8_t *buf, size_t len, struct clc_hdr *hdr);
  * Decodes one whole message of len bytes (the header's length). Checks
  * every length and field: -EPROTONOSUPPORT for a version other than
  * CLC_VERSION, -EBADMSG for anything malformed (unknown type, wrong size
- * for the type, reserved bits set, bad TLV, bad name, decline reason out
- * of range). Unknown TLV types are skipped; a repeated one is malformed.
+ * for the type, reserved bits set, bad TLV framing, decline reason out of
+ * range). Unknown TLV types are skipped; a repeated or empty address TLV
+ * is malformed. An address's value is not judged here: the handshake asks
+ * its transport (smc_transport_ops.addr_check).
  */
 int clc_decode(const uint8_t *buf, size_t len, struct clc_msg *m);
 

@@ -3,13 +3,16 @@
  * The peer handshake on the control port (smcproxy-protocol(7)), both
  * sides: proposal, accept or decline, confirm both ways, then the
  * transport's rendezvous. One TCP connection per link group, closed once
- * the group is up: flows are opened on the links afterwards.
+ * the group is up: flows are opened on the links afterwards. Transports
+ * are the registry's (transport.h): each encodes, judges and connects to
+ * its own address, carried in the TLV of its type.
  *
  * The control port faces the network. A proposal is taken only from a
  * configured peer prefix, and with auth.psk_file only from a peer that
  * proves the secret (HMAC over both nonces); a peer that fails either is
  * declined with "policy" and counted, and learns nothing else.
  */
+#include <assert.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -27,8 +30,7 @@
 #include "fallback.h"
 #include "lgr.h"
 #include "net.h"
-#include "transport/rdma/rdma.h"
-#include "transport/shm/shm.h"
+#include "transport.h"
 
 #define HS_EVENTS	(EPOLLIN | EPOLLOUT | EPOLLRDHUP)
 
@@ -109,6 +111,61 @@ out_fail:
 	hs_fail(lgr, FB_DECL_INTERNAL);
 }
 
+/* Where transport t's address is in a message's addr[]. */
+static unsigned hs_addr_idx(const struct smc_transport_ops *t)
+{
+	assert(t->clc_tlv >= 1 && t->clc_tlv <= CLC_ADDRS_MAX);
+	return t->clc_tlv - 1u;
+}
+
+/* Our addresses, for the transports of the bits set in which. */
+static int hs_put_addrs(struct smc_net *net, unsigned which, bool accept, struct clc_addr *addr)
+{
+	const struct smc_transport_ops *t;
+	unsigned i;
+	int n;
+
+	smc_transport_foreach(t, i) {
+		struct clc_addr *a = &addr[hs_addr_idx(t)];
+
+		if (!(which & t->clc_bit) || !t->addr_encode)
+			continue;
+		n = t->addr_encode(net, accept, a->value, sizeof(a->value));
+		if (n < 0)
+			return n;
+		a->len = (uint8_t)n;
+	}
+	return 0;
+}
+
+/*
+ * Whether every address in addr is well-formed for its transport: a
+ * malformed one makes the whole message malformed (-EBADMSG), wherever
+ * the handshake is, as the codec's own checks do.
+ */
+static int hs_check_addrs(const struct clc_addr *addr)
+{
+	const struct smc_transport_ops *t;
+	unsigned type;
+
+	for (type = 1; type <= CLC_ADDRS_MAX; type++) {
+		const struct clc_addr *a = &addr[type - 1];
+
+		t = smc_transport_by_tlv(type);
+		if (a->len && t && t->addr_check && t->addr_check(a->value, a->len))
+			return -EBADMSG;
+	}
+	return 0;
+}
+
+/* Client: whether the accept's address for t is one we can connect to. */
+static int hs_addr_usable(const struct smc_transport_ops *t, const struct clc_accept *a)
+{
+	const struct clc_addr *ad = &a->addr[hs_addr_idx(t)];
+
+	return t->addr_usable ? t->addr_usable(ad->value, ad->len) : 0;
+}
+
 static void hs_client_propose(struct lgr *lgr)
 {
 	struct smc_net *net = lgr->net;
@@ -125,12 +182,9 @@ static void hs_client_propose(struct lgr *lgr)
 	pr->ring_size = (uint32_t)net->cfg->buffers.ring;
 	pr->links = (uint16_t)net->cfg->links.per_peer;
 	pr->max_flows_per_link = (uint16_t)net->cfg->links.max_flows_per_link;
-	if (net->lgr_transports & CLC_TR_RDMA) {
-		struct rdma_tlv ra;
-
-		rdma_local_addr(net, &ra);
-		rdma_tlv_encode(&ra, pr->rdma_addr);
-		pr->rdma_addr_len = RDMA_TLV_LEN;
+	if (hs_put_addrs(net, pr->transports, false, pr->addr)) {
+		hs_fail(lgr, FB_DECL_INTERNAL);
+		return;
 	}
 	lgr->hs.prop = *pr;
 	if (hs_send(lgr, &m)) {
@@ -144,17 +198,14 @@ static void hs_client_on_accept(struct lgr *lgr, const struct clc_accept *a)
 {
 	struct smc_net *net = lgr->net;
 	const struct clc_proposal *pr = &lgr->hs.prop;
+	const struct smc_transport_ops *t = smc_transport_by_clc(a->transport);
 	struct clc_msg m = { .hdr.type = CLC_CONFIRM };
 	uint8_t mac[CLC_MAC_LEN];
-	struct rdma_tlv ra;
 
 	/* An answer outside what we offered is the peer's bug: decline it
 	 * as internal rather than guess. */
-	if (!(a->transport & pr->transports) || a->links > pr->links || !a->links ||
-	    a->max_flows_per_link > pr->max_flows_per_link ||
-	    (a->transport == CLC_TR_SHM && !a->shm_name_len) ||
-	    (a->transport == CLC_TR_RDMA &&
-	     rdma_tlv_decode(a->rdma_addr, a->rdma_addr_len, &ra))) {
+	if (!(a->transport & pr->transports) || !t || a->links > pr->links || !a->links ||
+	    a->max_flows_per_link > pr->max_flows_per_link || hs_addr_usable(t, a)) {
 		counter_inc(&net->stats->bad_messages);
 		hs_decline(lgr, CLC_DECL_INTERNAL);
 		return;
@@ -194,41 +245,36 @@ static void hs_client_on_accept(struct lgr *lgr, const struct clc_accept *a)
 /* The peer is ready: connect the transport. */
 static void hs_client_on_ready(struct lgr *lgr)
 {
-	struct rdma_tlv ra;
+	const struct smc_transport_ops *t = smc_transport_by_clc(lgr->hs.acc.transport);
+	const struct clc_addr *a;
 	int err;
 
 	lgr__hs_close(lgr);
 	lgr->state = LGR_RENDEZVOUS;
-	if (lgr->hs.acc.transport == CLC_TR_SHM)
-		err = shm_lgr_connect(lgr, lgr->hs.acc.shm_name);
-	else if (lgr->hs.acc.transport == CLC_TR_RDMA &&
-		 !rdma_tlv_decode(lgr->hs.acc.rdma_addr, lgr->hs.acc.rdma_addr_len, &ra))
-		err = rdma_lgr_connect(lgr, &ra);
-	else
+	if (t && !hs_addr_usable(t, &lgr->hs.acc)) {
+		a = &lgr->hs.acc.addr[hs_addr_idx(t)];
+		err = t->lgr_connect(lgr, a->value, a->len);
+	} else {
 		err = -EPROTONOSUPPORT;
+	}
 	if (err && lgr->state == LGR_RENDEZVOUS)
 		lgr__handshake_failed(lgr, fallback_of_errno(err));
 }
 
-/* Server: which transport to accept, or why none. */
-static unsigned hs_server_pick(struct lgr *lgr, const struct clc_proposal *pr,
-			       uint8_t *transport)
+/* Server: which transport to accept (the first of the registry's order
+ * that both sides offer and that can serve the proposer), or NULL. */
+static const struct smc_transport_ops *hs_server_pick(struct lgr *lgr,
+						      const struct clc_proposal *pr)
 {
 	struct smc_net *net = lgr->net;
+	const struct smc_transport_ops *t;
+	unsigned i;
 
-	struct rdma_tlv ra;
-
-	if ((pr->transports & CLC_TR_SHM) && (net->lgr_transports & CLC_TR_SHM) &&
-	    memcmp(pr->host_id, net->host_id, CLC_HOST_ID_LEN) == 0) {
-		*transport = CLC_TR_SHM;
-		return CLC_DECL_NONE;
-	}
-	if ((pr->transports & CLC_TR_RDMA) && (net->lgr_transports & CLC_TR_RDMA) &&
-	    !rdma_tlv_decode(pr->rdma_addr, pr->rdma_addr_len, &ra)) {
-		*transport = CLC_TR_RDMA;
-		return CLC_DECL_NONE;
-	}
-	return CLC_DECL_NO_DEVICE;
+	smc_transport_foreach(t, i)
+		if ((pr->transports & t->clc_bit) && (net->lgr_transports & t->clc_bit) &&
+		    t->can_serve(net, pr))
+			return t;
+	return NULL;
 }
 
 static void hs_server_on_proposal(struct lgr *lgr, const struct clc_proposal *pr)
@@ -236,7 +282,8 @@ static void hs_server_on_proposal(struct lgr *lgr, const struct clc_proposal *pr
 	struct smc_net *net = lgr->net;
 	struct clc_msg m = { .hdr.type = CLC_ACCEPT };
 	struct clc_accept *a = &m.accept;
-	unsigned reason, links, flows;
+	const struct smc_transport_ops *t;
+	unsigned links, flows;
 	int err;
 
 	if (!!net->psk_len != !!(pr->features & CLC_FEAT_PSK)) {
@@ -244,11 +291,12 @@ static void hs_server_on_proposal(struct lgr *lgr, const struct clc_proposal *pr
 		hs_decline(lgr, CLC_DECL_POLICY);
 		return;
 	}
-	reason = hs_server_pick(lgr, pr, &a->transport);
-	if (reason) {
-		hs_decline(lgr, reason);
+	t = hs_server_pick(lgr, pr);
+	if (!t) {
+		hs_decline(lgr, CLC_DECL_NO_DEVICE);	/* no transport in common */
 		return;
 	}
+	a->transport = t->clc_bit;
 	links = pr->links < net->cfg->links.per_peer ? pr->links : net->cfg->links.per_peer;
 	flows = pr->max_flows_per_link < net->cfg->links.max_flows_per_link ?
 		pr->max_flows_per_link : net->cfg->links.max_flows_per_link;
@@ -259,7 +307,7 @@ static void hs_server_on_proposal(struct lgr *lgr, const struct clc_proposal *pr
 		hs_decline(lgr, CLC_DECL_NO_MEMORY);
 		return;
 	}
-	err = a->transport == CLC_TR_SHM ? shm_lgr_prepare(lgr) : rdma_lgr_prepare(lgr);
+	err = t->lgr_prepare(lgr);
 	if (err) {
 		hs_decline(lgr, clc_decline_of_errno(err));
 		return;
@@ -274,15 +322,9 @@ static void hs_server_on_proposal(struct lgr *lgr, const struct clc_proposal *pr
 	a->links = (uint16_t)links;
 	a->max_flows_per_link = (uint16_t)flows;
 	memcpy(a->lgr_id, lgr->id, CLC_LGR_ID_LEN);
-	if (a->transport == CLC_TR_SHM) {
-		a->shm_name_len = (uint8_t)strlen(net->shm_name);
-		memcpy(a->shm_name, net->shm_name, a->shm_name_len + 1);
-	} else {
-		struct rdma_tlv ra;
-
-		rdma_local_addr(net, &ra);
-		rdma_tlv_encode(&ra, a->rdma_addr);
-		a->rdma_addr_len = RDMA_TLV_LEN;
+	if (hs_put_addrs(net, t->clc_bit, true, a->addr)) {
+		hs_decline(lgr, CLC_DECL_INTERNAL);
+		return;
 	}
 	if (net->psk_len && clc_mac_accept(net->psk, net->psk_len, pr, a, a->mac)) {
 		hs_decline(lgr, CLC_DECL_INTERNAL);
@@ -328,6 +370,10 @@ static void hs_on_msg(struct lgr *lgr, const uint8_t *buf, size_t len)
 		hs_decline(lgr, CLC_DECL_VERSION);
 		return;
 	}
+	if (!err && m.hdr.type == CLC_PROPOSAL)
+		err = hs_check_addrs(m.proposal.addr);
+	else if (!err && m.hdr.type == CLC_ACCEPT)
+		err = hs_check_addrs(m.accept.addr);
 	if (err) {
 		counter_inc(&net->stats->bad_messages);
 		hs_decline(lgr, CLC_DECL_INTERNAL);

@@ -22,6 +22,7 @@
 #include "core/loop-t.h"
 #include "rmb-t.h"
 #include "stats-t.h"
+#include "transport-t.h"
 
 struct smc_net;
 struct lgr;
@@ -67,8 +68,6 @@ struct lgr_waiter {
 	void (*ready)(struct lgr_waiter *w, struct lgr *lgr, enum fallback_reason reason);
 };
 
-struct rdma_dev;
-
 struct smc_net {
 	uv_loop_t *loop;
 	struct loop *core;
@@ -96,15 +95,10 @@ struct smc_net {
 	uv_poll_t control_poll;
 	bool control_polled;
 
-	/* The transports'. */
-	int shm_fd;
-	struct epset_entry shm_ev;
-	char shm_name[64];
-	struct list_head shm_rvs;
-	unsigned n_shm_rvs;
-	struct rdma_dev *rdma;		/* NULL: no device, or rdma not wanted */
-	char rdma_status[128];		/* why rdma is off, for the log */
-	char shm_status[128];		/* why shm is off, for the log */
+	/* Each transport's own state of this worker, by
+	 * smc_transport_slot(): its init() sets it, its close() clears it. */
+	void *tp[SMC_TRANSPORT_SLOTS];
+	char tp_off[SMC_TRANSPORT_SLOTS][128];	/* why it is off, for the log */
 
 	struct list_head kick_links;	/* links with posts to flush */
 	struct loop_hook flush_hook;	/* LOOP_BATCH_END: flushes kick_links */

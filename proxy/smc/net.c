@@ -16,8 +16,7 @@
 #include "lgr.h"
 #include "link.h"
 #include "net.h"
-#include "transport/rdma/rdma.h"
-#include "transport/shm/shm.h"
+#include "transport.h"
 
 static struct smc_net *net_of_hook(struct loop_hook *h, size_t off)
 {
@@ -42,22 +41,18 @@ static bool smc_net_on_batch_end(struct loop_hook *h, bool run)
 	return false;
 }
 
-/* Before the loop sleeps: the transports' look at their queues (see
- * smc_transport_ops.idle). */
+/* Before the loop sleeps: each transport's look at its queues
+ * (smc_transport_ops.before_sleep). */
 static bool smc_net_on_before_sleep(struct loop_hook *h, bool run)
 {
 	struct smc_net *net = net_of_hook(h, offsetof(struct smc_net, sleep_hook));
-	struct list_head *pos, *tmp;
+	const struct smc_transport_ops *t;
 	bool more = false;
+	unsigned i;
 
-	list_for_each_safe(pos, tmp, &net->lgrs) {
-		struct lgr *lgr = list_entry(pos, struct lgr, node);
-
-		if (lgr->state == LGR_ACTIVE && lgr->ops->idle && lgr->ops->idle(lgr, run))
+	smc_transport_foreach(t, i)
+		if (t->before_sleep && t->before_sleep(net, run))
 			more = true;
-	}
-	if (rdma_proxy_idle(net, run))
-		more = true;
 	return more;
 }
 
@@ -70,8 +65,12 @@ void smc_net__kick_link(struct smc_net *net, struct link *lnk)
 static void smc_net_on_timer(uv_timer_t *t)
 {
 	struct smc_net *net = t->data;
+	const struct smc_transport_ops *tr;
+	unsigned i;
 
-	rdma_sweep(net);
+	smc_transport_foreach(tr, i)
+		if (tr->sweep)
+			tr->sweep(net, uv_now(net->loop));
 	lgr_sweep(net, uv_now(net->loop));
 	if (!net->n_lgrs)
 		uv_timer_stop(&net->lgr_timer);
@@ -125,51 +124,90 @@ void smc_net_set_cfg(struct smc_net *net, const struct cfg *cfg)
 	net->cork.max_bytes = (uint32_t)cfg->autocork.max_bytes;
 }
 
+static void smc_net_close_transports(struct smc_net *net)
+{
+	const struct smc_transport_ops *t;
+	unsigned i;
+
+	smc_transport_foreach(t, i)
+		if (t->close)
+			t->close(net);
+}
+
+static void smc_net_unlisten_transports(struct smc_net *net)
+{
+	const struct smc_transport_ops *t;
+	unsigned i;
+
+	smc_transport_foreach(t, i)
+		if (t->unlisten)
+			t->unlisten(net);
+}
+
+/*
+ * Sets up every transport the config allows and this host can run; one
+ * that cannot (its init() failed, or it needs a host id we could not
+ * read) is not offered, and the reason waits in net->tp_off for the
+ * daemon's log.
+ */
+static void smc_net_init_transports(struct smc_net *net, int host_id_err)
+{
+	const struct cfg *cfg = net->cfg;
+	const struct smc_transport_ops *t;
+	unsigned i;
+	int err;
+
+	smc_transport_foreach(t, i) {
+		char *off = net->tp_off[smc_transport_slot(t)];
+
+		if (cfg->transport != CFG_TRANSPORT_AUTO && !smc_transport_named(cfg, t))
+			continue;
+		/* Only where a peer could use it: with a control port. */
+		if (t->needs_control && (!cfg->has_control || !cfg->n_peers))
+			continue;
+		/* No identity, no same-host detection (a sandbox that hides
+		 * /proc/sys does this). */
+		if (t->needs_host_id && host_id_err) {
+			snprintf(off, sizeof(net->tp_off[0]), "cannot read the host id from %s: %s",
+				 SMC_NET_HOST_ID_PATH, strerror(-host_id_err));
+			continue;
+		}
+		err = t->init ? t->init(net, off, sizeof(net->tp_off[0])) : 0;
+		if (!err)
+			net->lgr_transports |= t->clc_bit;
+	}
+}
+
 int smc_net_init(struct smc_net *net, char *errbuf, size_t errlen)
 {
 	const struct cfg *cfg = net->cfg;
+	const struct smc_transport_ops *t;
+	unsigned i;
 	int err;
 
 	net->control_fd = -1;
-	net->shm_fd = -1;
 	list_init(&net->lgrs);
-	list_init(&net->shm_rvs);
 	list_init(&net->kick_links);
 	smc_net_set_cfg(net, cfg);
 	net->rmb_budget.limit = cfg->buffers.pool;
-	if (cfg->transport == CFG_TRANSPORT_AUTO || cfg->transport == CFG_TRANSPORT_SHM)
-		net->lgr_transports |= CLC_TR_SHM;
-	/* rdma only where a peer could use it: with a control port. */
-	if ((cfg->transport == CFG_TRANSPORT_AUTO || cfg->transport == CFG_TRANSPORT_RDMA) &&
-	    cfg->has_control && cfg->n_peers) {
-		err = rdma_init(net, net->rdma_status, sizeof(net->rdma_status));
-		if (!err)
-			net->lgr_transports |= CLC_TR_RDMA;
-	}
-	err = smc_net_read_host_id(net->host_id);
-	if (err && (net->lgr_transports & CLC_TR_SHM)) {
-		/* No identity, no same-host detection: shm is off, and the
-		 * daemon says why (a sandbox that hides /proc/sys does this). */
-		net->lgr_transports &= ~CLC_TR_SHM;
-		snprintf(net->shm_status, sizeof(net->shm_status),
-			 "cannot read the host id from %s: %s", SMC_NET_HOST_ID_PATH,
-			 strerror(-err));
-	}
+	smc_net_init_transports(net, smc_net_read_host_id(net->host_id));
 	if (cfg->auth.psk_file[0]) {
 		err = clc_psk_load(cfg->auth.psk_file, net->psk, &net->psk_len);
 		if (err) {
 			snprintf(errbuf, errlen, "auth.psk_file %s: %s", cfg->auth.psk_file,
 				 err == -EINVAL ? "must hold 16 to 1024 bytes" : strerror(-err));
-			goto out_close_rdma;
+			goto out_close;
 		}
 	}
 	/* With no peer prefix, no proposal could be taken: no port. */
 	if (cfg->has_control && cfg->n_peers) {
 		err = lgr_listen(net, errbuf, errlen);
 		if (err)
-			goto out_close_rdma;
-		if (net->lgr_transports & CLC_TR_SHM) {
-			err = shm_listen(net, errbuf, errlen);
+			goto out_close;
+		smc_transport_foreach(t, i) {
+			if (!(net->lgr_transports & t->clc_bit) || !t->listen)
+				continue;
+			err = t->listen(net, errbuf, errlen);
 			if (err)
 				goto out_unlisten;
 		}
@@ -184,9 +222,10 @@ int smc_net_init(struct smc_net *net, char *errbuf, size_t errlen)
 	return 0;
 
 out_unlisten:
+	smc_net_unlisten_transports(net);
 	lgr_unlisten(net);
-out_close_rdma:
-	rdma_close(net);
+out_close:
+	smc_net_close_transports(net);
 	return err;
 }
 
@@ -198,7 +237,7 @@ void smc_net_poll_control(struct smc_net *net, bool on)
 void smc_net_unlisten(struct smc_net *net)
 {
 	lgr_unlisten(net);
-	shm_unlisten(net);
+	smc_net_unlisten_transports(net);
 }
 
 void smc_net_shutdown(struct smc_net *net)
@@ -213,5 +252,5 @@ void smc_net_shutdown(struct smc_net *net)
 
 void smc_net_close(struct smc_net *net)
 {
-	rdma_close(net);	/* its fds are in the loop's set */
+	smc_net_close_transports(net);	/* their fds are in the loop's set */
 }

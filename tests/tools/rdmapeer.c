@@ -301,8 +301,8 @@ static int hs_run(struct clc_accept *acc)
 	m.proposal.links = (uint16_t)o.links;
 	m.proposal.max_flows_per_link = 255;
 	/* We never listen: the proposer connects every link. */
-	rdma_tlv_encode(&ra, m.proposal.rdma_addr);
-	m.proposal.rdma_addr_len = RDMA_TLV_LEN;
+	rdma_tlv_encode(&ra, m.proposal.addr[CLC_TLV_RDMA_ADDR - 1].value);
+	m.proposal.addr[CLC_TLV_RDMA_ADDR - 1].len = RDMA_TLV_LEN;
 
 	fd = tcp_connect(deadline);
 	if (fd < 0) {
@@ -318,7 +318,8 @@ static int hs_run(struct clc_accept *acc)
 		goto out_declined;
 	if (m.hdr.type != CLC_ACCEPT || m.accept.transport != CLC_TR_RDMA ||
 	    !m.accept.links || m.accept.links > o.links ||
-	    rdma_tlv_decode(m.accept.rdma_addr, m.accept.rdma_addr_len, &peer)) {
+	    rdma_tlv_decode(m.accept.addr[CLC_TLV_RDMA_ADDR - 1].value,
+			    m.accept.addr[CLC_TLV_RDMA_ADDR - 1].len, &peer)) {
 		err = -EBADMSG;
 		goto out_closed;
 	}
@@ -766,7 +767,8 @@ static int grp_up(struct grp *g, bool attacks, bool settle)
 	if (err <= 0)
 		return err < 0 ? -1 : 0;
 	g->n_links = g->acc.links;
-	rdma_tlv_decode(g->acc.rdma_addr, g->acc.rdma_addr_len, &ra);
+	rdma_tlv_decode(g->acc.addr[CLC_TLV_RDMA_ADDR - 1].value,
+			g->acc.addr[CLC_TLV_RDMA_ADDR - 1].len, &ra);
 	memcpy(&g->cm_addr, &o.connect.ss, sizeof(g->cm_addr));
 	if (g->cm_addr.ss_family == AF_INET)
 		((struct sockaddr_in *)&g->cm_addr)->sin_port = htons(ra.cm_port);

@@ -389,7 +389,7 @@ static int hs_run(const struct opts *o, struct hs *hs, struct outcome *out)
 	if (m.hdr.type == CLC_DECLINE)
 		goto out_declined;
 	if (m.hdr.type != CLC_ACCEPT || m.accept.transport != CLC_TR_SHM ||
-	    !m.accept.shm_name_len || !m.accept.links || m.accept.links > o->links) {
+	    !m.accept.addr[CLC_TLV_SHM_NAME - 1].len || !m.accept.links || m.accept.links > o->links) {
 		err = -EBADMSG;
 		goto out_closed;
 	}
@@ -605,8 +605,10 @@ static int grp_up(const struct opts *o, struct grp *g, unsigned n_rings, struct 
 	if (err <= 0)
 		return err;
 	g->links = hs.acc.links;
-	if ((size_t)snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/%s", o->shm_dir,
-			     hs.acc.shm_name) >= sizeof(sun.sun_path))
+	if ((size_t)snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/%.*s", o->shm_dir,
+			     (int)hs.acc.addr[CLC_TLV_SHM_NAME - 1].len,
+			     (const char *)hs.acc.addr[CLC_TLV_SHM_NAME - 1].value) >=
+	    sizeof(sun.sun_path))
 		return -ENAMETOOLONG;
 	err = grp_region(g, n_rings, &memfd);
 	if (err)

@@ -4,8 +4,9 @@
  * several, world_new_links()) on it, for the unit tests of the data plane
  * (test_cork.c, test_conn.c, test_failover.c).
  *
- * The transport is written against transport-t.h alone, as a new one
- * (rdma) would be: it keeps every message the link posts for the test to
+ * The transport is written against transport-t.h alone, as every one is,
+ * and only its data path: the link group here is built by hand, not by a
+ * handshake, so the whole-life ops stay NULL: it keeps every message the link posts for the test to
  * decode, lets the test say how much room the send queue has (each post
  * takes a slot) and how far sends have completed, and points a flow's
  * outgoing ring into a "peer region" the test can read. Nothing is sent
@@ -431,9 +432,8 @@ static inline struct world *world_new_links(uint32_t rx_ring, uint32_t region,
 	assert_int_equal(loop_init(&w->core, &w->loop), 0);
 	w->net = (struct smc_net){ .loop = &w->loop, .core = &w->core, .cfg = &w->cfg,
 				   .ops = &world_net_ops, .stats = &w->stats,
-				   .control_fd = -1, .shm_fd = -1 };
+				   .control_fd = -1 };
 	list_init(&w->net.lgrs);
-	list_init(&w->net.shm_rvs);
 	list_init(&w->net.kick_links);
 	w->net.cork = (struct cork_params){ .enabled = true, .max_bytes = cork_max };
 	w->net.rmb_budget.limit = region;

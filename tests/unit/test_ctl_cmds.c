@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The control socket's commands on the daemon's side (daemon/ctl_cmds.c,
- * ctl_lgr.c, ctl_rdma.c): `debug fail-link` is refused unless the
+ * ctl_lgr.c, ctl_link.c): `debug fail-link` is refused unless the
  * configuration allows it, finds its link group on whichever worker holds
  * it and fails the link on that worker's thread, and refuses unknown or
  * ambiguous groups, link indexes out of range, links that are not rdma and
  * links already down; `links` shows an rdma link's device and queue pair
  * and the down links of a group; `stats` lists each worker's CQ pool.
  *
- * There is no RDMA device here: test_ctl_cmds.wrap wraps the rdma
- * transport's three entry points that these views call, and the link
- * groups are fakes put on a worker's list by a job on its own thread.
+ * There is no RDMA device here: the views reach a transport only through
+ * its ops, so the link groups are fakes, with fake "rdma" and "shm" ops,
+ * put on a worker's list by a job on its own thread; test_ctl_cmds.wrap
+ * wraps the registry's smc_transport_at() so that the daemon finds the
+ * fakes there too (the stats' "cq" table, fail-link's message).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -28,27 +30,36 @@
 #include <cmocka.h>
 
 #include "cfg.h"
-#include "transport/rdma/cq-t.h"
 #include "ctl_lgr.h"
-#include "ctl_rdma.h"
+#include "ctl_link.h"
 #include "smc/lgr-t.h"
+#include "smc/transport.h"
 #include "proxy.h"
-#include "transport/rdma/rdma.h"
 #include "smcd.h"
 #include "worker.h"
 
-/* ---- the rdma transport, wrapped ---------------------------------------- */
+/* ---- a fake rdma transport, in a wrapped registry ----------------------- */
 
-int __wrap_rdma_link_info(const struct link *lnk, struct rdma_link_info *info);
-const struct cq_pool *__wrap_rdma_cq_pool(const struct smc_net *net);
-int __wrap_rdma_link_fail(struct link *lnk);
+const struct smc_transport_ops *__wrap_smc_transport_at(unsigned i);
+
+/* What the CQ pool of rdma reported, per CQ. */
+struct fake_cq {
+	unsigned n_links, cqe;
+	bool moderated;
+	struct {
+		uint64_t polls, completions, empty_polls, rearms, events, rearm_failures;
+	} st;
+};
 
 /* The links of this group are rdma links; any other is not. Set before
  * the jobs that read it are posted (the pool's lock orders the two). */
 static struct lgr *rdma_lgr;
 /* The worker whose proxy has a CQ pool. */
 static unsigned cq_worker = 1;
-static struct cq_pool fake_pool;
+static struct {
+	unsigned n;
+	struct fake_cq cqs[4];
+} fake_pool;
 /* An rdma link whose queue pair is not connected (-ENOTCONN). */
 static const struct link *notconn_link;
 static atomic_int fail_calls;
@@ -60,34 +71,48 @@ static bool is_rdma_link(const struct link *lnk)
 	return rdma_lgr && lnk >= rdma_lgr->links && lnk < rdma_lgr->links + LGR_LINKS_MAX;
 }
 
-int __wrap_rdma_link_info(const struct link *lnk, struct rdma_link_info *info)
+static int fake_link_info(const struct link *lnk, struct smc_fields *out)
 {
+	out->n = 0;
 	if (!is_rdma_link(lnk))
 		return -EOPNOTSUPP;
-	memset(info, 0, sizeof(*info));
 	if (lnk == notconn_link)
 		return -ENOTCONN;
-	strcpy(info->device, "rxe0");
-	info->port = 1;
-	strcpy(info->gid, "fe80::5054:ff:fe12:3456");
-	info->qp_num = 100 + lnk->idx;
-	info->peer_qp_num = 200 + lnk->idx;
-	info->max_inline = 220;
-	info->wr_in_flight = 3;
-	info->sq_depth = 256;
-	info->cq = lnk->idx % 2;
-	info->relaxed_ordering = lnk->idx == 0;
+	smc_fields_str(out, "device", "rxe0");
+	smc_fields_uint(out, "port", 1);
+	smc_fields_str(out, "gid", "fe80::5054:ff:fe12:3456");
+	smc_fields_uint(out, "qp_num", 100 + lnk->idx);
+	smc_fields_uint(out, "peer_qp_num", 200 + lnk->idx);
+	smc_fields_uint(out, "max_inline", 220);
+	smc_fields_uint(out, "wr_in_flight", 3);
+	smc_fields_uint(out, "sq_depth", 256);
+	smc_fields_uint(out, "cq", lnk->idx % 2);
+	smc_fields_bool(out, "relaxed_ordering", lnk->idx == 0);
 	return 0;
 }
 
-const struct cq_pool *__wrap_rdma_cq_pool(const struct smc_net *net)
+static int fake_pool_info(struct smc_net *net, unsigned i, struct smc_fields *out)
 {
 	const struct proxy *p = (const struct proxy *)((const char *)net - offsetof(struct proxy, smc));
+	const struct fake_cq *cq = &fake_pool.cqs[i];
 
-	return p->worker == cq_worker ? &fake_pool : NULL;
+	out->n = 0;
+	if (p->worker != cq_worker || i >= fake_pool.n)
+		return -ENOENT;
+	smc_fields_uint(out, "cq", i);
+	smc_fields_uint(out, "polls", cq->st.polls);
+	smc_fields_uint(out, "completions", cq->st.completions);
+	smc_fields_uint(out, "empty_polls", cq->st.empty_polls);
+	smc_fields_uint(out, "rearms", cq->st.rearms);
+	smc_fields_uint(out, "events", cq->st.events);
+	smc_fields_uint(out, "rearm_failures", cq->st.rearm_failures);
+	smc_fields_uint(out, "links", cq->n_links);
+	smc_fields_uint(out, "cqe", cq->cqe);
+	smc_fields_bool(out, "moderated", cq->moderated);
+	return 0;
 }
 
-int __wrap_rdma_link_fail(struct link *lnk)
+static int fake_link_fail(struct link *lnk)
 {
 	assert_true(is_rdma_link(lnk));
 	fail_thread = pthread_self();
@@ -98,10 +123,36 @@ int __wrap_rdma_link_fail(struct link *lnk)
 	return 0;
 }
 
+static const struct smc_transport_ops fake_rdma_ops = {
+	.name = "rdma",
+	.mode = FLOW_MODE_RDMA,
+	.clc_bit = CLC_TR_RDMA,
+	.clc_tlv = CLC_TLV_RDMA_ADDR,
+	.link_info = fake_link_info,
+	.pool_name = "cq",
+	.pool_info = fake_pool_info,
+	.link_fail = fake_link_fail,
+};
+static const struct smc_transport_ops fake_shm_ops = {
+	.name = "shm",
+	.mode = FLOW_MODE_SHM,
+	.clc_bit = CLC_TR_SHM,
+	.clc_tlv = CLC_TLV_SHM_NAME,
+};
+
+/* The daemon (and the workers' proxies) see these two transports only:
+ * inert, they set up nothing. */
+const struct smc_transport_ops *__wrap_smc_transport_at(unsigned i)
+{
+	static const struct smc_transport_ops *const table[] = {
+		&fake_shm_ops, &fake_rdma_ops,
+	};
+
+	return i < 2 ? table[i] : NULL;
+}
+
 /* ---- fake link groups ----------------------------------------------------- */
 
-static const struct smc_transport_ops fake_rdma_ops = { .name = "rdma", .mode = FLOW_MODE_RDMA };
-static const struct smc_transport_ops fake_shm_ops = { .name = "shm", .mode = FLOW_MODE_SHM };
 
 /* An active group of n links (link 1 down) with id bytes id0, id0+1, ...;
  * inert: no timer, no queues, an ops table without idle(). */
@@ -195,44 +246,44 @@ static void test_fail_link_checks(void **state)
 	fail_rc = 0;
 	atomic_store(&fail_calls, 0);
 
-	assert_int_equal(ctl_rdma_fail_link(&p, "c0", 0, id, msg, sizeof(msg)), -ENOENT);
+	assert_int_equal(ctl_link_fail(&p, "c0", 0, id, msg, sizeof(msg)), -ENOENT);
 	assert_string_equal(msg, "no active link group with an id starting with c0 "
 			    "(smcproxyctl links lists them)");
 	assert_string_equal(id, "");
-	assert_int_equal(ctl_rdma_fail_link(&p, "a0a1", 3, id, msg, sizeof(msg)), -ERANGE);
+	assert_int_equal(ctl_link_fail(&p, "a0a1", 3, id, msg, sizeof(msg)), -ERANGE);
 	assert_string_equal(msg, "link group a0a1a2a3a4a5a6a7 has no link 3 (its links are 0..2)");
-	assert_int_equal(ctl_rdma_fail_link(&p, "b0", 0, id, msg, sizeof(msg)), -ENOTSUP);
+	assert_int_equal(ctl_link_fail(&p, "b0", 0, id, msg, sizeof(msg)), -ENOTSUP);
 	assert_string_equal(msg, "link 0 of link group b0b1b2b3b4b5b6b7: link is not an rdma "
 			    "link (transport shm)");
-	assert_int_equal(ctl_rdma_fail_link(&p, "a0", 1, id, msg, sizeof(msg)), -ENOLINK);
+	assert_int_equal(ctl_link_fail(&p, "a0", 1, id, msg, sizeof(msg)), -ENOLINK);
 	assert_string_equal(msg, "link 1 of link group a0a1a2a3a4a5a6a7 is down already");
 	/* An rdma link without a connected queue pair: not failed again. */
 	notconn_link = &a->links[2];
-	assert_int_equal(ctl_rdma_fail_link(&p, "a0", 2, id, msg, sizeof(msg)), -ENOLINK);
+	assert_int_equal(ctl_link_fail(&p, "a0", 2, id, msg, sizeof(msg)), -ENOLINK);
 	assert_string_equal(msg, "link 2 of link group a0a1a2a3a4a5a6a7 is not connected "
 			    "(going down, or still being set up)");
 	notconn_link = NULL;
 	assert_int_equal(atomic_load(&fail_calls), 0);
 	/* The transport says so itself. */
 	fail_rc = -ENOTCONN;
-	assert_int_equal(ctl_rdma_fail_link(&p, "a0", 2, id, msg, sizeof(msg)), -ENOLINK);
+	assert_int_equal(ctl_link_fail(&p, "a0", 2, id, msg, sizeof(msg)), -ENOLINK);
 	assert_int_equal(atomic_load(&fail_calls), 1);
 	atomic_store(&fail_calls, 0);
 
 	/* The transport's refusal is passed on with its reason. */
 	fail_rc = -EBUSY;
-	assert_int_equal(ctl_rdma_fail_link(&p, "a0", 0, id, msg, sizeof(msg)), -EBUSY);
+	assert_int_equal(ctl_link_fail(&p, "a0", 0, id, msg, sizeof(msg)), -EBUSY);
 	assert_string_equal(msg, "link 0 of link group a0a1a2a3a4a5a6a7: cannot fail it: "
 			    "Device or resource busy");
 	fail_rc = 0;
-	assert_int_equal(ctl_rdma_fail_link(&p, "a0a1", 0, id, msg, sizeof(msg)), 0);
+	assert_int_equal(ctl_link_fail(&p, "a0a1", 0, id, msg, sizeof(msg)), 0);
 	assert_string_equal(id, "a0a1a2a3a4a5a6a7");
 	assert_int_equal(a->links[0].state, LINK_DOWN);
 	assert_int_equal(atomic_load(&fail_calls), 2);
 
 	/* Two groups with the prefix: the caller must say which. */
 	b->id[0] = 0xa0;
-	assert_int_equal(ctl_rdma_fail_link(&p, "a0", 0, id, msg, sizeof(msg)), -EEXIST);
+	assert_int_equal(ctl_link_fail(&p, "a0", 0, id, msg, sizeof(msg)), -EEXIST);
 	assert_string_equal(msg, "2 active link groups have ids starting with a0: give more digits");
 	rdma_lgr = NULL;
 	free(a);
@@ -302,12 +353,12 @@ static void test_cq_json(void **state)
 	(void)state;
 	memset(&fake_pool, 0, sizeof(fake_pool));
 	fake_pool.n = 2;
-	fake_pool.cqs[0] = (struct cq){ .idx = 0, .n_links = 3, .cqe = 1024,
+	fake_pool.cqs[0] = (struct fake_cq){ .n_links = 3, .cqe = 1024,
 		.st = { .polls = 10, .completions = 200, .empty_polls = 2, .rearms = 4, .events = 5 } };
-	fake_pool.cqs[1] = (struct cq){ .idx = 1, .n_links = 1, .cqe = 1024, .moderated = true,
+	fake_pool.cqs[1] = (struct fake_cq){ .n_links = 1, .cqe = 1024, .moderated = true,
 		.st = { .polls = UINT64_C(1) << 40 } };
 	bare_proxy(&p, 1);
-	cqs = ctl_cq_json(&p);
+	cqs = ctl_pool_json(&p, &fake_rdma_ops);
 	assert_int_equal(json_array_size(cqs), 2);
 	e = json_array_get(cqs, 0);
 	assert_int_equal(json_integer_value(json_object_get(e, "worker")), 1);
@@ -326,7 +377,7 @@ static void test_cq_json(void **state)
 
 	/* rdma off: an empty list, not an error. */
 	bare_proxy(&p, 0);
-	cqs = ctl_cq_json(&p);
+	cqs = ctl_pool_json(&p, &fake_rdma_ops);
 	assert_true(json_is_array(cqs));
 	assert_int_equal(json_array_size(cqs), 0);
 	json_decref(cqs);

@@ -354,6 +354,25 @@ static void test_tlv_null(void **state)
 	assert_int_equal(rdma_tlv_decode(NULL, RDMA_TLV_LEN, &a), -EPROTO);
 }
 
+/*
+ * Whether an RDMA_ADDR is well-formed at all: 1 to RDMA_TLV_MAX bytes
+ * (what the handshake codec checked before the check became the
+ * transport's). Anything in that range is kept, even what
+ * rdma_tlv_decode() cannot use.
+ */
+static void test_tlv_check(void **state)
+{
+	uint8_t v[RDMA_TLV_MAX + 1] = { 0 };
+
+	(void)state;
+	assert_int_equal(rdma_tlv_check(v, 0), -EBADMSG);
+	assert_int_equal(rdma_tlv_check(v, 1), 0);
+	assert_int_equal(rdma_tlv_check(v, RDMA_TLV_LEN), 0);
+	assert_int_equal(rdma_tlv_check(v, RDMA_TLV_MAX), 0);
+	assert_int_equal(rdma_tlv_check(v, RDMA_TLV_MAX + 1), -EBADMSG);
+	assert_int_equal(RDMA_TLV_MAX, 64);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -372,6 +391,7 @@ int main(void)
 		cmocka_unit_test(test_tlv_wrong_version),
 		cmocka_unit_test(test_tlv_zero_port),
 		cmocka_unit_test(test_tlv_null),
+		cmocka_unit_test(test_tlv_check),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

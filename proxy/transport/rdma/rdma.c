@@ -50,6 +50,7 @@
 #include "rdma.h"
 #include "rdma_pd.h"
 #include "smc/rmb.h"
+#include "smc/transport.h"
 #include "verbs.h"
 
 #define RDMA_REGION_MAX		(1u << 30)
@@ -609,11 +610,6 @@ static void rdma_conn_moved(struct conn *c)
 	rl_kick(rl);
 }
 
-static bool rdma_idle(struct lgr *lgr, bool run)
-{
-	return false;	/* the CQ pool is polled once per worker: rdma_proxy_idle() */
-}
-
 static void rdma_lgr_close(struct lgr *lgr)
 {
 	struct rdma_lgr *rg = lgr->tp;
@@ -646,9 +642,37 @@ static void rdma_lgr_close(struct lgr *lgr)
 	lgr->region = NULL;
 }
 
+static int rdma_init(struct smc_net *net, char *errbuf, size_t errlen);
+static void rdma_close(struct smc_net *net);
+static bool rdma_before_sleep(struct smc_net *net, bool run);
+static void rdma_sweep(struct smc_net *net, uint64_t now);
+static int rdma_addr_encode(struct smc_net *net, bool accept, uint8_t *out, size_t len);
+static int rdma_addr_usable(const uint8_t *v, size_t len);
+static bool rdma_can_serve(struct smc_net *net, const struct clc_proposal *pr);
+static int rdma_lgr_prepare(struct lgr *lgr);
+static int rdma_lgr_connect(struct lgr *lgr, const uint8_t *addr, size_t len);
+static int rdma_link_info(const struct link *lnk, struct smc_fields *out);
+static int rdma_pool_info(struct smc_net *net, unsigned i, struct smc_fields *out);
+static int rdma_link_fail(struct link *lnk);
+
+/* In the registry's table (transports.c). */
 const struct smc_transport_ops rdma_ops = {
 	.name = "rdma",
 	.mode = FLOW_MODE_RDMA,
+	.clc_bit = CLC_TR_RDMA,
+	.clc_tlv = CLC_TLV_RDMA_ADDR,
+	.serves = "on other hosts",
+	.needs_control = true,
+	.init = rdma_init,
+	.close = rdma_close,
+	.before_sleep = rdma_before_sleep,
+	.sweep = rdma_sweep,
+	.addr_encode = rdma_addr_encode,
+	.addr_check = rdma_tlv_check,
+	.addr_usable = rdma_addr_usable,
+	.can_serve = rdma_can_serve,
+	.lgr_prepare = rdma_lgr_prepare,
+	.lgr_connect = rdma_lgr_connect,
 	.tx_room = rdma_tx_room,
 	.post = rdma_post,
 	.flush = rdma_flush,
@@ -658,9 +682,18 @@ const struct smc_transport_ops rdma_ops = {
 	.conn_detach = rdma_conn_detach,
 	.conn_moved = rdma_conn_moved,
 	.write = rdma_write,
-	.idle = rdma_idle,
 	.lgr_close = rdma_lgr_close,
+	.link_info = rdma_link_info,
+	.pool_name = "cq",
+	.pool_info = rdma_pool_info,
+	.link_fail = rdma_link_fail,
 };
+
+/* The worker's device side (net->tp[]), NULL when rdma is off. */
+static struct rdma_dev *rdma_dev_of(const struct smc_net *net)
+{
+	return net->tp[smc_transport_slot(&rdma_ops)];
+}
 
 /* ------------------------------------------------------------------ */
 /* Links: creation, connection, teardown. */
@@ -986,10 +1019,11 @@ static void rdma_rmb_release(void *ctx, struct rmb *r)
 static const struct rmb_ops rdma_rx_rmb_ops = { rdma_rx_carve, rdma_rmb_release };
 static const struct rmb_ops rdma_tx_rmb_ops = { rdma_tx_carve, rdma_rmb_release };
 
-int rdma_lgr_prepare(struct lgr *lgr)
+/* Server, before its accept: our registered region for lgr. */
+static int rdma_lgr_prepare(struct lgr *lgr)
 {
 	struct smc_net *net = lgr->net;
-	struct rdma_dev *dev = net->rdma;
+	struct rdma_dev *dev = rdma_dev_of(net);
 	struct rdma_lgr *rg;
 	uint64_t size = net->rmb_budget.limit;
 	int err;
@@ -1033,23 +1067,32 @@ out_errno:
 	return err;
 }
 
-int rdma_lgr_connect(struct lgr *lgr, const struct rdma_tlv *peer)
+/*
+ * Client, after the peer's ready: connects every link of lgr to the peer's
+ * listener, at the control port's address and the RDMA_ADDR's port; the
+ * group comes up (lgr__established) or fails later.
+ */
+static int rdma_lgr_connect(struct lgr *lgr, const uint8_t *addr, size_t len)
 {
-	struct rdma_dev *dev = lgr->net->rdma;
+	struct rdma_dev *dev = rdma_dev_of(lgr->net);
 	struct sockaddr_storage ss = lgr->peer;
+	struct rdma_tlv peer;
 	struct rdma_lgr *rg;
 	unsigned i;
 	int err;
 
+	err = rdma_tlv_decode(addr, len, &peer);
+	if (err)
+		return err;
 	err = rdma_lgr_prepare(lgr);
 	if (err)
 		return err;
 	rg = lgr->tp;
-	rg->peer_port = peer->cm_port;
+	rg->peer_port = peer.cm_port;
 	if (ss.ss_family == AF_INET)
-		((struct sockaddr_in *)&ss)->sin_port = htons(peer->cm_port);
+		((struct sockaddr_in *)&ss)->sin_port = htons(peer.cm_port);
 	else
-		((struct sockaddr_in6 *)&ss)->sin6_port = htons(peer->cm_port);
+		((struct sockaddr_in6 *)&ss)->sin6_port = htons(peer.cm_port);
 	for (i = 0; i < lgr->n_links; i++) {
 		struct rdma_link *rl = rl_new(dev, rg, i);
 
@@ -1333,9 +1376,9 @@ static void rdma_reap_stuck(struct rdma_dev *dev, uint64_t now)
  * async handler saw: on a port that went down, every link of this worker
  * fails.
  */
-void rdma_sweep(struct smc_net *net)
+static void rdma_sweep(struct smc_net *net, uint64_t now)
 {
-	struct rdma_dev *dev = net->rdma;
+	struct rdma_dev *dev = rdma_dev_of(net);
 	unsigned gen = atomic_load(&rdma_port_gen);
 	struct ibv_port_attr pa;
 	struct list_head *pos, *tmp;
@@ -1343,7 +1386,7 @@ void rdma_sweep(struct smc_net *net)
 	if (!dev)
 		return;
 	rdma_keepalive(net);
-	rdma_reap_stuck(dev, uv_now(net->loop));
+	rdma_reap_stuck(dev, now);
 	if (gen == dev->port_gen)
 		return;
 	dev->port_gen = gen;
@@ -1389,7 +1432,12 @@ static struct ibv_context *rdma_pick_device(uint8_t *port)
 	return found;
 }
 
-int rdma_init(struct smc_net *net, char *errbuf, size_t errlen)
+/*
+ * Opens this worker's RDMA side: the first device with an active port, a
+ * protection domain, the CQ pool and an rdma_cm listener. -ENODEV when the
+ * host has no usable device (rdma is then not offered).
+ */
+static int rdma_init(struct smc_net *net, char *errbuf, size_t errlen)
 {
 	const struct cfg *cfg = net->cfg;
 	struct sockaddr_storage ss;
@@ -1411,7 +1459,7 @@ int rdma_init(struct smc_net *net, char *errbuf, size_t errlen)
 		snprintf(errbuf, errlen, "no RDMA device with an active port");
 		return -ENODEV;
 	}
-	net->rdma = dev;
+	net->tp[smc_transport_slot(&rdma_ops)] = dev;
 	snprintf(dev->name, sizeof(dev->name), "%s", ibv_get_device_name(dev->ctx->device));
 	ibv_query_gid(dev->ctx, dev->port, 0, &dev->gid);
 	/* cq.pool 0: the CPUs shared out over the workers, at least one. */
@@ -1473,9 +1521,9 @@ out_close:
 	return -ENODEV;
 }
 
-void rdma_close(struct smc_net *net)
+static void rdma_close(struct smc_net *net)
 {
-	struct rdma_dev *dev = net->rdma;
+	struct rdma_dev *dev = rdma_dev_of(net);
 	struct list_head *pos, *tmp;
 
 	if (!dev)
@@ -1498,70 +1546,104 @@ void rdma_close(struct smc_net *net)
 	}
 	cq_pool_close(&dev->cqs);
 	free(dev);
-	net->rdma = NULL;
+	net->tp[smc_transport_slot(&rdma_ops)] = NULL;
 }
 
-bool rdma_available(const struct smc_net *net)
+/* Before the loop blocks: another round for busy CQs (cq_pool_idle()),
+ * once per worker for all its links. */
+static bool rdma_before_sleep(struct smc_net *net, bool run)
 {
-	return net->rdma != NULL;
-}
-
-bool rdma_proxy_idle(struct smc_net *net, bool run)
-{
-	struct rdma_dev *dev = net->rdma;
+	struct rdma_dev *dev = rdma_dev_of(net);
 
 	return dev ? cq_pool_idle(&dev->cqs, run) : false;
 }
 
-void rdma_local_addr(const struct smc_net *net, struct rdma_tlv *a)
+/* Our RDMA_ADDR, the same in a proposal and an accept. */
+static int rdma_addr_encode(struct smc_net *net, bool accept, uint8_t *out, size_t len)
 {
-	const struct rdma_dev *dev = net->rdma;
+	const struct rdma_dev *dev = rdma_dev_of(net);
+	struct rdma_tlv a = { .version = 1 };
 
-	memset(a, 0, sizeof(*a));
-	a->version = 1;
-	if (!dev)
-		return;
-	a->cm_port = dev->cm_port;
-	memcpy(a->gid, dev->gid.raw, 16);
+	if (len < RDMA_TLV_LEN)
+		return -ENOSPC;
+	if (dev) {
+		a.cm_port = dev->cm_port;
+		memcpy(a.gid, dev->gid.raw, 16);
+	}
+	rdma_tlv_encode(&a, out);
+	return RDMA_TLV_LEN;
 }
 
-int rdma_link_fail(struct link *lnk)
+static int rdma_addr_usable(const uint8_t *v, size_t len)
+{
+	struct rdma_tlv a;
+
+	return rdma_tlv_decode(v, len, &a);
+}
+
+/* Any peer whose RDMA_ADDR we understand: whether its device reaches ours
+ * is for rdma_cm to find out. */
+static bool rdma_can_serve(struct smc_net *net, const struct clc_proposal *pr)
+{
+	const struct clc_addr *a = &pr->addr[CLC_TLV_RDMA_ADDR - 1];
+
+	return rdma_addr_usable(a->value, a->len) == 0;
+}
+
+static int rdma_link_fail(struct link *lnk)
 {
 	struct rdma_link *rl = lnk->tp;
 
-	if (lnk->lgr->ops != &rdma_ops)
-		return -EOPNOTSUPP;
 	if (!rl || rl->state != RL_UP)
 		return -ENOTCONN;
 	rdma_link_down(rl, -ECONNABORTED);
 	return 0;
 }
 
-int rdma_link_info(const struct link *lnk, struct rdma_link_info *info)
+/* What `smcproxyctl links` shows of an rdma link. */
+static int rdma_link_info(const struct link *lnk, struct smc_fields *out)
 {
 	const struct rdma_link *rl = lnk->tp;
+	char gid[INET6_ADDRSTRLEN], device[32];
 
-	if (lnk->lgr->ops != &rdma_ops)
-		return -EOPNOTSUPP;
-	memset(info, 0, sizeof(*info));
+	out->n = 0;
 	if (!rl)
 		return -ENOTCONN;
-	snprintf(info->device, sizeof(info->device), "%s", rl->dev->name);
-	info->port = rl->dev->port;
-	inet_ntop(AF_INET6, rl->dev->gid.raw, info->gid, sizeof(info->gid));
-	info->qp_num = rl->qp ? rl->qp->qp_num : 0;
-	info->peer_qp_num = rl->peer_qpn;
-	info->max_inline = rl->use_inline ? rl->max_inline : 0;
-	info->wr_in_flight = rl->sq_queued - rl->sq_done;
-	info->sq_depth = rl->sq_depth;
-	info->cq = rl->cq ? rl->cq->idx : 0;
-	info->relaxed_ordering = rl->dev->relaxed_ok;
+	/* As the stats socket always showed them: the name cut to 31. */
+	snprintf(device, sizeof(device), "%s", rl->dev->name);
+	inet_ntop(AF_INET6, rl->dev->gid.raw, gid, sizeof(gid));
+	smc_fields_str(out, "device", device);
+	smc_fields_uint(out, "port", rl->dev->port);
+	smc_fields_str(out, "gid", gid);
+	smc_fields_uint(out, "qp_num", rl->qp ? rl->qp->qp_num : 0);
+	smc_fields_uint(out, "peer_qp_num", rl->peer_qpn);
+	smc_fields_uint(out, "max_inline", rl->use_inline ? rl->max_inline : 0);
+	smc_fields_uint(out, "wr_in_flight", rl->sq_queued - rl->sq_done);
+	smc_fields_uint(out, "sq_depth", rl->sq_depth);
+	smc_fields_uint(out, "cq", rl->cq ? rl->cq->idx : 0);
+	smc_fields_bool(out, "relaxed_ordering", rl->dev->relaxed_ok);
 	return 0;
 }
 
-const struct cq_pool *rdma_cq_pool(const struct smc_net *net)
+/* CQ i of the worker's pool, for `smcproxyctl stats` ("cq"). */
+static int rdma_pool_info(struct smc_net *net, unsigned i, struct smc_fields *out)
 {
-	const struct rdma_dev *dev = net->rdma;
+	const struct rdma_dev *dev = rdma_dev_of(net);
+	const struct cq *cq;
 
-	return dev ? &dev->cqs : NULL;
+	out->n = 0;
+	if (!dev || i >= dev->cqs.n || i >= CQ_POOL_MAX)
+		return -ENOENT;
+	cq = &dev->cqs.cqs[i];
+	smc_fields_uint(out, "cq", i);
+	smc_fields_uint(out, "polls", cq->st.polls);
+	smc_fields_uint(out, "completions", cq->st.completions);
+	smc_fields_uint(out, "empty_polls", cq->st.empty_polls);
+	smc_fields_uint(out, "rearms", cq->st.rearms);
+	smc_fields_uint(out, "events", cq->st.events);
+	smc_fields_uint(out, "rearm_failures", cq->st.rearm_failures);
+	smc_fields_uint(out, "links", cq->n_links);
+	smc_fields_uint(out, "cqe", cq->cqe);
+	smc_fields_bool(out, "moderated", cq->moderated);
+	return 0;
 }

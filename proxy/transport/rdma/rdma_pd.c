@@ -56,3 +56,8 @@ int rdma_tlv_decode(const uint8_t *in, size_t len, struct rdma_tlv *a)
 	memcpy(a->gid, in + 4, 16);
 	return a->cm_port ? 0 : -EPROTO;
 }
+
+int rdma_tlv_check(const uint8_t *v, size_t len)
+{
+	return len >= 1 && len <= RDMA_TLV_MAX ? 0 : -EBADMSG;
+}

@@ -7,8 +7,9 @@
  *  - the rdma_cm private data of rdma_connect() and rdma_accept(), declared
  *    here (private to the transport);
  *  - the RDMA_ADDR TLV of a proposal or accept: struct rdma_tlv and
- *    rdma_tlv_encode()/rdma_tlv_decode() stay declared in rdma.h, the
- *    handshake's interface to the transport, and are defined in rdma_pd.c.
+ *    rdma_tlv_encode()/decode()/check() are declared in rdma.h, for the
+ *    test peers, and defined in rdma_pd.c; the handshake reaches them
+ *    through the transport's ops.
  */
 #ifndef SMCPROXY_RDMA_PD_H
 #define SMCPROXY_RDMA_PD_H

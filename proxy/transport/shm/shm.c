@@ -31,6 +31,7 @@
 #include "smc/link.h"
 #include "smc/net.h"
 #include "smc/rmb.h"
+#include "smc/transport.h"
 #include "shm.h"
 
 #define SHM_MAGIC	"SMCPSHM1"
@@ -103,9 +104,19 @@ struct shm_lgr {
 	struct shm_link links[LGR_LINKS_MAX];
 };
 
+/* A worker's side of the transport (net->tp[]): the rendezvous socket. */
+struct shm_worker {
+	int fd;				/* -1: not listening */
+	struct epset_entry ev;
+	struct smc_net *net;
+	char name[64];			/* its basename in shm.dir */
+	struct list_head rvs;		/* struct shm_rv */
+	unsigned n_rvs;
+};
+
 /* A rendezvous connection before its hello named a link group. */
 struct shm_rv {
-	struct list_head node;		/* proxy->shm_rvs */
+	struct list_head node;		/* shm_worker.rvs */
 	struct loop_defer defer;
 	struct smc_net *net;
 	int fd;
@@ -113,6 +124,11 @@ struct shm_rv {
 };
 
 static bool shm_drain(struct shm_link *sl);
+
+static struct shm_worker *shm_worker_of(const struct smc_net *net)
+{
+	return net->tp[smc_transport_slot(&shm_ops)];
+}
 
 static uint32_t shm_rmb_base(unsigned links)
 {
@@ -159,7 +175,7 @@ static int shm_post(struct link *lnk, const uint8_t msg[LINK_MSG_LEN])
 
 /*
  * The doorbell, unless the owner is running: it then finds our messages
- * when it looks at its queues before blocking (shm_idle()). Our producer
+ * when it looks at its queues before blocking (shm_before_sleep()). Our producer
  * index store and its running store are each followed by a full fence
  * before the other's load (Dekker), so one of us always sees the other.
  */
@@ -198,7 +214,7 @@ static void shm_want_progress(struct link *lnk)
  * and skipped the doorbell) are taken now when run allows, and we stay
  * awake (true: the caller comes back); else they ring our own doorbell.
  */
-static bool shm_idle(struct lgr *lgr, bool run)
+static bool shm_lgr_idle(struct lgr *lgr, bool run)
 {
 	struct shm_lgr *sg = lgr->tp;
 	struct shm_hdr *hdr;
@@ -227,6 +243,22 @@ static bool shm_idle(struct lgr *lgr, bool run)
 			return true;	/* the group failed: sg is gone */
 	}
 	return ran;
+}
+
+/* Every active shm group of the worker; each may fail meanwhile (its
+ * memory goes at the end of the batch, not here). */
+static bool shm_before_sleep(struct smc_net *net, bool run)
+{
+	struct list_head *pos, *tmp;
+	bool more = false;
+
+	list_for_each_safe(pos, tmp, &net->lgrs) {
+		struct lgr *lgr = list_entry(pos, struct lgr, node);
+
+		if (lgr->state == LGR_ACTIVE && lgr->ops == &shm_ops && shm_lgr_idle(lgr, run))
+			more = true;
+	}
+	return more;
 }
 
 static int shm_conn_attach(struct conn *c, const struct llc_rmb *rmb)
@@ -284,9 +316,35 @@ static void shm_lgr_close(struct lgr *lgr)
 	lgr->region = NULL;
 }
 
+static int shm_init(struct smc_net *net, char *errbuf, size_t errlen);
+static void shm_close(struct smc_net *net);
+static int shm_listen(struct smc_net *net, char *errbuf, size_t errlen);
+static void shm_unlisten(struct smc_net *net);
+static int shm_addr_encode(struct smc_net *net, bool accept, uint8_t *out, size_t len);
+static int shm_addr_usable(const uint8_t *v, size_t len);
+static bool shm_can_serve(struct smc_net *net, const struct clc_proposal *pr);
+static int shm_lgr_prepare(struct lgr *lgr);
+static int shm_lgr_connect(struct lgr *lgr, const uint8_t *addr, size_t len);
+
+/* In the registry's table (transports.c). */
 const struct smc_transport_ops shm_ops = {
 	.name = "shm",
 	.mode = FLOW_MODE_SHM,
+	.clc_bit = CLC_TR_SHM,
+	.clc_tlv = CLC_TLV_SHM_NAME,
+	.serves = "on this host",
+	.needs_host_id = true,
+	.init = shm_init,
+	.close = shm_close,
+	.listen = shm_listen,
+	.unlisten = shm_unlisten,
+	.before_sleep = shm_before_sleep,
+	.addr_encode = shm_addr_encode,
+	.addr_check = shm_name_check,
+	.addr_usable = shm_addr_usable,
+	.can_serve = shm_can_serve,
+	.lgr_prepare = shm_lgr_prepare,
+	.lgr_connect = shm_lgr_connect,
 	.tx_room = shm_tx_room,
 	.post = shm_post,
 	.flush = shm_flush,
@@ -295,7 +353,6 @@ const struct smc_transport_ops shm_ops = {
 	.conn_attach = shm_conn_attach,
 	.conn_detach = shm_conn_detach,
 	.write = shm_write,
-	.idle = shm_idle,
 	.lgr_close = shm_lgr_close,
 };
 
@@ -323,7 +380,7 @@ static bool shm_drain(struct shm_link *sl)
 	 * write to it, whatever its counter, so resetting the counter would
 	 * only cost a system call per wake-up. (It would take 2^64 rings to
 	 * fill it.) Messages posted after our load of the producer index
-	 * come with a doorbell of their own, or are found by shm_idle().
+	 * come with a doorbell of their own, or are found by shm_before_sleep().
 	 */
 	prod = __atomic_load_n(&sl->rxq->prod, __ATOMIC_ACQUIRE);
 	if (prod - sl->rx_cons > SHM_SLOTS) {
@@ -365,7 +422,7 @@ static void shm_on_sock(struct epset_entry *e, uint32_t events);
 
 /* Our side: a sealed memfd with a queue per link and the ring area, and
  * an eventfd per link for the peer to ring. */
-int shm_lgr_prepare(struct lgr *lgr)
+static int shm_lgr_prepare(struct lgr *lgr)
 {
 	struct smc_net *net = lgr->net;
 	struct shm_lgr *sg;
@@ -611,15 +668,16 @@ static void shm_on_sock(struct epset_entry *e, uint32_t events)
 	lgr__established(lgr);
 }
 
-int shm_lgr_connect(struct lgr *lgr, const char *name)
+/* Client: name is the accept's, judged by shm_name_check(). */
+static int shm_lgr_connect(struct lgr *lgr, const uint8_t *name, size_t len)
 {
 	struct smc_net *net = lgr->net;
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct shm_lgr *sg;
 	int err, fd;
 
-	if ((size_t)snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/%s", net->cfg->shm.dir,
-			     name) >= sizeof(sun.sun_path))
+	if ((size_t)snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/%.*s", net->cfg->shm.dir,
+			     (int)len, (const char *)name) >= sizeof(sun.sun_path))
 		return -ENAMETOOLONG;
 	err = shm_lgr_prepare(lgr);
 	if (err)
@@ -663,7 +721,7 @@ static void shm_rv_reap(struct loop_defer *d)
 static void shm_rv_free(struct shm_rv *rv, bool close_fd)
 {
 	list_del(&rv->node);
-	rv->net->n_shm_rvs--;
+	shm_worker_of(rv->net)->n_rvs--;
 	if (close_fd && rv->fd >= 0)
 		close(rv->fd);
 	rv->fd = -1;
@@ -724,37 +782,40 @@ static void shm_on_rv(struct epset_entry *e, uint32_t events)
 
 static void shm_on_listen(struct epset_entry *e, uint32_t events)
 {
-	struct smc_net *net = (struct smc_net *)((char *)e - offsetof(struct smc_net, shm_ev));
+	struct shm_worker *sw = (struct shm_worker *)((char *)e - offsetof(struct shm_worker, ev));
+	struct smc_net *net = sw->net;
 	struct shm_rv *rv;
 	int fd;
 
 	for (;;) {
-		fd = accept4(net->shm_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		fd = accept4(sw->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			return;
-		if (net->n_shm_rvs >= SHM_RV_MAX || !(rv = calloc(1, sizeof(*rv)))) {
+		if (sw->n_rvs >= SHM_RV_MAX || !(rv = calloc(1, sizeof(*rv)))) {
 			close(fd);
 			continue;
 		}
 		rv->net = net;
 		rv->fd = fd;
 		rv->ev.cb = shm_on_rv;
-		list_add_tail(&rv->node, &net->shm_rvs);
-		net->n_shm_rvs++;
+		list_add_tail(&rv->node, &sw->rvs);
+		sw->n_rvs++;
 		if (epset_add(&net->core->epset, fd, EPOLLIN | EPOLLRDHUP, &rv->ev) < 0)
 			shm_rv_free(rv, true);
 	}
 }
 
-int shm_listen(struct smc_net *net, char *errbuf, size_t errlen)
+/* The rendezvous socket <shm.dir>/<name>, with a control port only. */
+static int shm_listen(struct smc_net *net, char *errbuf, size_t errlen)
 {
+	struct shm_worker *sw = shm_worker_of(net);
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	int fd, err;
 
-	snprintf(net->shm_name, sizeof(net->shm_name), "smcproxyd-%d-%u.sock", (int)getpid(),
+	snprintf(sw->name, sizeof(sw->name), "smcproxyd-%d-%u.sock", (int)getpid(),
 		 net->worker);
 	if ((size_t)snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/%s", net->cfg->shm.dir,
-			     net->shm_name) >= sizeof(sun.sun_path)) {
+			     sw->name) >= sizeof(sun.sun_path)) {
 		err = -ENAMETOOLONG;
 		goto out_err;
 	}
@@ -776,9 +837,9 @@ int shm_listen(struct smc_net *net, char *errbuf, size_t errlen)
 		close(fd);
 		goto out_err;
 	}
-	net->shm_fd = fd;
-	net->shm_ev.cb = shm_on_listen;
-	if (epset_add(&net->core->epset, fd, EPOLLIN, &net->shm_ev) < 0) {
+	sw->fd = fd;
+	sw->ev.cb = shm_on_listen;
+	if (epset_add(&net->core->epset, fd, EPOLLIN, &sw->ev) < 0) {
 		err = -errno;
 		shm_unlisten(net);
 		goto out_err;
@@ -791,16 +852,93 @@ out_err:
 	return err;
 }
 
-void shm_unlisten(struct smc_net *net)
+static void shm_unlisten(struct smc_net *net)
 {
+	struct shm_worker *sw = shm_worker_of(net);
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
 
-	while (!list_empty(&net->shm_rvs))
-		shm_rv_free(list_entry(net->shm_rvs.next, struct shm_rv, node), true);
-	if (net->shm_fd < 0)
+	if (!sw)
 		return;
-	close(net->shm_fd);
-	net->shm_fd = -1;
-	snprintf(path, sizeof(path), "%s/%s", net->cfg->shm.dir, net->shm_name);
+	while (!list_empty(&sw->rvs))
+		shm_rv_free(list_entry(sw->rvs.next, struct shm_rv, node), true);
+	if (sw->fd < 0)
+		return;
+	close(sw->fd);
+	sw->fd = -1;
+	snprintf(path, sizeof(path), "%s/%s", net->cfg->shm.dir, sw->name);
 	unlink(path);
+}
+
+/* Nothing but the rendezvous socket's state: a client needs none. */
+static int shm_init(struct smc_net *net, char *errbuf, size_t errlen)
+{
+	struct shm_worker *sw = calloc(1, sizeof(*sw));
+
+	if (!sw) {
+		snprintf(errbuf, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	sw->fd = -1;
+	sw->net = net;
+	list_init(&sw->rvs);
+	net->tp[smc_transport_slot(&shm_ops)] = sw;
+	return 0;
+}
+
+static void shm_close(struct smc_net *net)
+{
+	struct shm_worker *sw = shm_worker_of(net);
+
+	if (!sw)
+		return;
+	shm_unlisten(net);
+	free(sw);
+	net->tp[smc_transport_slot(&shm_ops)] = NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* The handshake's address: the rendezvous socket's basename. */
+
+int shm_name_check(const uint8_t *v, size_t len)
+{
+	if (len < 1 || len > SHM_NAME_MAX)
+		return -EBADMSG;
+	if ((len == 1 && v[0] == '.') || (len == 2 && v[0] == '.' && v[1] == '.'))
+		return -EBADMSG;
+	for (size_t i = 0; i < len; i++) {
+		uint8_t c = v[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+			return -EBADMSG;
+	}
+	return 0;
+}
+
+/* Only an accept names the socket: the server is the side that listens. */
+static int shm_addr_encode(struct smc_net *net, bool accept, uint8_t *out, size_t len)
+{
+	const struct shm_worker *sw = shm_worker_of(net);
+	size_t n;
+
+	if (!accept)
+		return 0;
+	if (!sw || sw->fd < 0)
+		return -ENOTCONN;
+	n = strlen(sw->name);
+	if (n > len || shm_name_check((const uint8_t *)sw->name, n))
+		return -EINVAL;
+	memcpy(out, sw->name, n);
+	return (int)n;
+}
+
+static int shm_addr_usable(const uint8_t *v, size_t len)
+{
+	return len ? 0 : -ENOENT;
+}
+
+/* A peer of this host: it has our host id. */
+static bool shm_can_serve(struct smc_net *net, const struct clc_proposal *pr)
+{
+	return memcmp(pr->host_id, net->host_id, CLC_HOST_ID_LEN) == 0;
 }

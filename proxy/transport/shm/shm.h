@@ -4,27 +4,27 @@
  * SMC-D loopback does for containers). Each side's receive rings and
  * message queues live in a sealed memfd the peer maps; eventfds are the
  * doorbells; both travel over a UNIX socket in shm.dir, which then stays
- * open so that the peer's death is seen at once.
+ * open so that the peer's death is seen at once. Everything else reaches
+ * it through its ops, found in the registry (smc/transport.h).
  */
 #ifndef SMCPROXY_SHM_H
 #define SMCPROXY_SHM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "smc/transport-t.h"
 
-struct smc_net;
-struct lgr;
+#define SHM_NAME_MAX	100		/* the socket's basename, at most */
 
 extern const struct smc_transport_ops shm_ops;
 
-/* The rendezvous socket <shm.dir>/<net->shm_name>. */
-int shm_listen(struct smc_net *net, char *errbuf, size_t errlen);
-void shm_unlisten(struct smc_net *net);
-/* Server, before its accept: our region and doorbells for lgr. */
-int shm_lgr_prepare(struct lgr *lgr);
-/* Client, after the peer's ready: connects to the peer's rendezvous socket
- * name; the group comes up (lgr__established) or fails later. */
-int shm_lgr_connect(struct lgr *lgr, const char *name);
+/*
+ * Judges the address of a handshake (CLC_TLV_SHM_NAME): the peer joins the
+ * name to its shm.dir, so it must stay a plain basename there: 1 to
+ * SHM_NAME_MAX bytes, no slash, not "." or "..", and a character set
+ * ([A-Za-z0-9._-]) that needs no quoting in logs or shells. 0 or -EBADMSG.
+ */
+int shm_name_check(const uint8_t *v, size_t len);
 
 #endif
