@@ -61,7 +61,7 @@
  *    FLOW_ACCEPT). A write to that ring over G2's own link proves the
  *    address and key right; the same write over G1's link must fail,
  *    since a peer's rkeys cover only the memory of its own link group
- *    (DESIGN 4). Prints "cross-group-write: refused" (isolated),
+ *    (man/smcproxy-protocol.7, RDMA TRANSPORT, Regions). Prints "cross-group-write: refused" (isolated),
  *    "cross-group-write: WRITTEN" (G1's link wrote into G2's ring), or
  *    "cross-group-write: inconclusive (WHY)".
  *
