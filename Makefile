@@ -28,7 +28,8 @@ LDLIBS  += $(PKG_LIBS) -lpthread
 # Everything below daemon/ is a library: proxy/ and config/ never log.
 LIB_SRC    := $(wildcard config/*.c) $(shell find proxy -name '*.c' | sort)
 LIB_OBJ    := $(LIB_SRC:%.c=$(B)/%.o)
-CTLLIB_SRC := daemon/ctl_proto.c daemon/ctl_render.c
+CTLLIB_SRC := daemon/ctl_proto.c daemon/ctl_render.c daemon/ctl_render_text.c \
+	      daemon/ctl_render_prom.c daemon/ctl_table.c daemon/ctl_fmt.c
 CTLLIB_OBJ := $(CTLLIB_SRC:%.c=$(B)/%.o)
 DAEMON_SRC := $(filter-out daemon/smcproxyctl.c $(CTLLIB_SRC),$(wildcard daemon/*.c))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
