@@ -57,10 +57,16 @@ $(B)/smcproxyctl: $(B)/daemon/smcproxyctl.o $(B)/libsmcproxy.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Unit tests: one cmocka binary per module. A test may list the library
-# symbols it wraps in tests/unit/test_X.wrap (one symbol per line).
-$(B)/tests/%: tests/unit/%.c $(B)/libsmcproxy.a $(DAEMON_OBJ)
+# symbols it wraps in tests/unit/test_X.wrap (one symbol per line), and
+# the helpers it links in tests/unit/test_X.helpers (one name per line:
+# tests/unit/NAME.c, not a test itself, such as fake_transport).
+unit_helpers = $(patsubst %,$(B)/tests/unit/%.o,$(shell cat tests/unit/$(1).helpers 2>/dev/null))
+# Kept: make would delete a helper object as an intermediate file.
+.PRECIOUS: $(B)/tests/unit/%.o
+.SECONDEXPANSION:
+$(B)/tests/%: tests/unit/%.c $$(call unit_helpers,$$*) $(B)/libsmcproxy.a $(DAEMON_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/unit -MMD -MP $(LDFLAGS) -o $@ $< \
+	$(CC) $(CFLAGS) -Itests/unit -MMD -MP $(LDFLAGS) -o $@ $< $(call unit_helpers,$*) \
 	  $(patsubst %,-Wl$(comma)--wrap=%,$(shell cat tests/unit/$*.wrap 2>/dev/null)) \
 	  $(filter-out $(B)/daemon/main.o,$(DAEMON_OBJ)) $(B)/libsmcproxy.a $(LDLIBS) $(CMOCKA_LIBS)
 comma := ,
