@@ -36,7 +36,10 @@ DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
 
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
-TOOL_SRC   := $(wildcard tests/tools/*.c)
+# tests/tools/peer_*.c: what the hostile peers share, not tools themselves.
+PEER_SRC   := $(wildcard tests/tools/peer_*.c)
+PEER_OBJ   := $(PEER_SRC:%.c=$(B)/%.o)
+TOOL_SRC   := $(filter-out $(PEER_SRC),$(wildcard tests/tools/*.c))
 TOOL_BIN   := $(TOOL_SRC:tests/tools/%.c=$(B)/tools/%)
 FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_REPLAY := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%-replay)
@@ -75,15 +78,12 @@ $(B)/tools/%: tests/tools/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LDLIBS) -lm
 
-# smcpeer speaks the wire protocol with the daemon's own codecs.
-$(B)/tools/smcpeer: tests/tools/smcpeer.c $(B)/libsmcproxy.a
+# smcpeer (over shm) and rdmapeer (over rdma, for the rdma guest tests)
+# speak the wire protocol with the daemon's own codecs, and share their
+# handshake client (peer_hs.c) and command line (peer_util.c).
+$(B)/tools/smcpeer $(B)/tools/rdmapeer: $(B)/tools/%: tests/tools/%.c $(PEER_OBJ) $(B)/libsmcproxy.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libsmcproxy.a $(LDLIBS)
-
-# rdmapeer, the hostile rdma peer of the rdma guest tests, likewise.
-$(B)/tools/rdmapeer: tests/tools/rdmapeer.c $(B)/libsmcproxy.a
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libsmcproxy.a $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(PEER_OBJ) $(B)/libsmcproxy.a $(LDLIBS)
 
 # Fuzz targets: replayed over their corpus by a plain driver in make check,
 # fuzzed for real with clang's libFuzzer by make fuzz.
