@@ -80,7 +80,8 @@ $(B)/tools/%: tests/tools/%.c
 
 # smcpeer (over shm) and rdmapeer (over rdma, for the rdma guest tests)
 # speak the wire protocol with the daemon's own codecs, and share their
-# handshake client (peer_hs.c) and command line (peer_util.c).
+# handshake client (peer_hs.c), link messages (peer_msg.c) and command
+# line (peer_util.c).
 $(B)/tools/smcpeer $(B)/tools/rdmapeer: $(B)/tools/%: tests/tools/%.c $(PEER_OBJ) $(B)/libsmcproxy.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(PEER_OBJ) $(B)/libsmcproxy.a $(LDLIBS)

@@ -112,14 +112,17 @@ static int clc_recv(int fd, struct clc_msg *m, int64_t deadline)
 	return clc_decode(buf, hdr.length, m) ? -EBADMSG : 0;
 }
 
-static int clc_send(int fd, const struct clc_msg *m, int64_t deadline)
+/* Sends *m, then receives the answer into *m: clc_recv()'s codes, or
+ * peer_send_all()'s. */
+static int clc_exchange(int fd, struct clc_msg *m, int64_t deadline)
 {
 	uint8_t buf[CLC_MSG_MAX];
 	int len = clc_encode(m, buf, sizeof(buf));
 
 	if (len < 0)
 		return len;
-	return peer_send_all(fd, buf, (size_t)len, deadline);
+	len = peer_send_all(fd, buf, (size_t)len, deadline);
+	return len ? len : clc_recv(fd, m, deadline);
 }
 
 /* The daemon's way of naming this host: /proc's boot id as 16 bytes. */
@@ -196,9 +199,7 @@ int peer_hs_run(const struct peer_hs_opts *o, struct peer_hs *hs)
 		peer_say("connect: %s", strerror(-fd));
 		return fd;
 	}
-	err = clc_send(fd, &m, deadline);
-	if (!err)
-		err = clc_recv(fd, &m, deadline);
+	err = clc_exchange(fd, &m, deadline);
 	if (err)
 		goto out_closed;
 	if (m.hdr.type == CLC_DECLINE)
@@ -218,9 +219,7 @@ int peer_hs_run(const struct peer_hs_opts *o, struct peer_hs *hs)
 		close(fd);
 		return -EIO;
 	}
-	err = clc_send(fd, &m, deadline);
-	if (!err)
-		err = clc_recv(fd, &m, deadline);
+	err = clc_exchange(fd, &m, deadline);
 	if (err)
 		goto out_closed;
 	if (m.hdr.type == CLC_DECLINE)

@@ -98,6 +98,7 @@
 #include "transport/rdma/rdma_pd.h"
 
 #include "peer_hs.h"
+#include "peer_msg.h"
 #include "peer_util.h"
 
 #define LINKS_MAX	8
@@ -220,38 +221,6 @@ struct probe {
 	size_t len;
 };
 
-static void describe_slot(const uint8_t *slot, size_t len, char *buf, size_t size)
-{
-	struct llc_msg m;
-	struct cdc_msg c;
-
-	if (!cdc_decode(slot, len, &c)) {
-		snprintf(buf, size, "cdc token 0x%08" PRIx32 " flags 0x%02x", c.token, c.conn_flags);
-		return;
-	}
-	if (llc_decode(slot, len, &m)) {
-		snprintf(buf, size, "malformed 0x%02x", len ? slot[0] : 0);
-		return;
-	}
-	switch (m.type) {
-	case LLC_FLOW_ACCEPT:
-		snprintf(buf, size, "flow_accept 0x%08" PRIx32, m.accept.peer_token);
-		break;
-	case LLC_FLOW_DECLINE:
-		snprintf(buf, size, "flow_decline %s", clc_decline_name(m.decline.reason));
-		break;
-	case LLC_FLOW_OPEN:
-		snprintf(buf, size, "flow_open");
-		break;
-	case LLC_TEST_LINK:
-		snprintf(buf, size, "test_link");
-		break;
-	default:
-		snprintf(buf, size, "test_link_rsp");
-		break;
-	}
-}
-
 static void probe_on_msg(struct probe *pr, const uint8_t *slot, size_t len)
 {
 	struct llc_msg m;
@@ -272,7 +241,7 @@ static void probe_on_msg(struct probe *pr, const uint8_t *slot, size_t len)
 			return;
 		}
 	}
-	describe_slot(slot, len, what, sizeof(what));
+	peer_describe_slot(slot, len, what, sizeof(what));
 	if (pr->len < sizeof(pr->msgs))
 		pr->len += (size_t)snprintf(pr->msgs + pr->len, sizeof(pr->msgs) - pr->len,
 					    "%s%s", pr->len ? ", " : "", what);
@@ -702,31 +671,6 @@ static int lk_write(struct lk *l, uint64_t addr, uint32_t rkey, size_t len)
 	return -ibv_post_send(l->qp, &wr, &bad);
 }
 
-static void flow_open_slot(uint8_t slot[LINK_MSG_LEN], uint32_t token, uint32_t key,
-			   const struct cfg_addr *dest)
-{
-	struct llc_msg m = { .type = LLC_FLOW_OPEN };
-
-	m.open.token = token;
-	m.open.rmb.offset = 0;
-	m.open.rmb.size = RING_SIZE;
-	m.open.rmb.key = key;
-	if (dest->ss.ss_family == AF_INET) {
-		const struct sockaddr_in *sin = (const void *)&dest->ss;
-
-		m.open.family = 4;
-		m.open.port = ntohs(sin->sin_port);
-		memcpy(m.open.addr, &sin->sin_addr, 4);
-	} else {
-		const struct sockaddr_in6 *sin6 = (const void *)&dest->ss;
-
-		m.open.family = 6;
-		m.open.port = ntohs(sin6->sin6_port);
-		memcpy(m.open.addr, &sin6->sin6_addr, 16);
-	}
-	llc_encode(&m, slot);
-}
-
 /* Sends the marker, a FLOW_OPEN every daemon must decline, on link i. */
 static int post_sync(struct grp *g, unsigned i, struct probe *pr, uint32_t n)
 {
@@ -739,7 +683,9 @@ static int post_sync(struct grp *g, unsigned i, struct probe *pr, uint32_t n)
 	sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	pr->sync = SYNC_TOKEN | (n & 0xffff);
 	pr->synced = false;
-	flow_open_slot(slot, pr->sync, g->region_mr->rkey, &lo);
+	peer_flow_open_slot(slot, pr->sync,
+			    &(struct llc_rmb){ .size = RING_SIZE, .key = g->region_mr->rkey },
+			    &lo);
 	return lk_send(&g->links[i], slot, LINK_MSG_LEN);
 }
 
@@ -921,7 +867,9 @@ static int run_early_open(void)
 	if (grp_up(&g, false, false) != 1)
 		goto out;
 	last = g.n_links - 1;
-	flow_open_slot(slot, OPEN_TOKEN, g.region_mr->rkey, &o.open);
+	peer_flow_open_slot(slot, OPEN_TOKEN,
+			    &(struct llc_rmb){ .size = RING_SIZE, .key = g.region_mr->rkey },
+			    &o.open);
 	if (lk_send(&g.links[last], slot, LINK_MSG_LEN))
 		goto out;
 	grp_pump(&g, &pr, open_done, peer_now_ms() + o.timeout_ms);
@@ -954,7 +902,9 @@ static int run_cross_group(void)
 	grp_close(&g2);
 	if (grp_up(&g1, false, true) != 1 || grp_up(&g2, false, true) != 1)
 		goto out;
-	flow_open_slot(slot, OPEN_TOKEN, g2.region_mr->rkey, &o.open);
+	peer_flow_open_slot(slot, OPEN_TOKEN,
+			    &(struct llc_rmb){ .size = RING_SIZE, .key = g2.region_mr->rkey },
+			    &o.open);
 	if (lk_send(&g2.links[0], slot, LINK_MSG_LEN))
 		goto out;
 	grp_pump(&g2, &pr, open_done, peer_now_ms() + o.timeout_ms);

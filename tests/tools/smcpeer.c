@@ -85,6 +85,7 @@
 #include "smc/llc.h"
 
 #include "peer_hs.h"
+#include "peer_msg.h"
 #include "peer_util.h"
 
 /* proxy/transport/shm/shm.c's layout (layout version 1). */
@@ -544,63 +545,6 @@ static void grp_wait(struct grp *g, int64_t deadline, grp_msg_cb cb, bool (*done
 	}
 }
 
-static void flow_open_slot(uint8_t slot[LINK_MSG_LEN], uint32_t token, uint32_t rmb_off,
-			   const struct cfg_addr *dest)
-{
-	struct llc_msg m = { .type = LLC_FLOW_OPEN };
-
-	m.open.token = token;
-	m.open.rmb.offset = rmb_off;
-	m.open.rmb.size = RING_SIZE;
-	if (dest->ss.ss_family == AF_INET) {
-		const struct sockaddr_in *sin = (const void *)&dest->ss;
-
-		m.open.family = 4;
-		m.open.port = ntohs(sin->sin_port);
-		memcpy(m.open.addr, &sin->sin_addr, 4);
-	} else {
-		const struct sockaddr_in6 *sin6 = (const void *)&dest->ss;
-
-		m.open.family = 6;
-		m.open.port = ntohs(sin6->sin6_port);
-		memcpy(m.open.addr, &sin6->sin6_addr, 16);
-	}
-	llc_encode(&m, slot);
-}
-
-/* "flow_decline policy", "cdc 0x.. flags 0x..", ...: what a slot is. */
-static void describe_slot(const uint8_t slot[LINK_MSG_LEN], char *buf, size_t len)
-{
-	struct llc_msg m;
-	struct cdc_msg c;
-
-	if (!cdc_decode(slot, LINK_MSG_LEN, &c)) {
-		snprintf(buf, len, "cdc token 0x%08" PRIx32 " flags 0x%02x", c.token, c.conn_flags);
-		return;
-	}
-	if (llc_decode(slot, LINK_MSG_LEN, &m)) {
-		snprintf(buf, len, "malformed 0x%02x", slot[0]);
-		return;
-	}
-	switch (m.type) {
-	case LLC_FLOW_ACCEPT:
-		snprintf(buf, len, "flow_accept 0x%08" PRIx32, m.accept.peer_token);
-		break;
-	case LLC_FLOW_DECLINE:
-		snprintf(buf, len, "flow_decline %s", clc_decline_name(m.decline.reason));
-		break;
-	case LLC_FLOW_OPEN:
-		snprintf(buf, len, "flow_open");
-		break;
-	case LLC_TEST_LINK:
-		snprintf(buf, len, "test_link");
-		break;
-	default:
-		snprintf(buf, len, "test_link_rsp");
-		break;
-	}
-}
-
 /* ------------------------------------------------------------------ */
 /* propose */
 
@@ -630,7 +574,7 @@ static void answers_on_msg(void *ctx, unsigned link, const uint8_t slot[LINK_MSG
 	i = (token & 0xffff) - 1;
 	if ((token & 0xffff0000) != OPEN_TOKEN || i >= ans->n || ans->a[i].state != ANS_PENDING) {
 		/* The daemon's CDCs for accepted flows, or anything else. */
-		describe_slot(slot, what, sizeof(what));
+		peer_describe_slot(slot, LINK_MSG_LEN, what, sizeof(what));
 		peer_say("link %u: %s", link, what);
 		return;
 	}
@@ -680,7 +624,10 @@ static int cmd_propose(const struct opts *o)
 	ans.n = ans.pending = o->n_opens;
 	for (i = 0; i < o->n_opens; i++) {
 		ans.a[i].link = i % g.links;
-		flow_open_slot(slot, OPEN_TOKEN | (i + 1), g.ring_base + i * RING_SIZE, &o->opens[i]);
+		peer_flow_open_slot(slot, OPEN_TOKEN | (i + 1),
+				    &(struct llc_rmb){ .offset = g.ring_base + i * RING_SIZE,
+						       .size = RING_SIZE },
+				    &o->opens[i]);
 		if (grp_post(&g, ans.a[i].link, slot)) {
 			peer_say("the daemon's queue of link %u is full", ans.a[i].link);
 			grp_close(&g);
@@ -753,7 +700,7 @@ static void probe_on_msg(void *ctx, unsigned link, const uint8_t slot[LINK_MSG_L
 			      clc_decline_name(m.decline.reason));
 		return;
 	}
-	describe_slot(slot, what, sizeof(what));
+	peer_describe_slot(slot, LINK_MSG_LEN, what, sizeof(what));
 	if (pr->len < sizeof(pr->msgs))
 		pr->len += (size_t)snprintf(pr->msgs + pr->len, sizeof(pr->msgs) - pr->len,
 					    "%s%s", pr->len ? ", " : "", what);
@@ -775,7 +722,9 @@ static int post_sync(struct grp *g, struct probe *pr, uint32_t n)
 	sin->sin_port = htons(1);
 	sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	*pr = (struct probe){ .sync = SYNC_TOKEN | (n & 0xffff) };
-	flow_open_slot(slot, pr->sync, g->ring_base, &lo);
+	peer_flow_open_slot(slot, pr->sync,
+				    &(struct llc_rmb){ .offset = g->ring_base, .size = RING_SIZE },
+				    &lo);
 	return grp_post(g, 0, slot);
 }
 
