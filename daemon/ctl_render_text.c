@@ -184,7 +184,7 @@ static int render_stats_table(FILE *out, const json_t *st)
 	v = json_object_get(st, "version");
 	fputs("smcproxyd ", out);
 	ctl_put_text(out, json_is_string(v) && json_string_length(v) ?
-		 json_string_value(v) : "(unknown version)");
+		     json_string_value(v) : "(unknown version)");
 	if (json_is_integer(json_object_get(st, "pid")))
 		fprintf(out, ", pid %" JSON_INTEGER_FORMAT, ctl_json_int(st, "pid"));
 	if (json_is_integer(json_object_get(st, "uptime_ms")))
@@ -321,8 +321,9 @@ static int render_flows_table(FILE *out, const json_t *reply, const json_t *flow
 			const json_t *v = json_object_get(f, col[c].key);
 
 			if (json_is_integer(v) && col[c].kind == COL_AGE)
-				ctl_tbl_set(&t, c, "%s", ctl_fmt_duration(buf, sizeof(buf),
-							json_integer_value(v)));
+				ctl_tbl_set(&t, c, "%s",
+					    ctl_fmt_duration(buf, sizeof(buf),
+							     json_integer_value(v)));
 			else if (json_is_integer(v) && col[c].kind == COL_ID)
 				ctl_tbl_set(&t, c, "%" JSON_INTEGER_FORMAT,
 					json_integer_value(v));
