@@ -19,6 +19,9 @@
 #   it_stat flows.accepted    # one value of `smcproxyctl --json stats`
 #   it_pass / it_fail "why"   # exactly one PASS/FAIL line, then exit
 #
+# What this library shares with tests/rdma/lib.sh is in tests/common.sh;
+# the it_* names above wrap it.
+#
 # Topology (addresses are the same for every run: each run has its own
 # namespaces, and the names carry $$ so parallel runs do not collide):
 #

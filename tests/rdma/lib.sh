@@ -20,6 +20,10 @@
 #   rt_pass / rt_fail WHY      # exactly one PASS/FAIL line, then exit
 #   rt_defer WHY               # a failed check that lets the test go on
 #
+# What this library shares with tests/integration/lib.sh (build dir,
+# config writer, stats lookup, stopping a daemon or the server) is in
+# tests/common.sh; the rt_* names above wrap it.
+#
 # Topology. rxe receives only in the initial network namespace (on some
 # kernels), so everything lives in the guest's root namespace and both
 # daemons share the one rxe device, reaching each other through its
