@@ -48,7 +48,8 @@ LDLIBS  += $(PKG_LIBS) -lpthread
 # Everything below daemon/ is a library: proxy/ and config/ never log.
 LIB_SRC    := $(wildcard config/*.c) $(shell find proxy -name '*.c' | sort)
 LIB_OBJ    := $(LIB_SRC:%.c=$(B)/%.o)
-CTLLIB_SRC := daemon/ctl_proto.c daemon/ctl_render.c
+CTLLIB_SRC := daemon/ctl_proto.c daemon/ctl_render.c daemon/ctl_render_text.c \
+	      daemon/ctl_render_prom.c daemon/ctl_table.c daemon/ctl_fmt.c
 CTLLIB_OBJ := $(CTLLIB_SRC:%.c=$(B)/%.o)
 CFG_OBJ    := $(patsubst %.c,$(B)/%.o,$(wildcard config/*.c))
 DAEMON_SRC := $(filter-out daemon/smcproxyctl.c $(CTLLIB_SRC),$(wildcard daemon/*.c))
@@ -56,7 +57,10 @@ DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
 
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
-TOOL_SRC   := $(wildcard tests/tools/*.c)
+# tests/tools/peer_*.c: what the hostile peers share, not tools themselves.
+PEER_SRC   := $(wildcard tests/tools/peer_*.c)
+PEER_OBJ   := $(PEER_SRC:%.c=$(B)/%.o)
+TOOL_SRC   := $(filter-out $(PEER_SRC),$(wildcard tests/tools/*.c))
 TOOL_BIN   := $(TOOL_SRC:tests/tools/%.c=$(B)/tools/%)
 FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_REPLAY := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%-replay)
@@ -79,11 +83,17 @@ $(B)/smcproxyctl: $(B)/daemon/smcproxyctl.o $(CTLLIB_OBJ) $(CFG_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(CTL_LIBS)
 
 # Unit tests: one cmocka binary per module. A test may list the library
-# symbols it wraps in tests/unit/test_X.wrap (one symbol per line).
-$(B)/tests/%: tests/unit/%.c $(B)/libsmcproxy.a $(DAEMON_OBJ)
+# symbols it wraps in tests/unit/test_X.wrap (one symbol per line), and
+# the helpers it links in tests/unit/test_X.helpers (one name per line:
+# tests/unit/NAME.c, not a test itself, such as fake_transport).
+unit_helpers = $(patsubst %,$(B)/tests/unit/%.o,$(shell cat tests/unit/$(1).helpers 2>/dev/null))
+# Kept: make would delete a helper object as an intermediate file.
+.PRECIOUS: $(B)/tests/unit/%.o
+.SECONDEXPANSION:
+$(B)/tests/%: tests/unit/%.c $$(call unit_helpers,$$*) $(B)/libsmcproxy.a $(DAEMON_OBJ)
 	@mkdir -p $(dir $@)
 	@[ -n "$(CMOCKA_LIBS)" ] || { echo "pkg-config finds no cmocka (.pc): run \`make deps\`" >&2; exit 1; }
-	$(CC) $(CFLAGS) -Itests/unit -MMD -MP $(LDFLAGS) -o $@ $< \
+	$(CC) $(CFLAGS) -Itests/unit -MMD -MP $(LDFLAGS) -o $@ $< $(call unit_helpers,$*) \
 	  $(patsubst %,-Wl$(comma)--wrap=%,$(shell cat tests/unit/$*.wrap 2>/dev/null)) \
 	  $(filter-out $(B)/daemon/main.o,$(DAEMON_OBJ)) $(B)/libsmcproxy.a $(LDLIBS) $(CMOCKA_LIBS)
 comma := ,
@@ -92,15 +102,13 @@ $(B)/tools/%: tests/tools/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LDLIBS) -lm
 
-# smcpeer speaks the wire protocol with the daemon's own codecs.
-$(B)/tools/smcpeer: tests/tools/smcpeer.c $(B)/libsmcproxy.a
+# smcpeer (over shm) and rdmapeer (over rdma, for the rdma guest tests)
+# speak the wire protocol with the daemon's own codecs, and share their
+# handshake client (peer_hs.c), link messages (peer_msg.c) and command
+# line (peer_util.c).
+$(B)/tools/smcpeer $(B)/tools/rdmapeer: $(B)/tools/%: tests/tools/%.c $(PEER_OBJ) $(B)/libsmcproxy.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libsmcproxy.a $(LDLIBS)
-
-# rdmapeer, the hostile rdma peer of the rdma guest tests, likewise.
-$(B)/tools/rdmapeer: tests/tools/rdmapeer.c $(B)/libsmcproxy.a
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libsmcproxy.a $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(PEER_OBJ) $(B)/libsmcproxy.a $(LDLIBS)
 
 # Fuzz targets: replayed over their corpus by a plain driver in make check,
 # fuzzed for real with clang's libFuzzer by make fuzz.

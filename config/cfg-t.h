@@ -89,7 +89,9 @@ struct cfg {
 		int level;		/* syslog priority: LOG_ERR .. LOG_DEBUG */
 	} log;
 
-	/* Keys beyond DESIGN.md section 3. */
+	/* Tuning keys: the relay, the drain, rdma queues and inline sends, debug
+	 * switches. Every key, its default and whether a reload applies it
+	 * are in man/smcproxyd.json.5 (KEYS, RELOAD). */
 	struct {
 		uint64_t buffer;	/* per-direction high-water mark */
 		uint64_t keepalive_ms;	/* TCP keepalive idle time, 0: off */

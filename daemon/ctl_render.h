@@ -5,6 +5,10 @@
  * (version 0.0.4). They write to a FILE so that the unit tests can render
  * into memory (open_memstream); they do not log.
  *
+ * This is the whole interface. Behind it: ctl_render.c checks a reply and
+ * picks the format, ctl_render_text.c and ctl_render_prom.c render each
+ * command, ctl_table.c is the table engine and ctl_fmt.c formats values.
+ *
  * Fields the renderers do not know (a counter added by a newer daemon) are
  * still shown: as extra table rows, and in Prometheus as untyped samples
  * named smcproxy_<field>.
@@ -25,6 +29,7 @@
 
 #include <jansson.h>
 
+#include "ctl_fmt.h"	/* ctl_fmt_count(), ctl_fmt_duration(): the tests use them */
 #include "ctl_proto.h"
 
 enum ctl_format {
@@ -47,12 +52,5 @@ bool ctl_render_supported(enum ctl_format fmt, enum ctl_cmd cmd);
  */
 int ctl_render(FILE *out, enum ctl_format fmt, enum ctl_cmd cmd,
 	       const json_t *reply, char *err, size_t errlen);
-
-/* Formatting helpers, exposed for the tests. They write at most buflen
- * bytes, always NUL-terminated, and return buf. */
-/* 1234567 -> "1,234,567"; negative values keep their sign. */
-char *ctl_fmt_count(char *buf, size_t buflen, int64_t n);
-/* Milliseconds -> "250ms", "1.5s", "2m 05s", "1h 02m 03s", "3d 04h 05m". */
-char *ctl_fmt_duration(char *buf, size_t buflen, int64_t ms);
 
 #endif

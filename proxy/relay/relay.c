@@ -2,8 +2,9 @@
 /*
  * The TCP relay. Each direction splices from one socket into a pipe and from
  * the pipe into the other socket: the bytes stay in kernel pages, so this
- * daemon copies nothing on the fallback path (DESIGN.md: at most one copy
- * per daemon).
+ * daemon copies nothing on the fallback path (a link group copies each byte
+ * once per daemon, from the socket into the peer's ring: that is the most
+ * any path may cost).
  *
  * Both sockets sit in the proxy's edge-triggered epoll set from start to
  * close, registered for everything. Edge triggering is what makes that

@@ -19,6 +19,9 @@
 #   it_stat flows.accepted    # one value of `smcproxyctl --json stats`
 #   it_pass / it_fail "why"   # exactly one PASS/FAIL line, then exit
 #
+# What this library shares with tests/rdma/lib.sh is in tests/common.sh;
+# the it_* names above wrap it.
+#
 # Topology (addresses are the same for every run: each run has its own
 # namespaces, and the names carry $$ so parallel runs do not collide):
 #
@@ -33,8 +36,10 @@
 
 set -u
 
-IT_NAME=$(basename "$0" .sh)
 IT_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)	# tests/integration
+# shellcheck source=SCRIPTDIR/../common.sh
+. "$IT_LIB_DIR/../common.sh"
+IT_NAME=$TC_NAME
 
 C4=10.66.1.1		# client host
 S4=10.66.1.2		# server host
@@ -54,29 +59,19 @@ DAEMON_PID=
 SERVER_PID=
 PEER_PID=
 
-it_log() { printf '%s: %s\n' "$IT_NAME" "$*" >&2; }
+it_log() { tc_log "$@"; }
 
 it_init() {
 	if [ $# -lt 1 ] || [ ! -d "$1" ]; then
 		echo "usage: $0 BUILD_DIR" >&2
 		exit 2
 	fi
-	B=$(cd "$1" && pwd)
-	SMCPROXYD=$B/smcproxyd
-	SMCPROXYCTL=$B/smcproxyctl
-	FLOWCHECK=$B/tools/flowcheck
-	JGET=$B/tools/jget
+	tc_build_vars "$1"
 	if [ "$(id -u)" -ne 0 ]; then
 		echo "FAIL $IT_NAME: needs root (network namespaces, iptables)"
 		exit 1
 	fi
-	local f
-	for f in "$SMCPROXYD" "$SMCPROXYCTL" "$FLOWCHECK" "$JGET"; do
-		if [ ! -x "$f" ]; then
-			echo "FAIL $IT_NAME: $f is missing (make all tools)"
-			exit 1
-		fi
-	done
+	tc_check_tools
 	NS_C=smcp-c-$$
 	NS_S=smcp-s-$$
 	IT_DIR=$(mktemp -d /tmp/smcp-it.XXXXXX)
@@ -159,14 +154,7 @@ it_redirect() {
 }
 
 # Waits until FILE contains a line matching REGEX; $3 = timeout in seconds.
-it_wait_file() {
-	local file=$1 re=$2 t=${3:-10} i
-	for ((i = 0; i < t * 20; i++)); do
-		grep -qE "$re" "$file" 2>/dev/null && return 0
-		sleep 0.05
-	done
-	return 1
-}
+it_wait_file() { tc_wait_file "$@"; }
 
 it_server_start() {
 	# Not through it_s: $! must be the server itself, not a subshell.
@@ -178,26 +166,11 @@ it_server_start() {
 		it_fail "flowcheck serve did not start: $(cat "$IT_DIR/server.log")"
 }
 
-# Stops the server; prints its summary line ("serve: N connections, N ok,
-# N failed, N aborted, N open; bytes: up N down N"). Works inside $(...).
+# Stops the server (waiting up to 5 s for its connections to end); prints
+# its summary line. Works inside $(...).
 it_server_stop() {
-	local i
 	[ -n "$SERVER_PID" ] || return 0
-	# The daemon is done with a flow once it passed the FIN on; the last
-	# bytes may still be on their way to the server. Stop the server only
-	# once it has no connection left (or after 5 s), so that its summary
-	# judges what arrived, not what was still in flight.
-	for ((i = 0; i < 100; i++)); do
-		[ -z "$(it_s ss -Htn state established "( sport = :$SPORT )" 2>/dev/null)" ] && break
-		sleep 0.05
-	done
-	kill -TERM "$SERVER_PID" 2>/dev/null
-	for ((i = 0; i < 100; i++)); do
-		kill -0 "$SERVER_PID" 2>/dev/null || break
-		grep -qE '^serve: [0-9]+ connections' "$IT_DIR/server.log" && break
-		sleep 0.05
-	done
-	grep -E '^serve: [0-9]+ connections' "$IT_DIR/server.log" | tail -1
+	tc_server_stop "$SERVER_PID" "$IT_DIR/server.log" 5 it_s
 }
 
 # Writes the daemon's config. Arguments KEY=JSON replace or add top-level
@@ -216,23 +189,7 @@ it_config() {
 		[log]='{"level": "info"}'
 	)
 	local order=(listen control transport mark workers stats shm fallback log)
-	local kv k
-	for kv in "$@"; do
-		k=${kv%%=*}
-		[ -v "cfg[$k]" ] || order+=("$k")
-		cfg[$k]=${kv#*=}
-	done
-	{
-		echo "{"
-		local first=1
-		for k in "${order[@]}"; do
-			[ -n "${cfg[$k]}" ] || continue
-			[ $first = 1 ] || echo ","
-			first=0
-			printf '  "%s": %s' "$k" "${cfg[$k]}"
-		done
-		printf '\n}\n'
-	} >"$IT_CFG"
+	tc_write_config "$IT_CFG" cfg order "$@"
 }
 
 # smcproxyctl against this test's daemon.
@@ -241,12 +198,9 @@ it_ctl() { "$SMCPROXYCTL" --socket "$SOCK" "$@"; }
 # Prints the values of `smcproxyctl --json stats` at the given paths
 # (relative to the "stats" object), one per line.
 it_stat() {
-	local out p paths=()
+	local out
 	out=$(it_ctl --json stats 2>&1) || { it_log "smcproxyctl stats: $out"; return 1; }
-	for p in "$@"; do
-		paths+=("stats.$p|$p")
-	done
-	printf '%s\n' "$out" | "$JGET" "${paths[@]}"
+	tc_stats_values "$out" "$@"
 }
 
 # Starts smcproxyd on the client host with $IT_CFG (it_config first), in
@@ -326,26 +280,13 @@ it_setup_shm() {
 
 # Sends SIGTERM and waits up to $1 seconds (default 10); returns the exit
 # status of the daemon (124 if it did not exit).
+# (70 if it left loop handles open: see tc_daemon_stop).
 it_daemon_stop() {
-	local t=${1:-10} i
+	local rc=0
 	[ -n "$DAEMON_PID" ] || return 0
-	kill -TERM "$DAEMON_PID" 2>/dev/null
-	for ((i = 0; i < t * 20; i++)); do
-		if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
-			local rc=0
-			wait "$DAEMON_PID" || rc=$?
-			DAEMON_PID=
-			# A stop that leaves loop handles open leaks (and under
-			# ASan exits 1): the daemon says so in its log.
-			if grep -q 'event loop still had handles at exit' "$IT_DIR/daemon.log"; then
-				it_log "smcproxyd stopped with handles left in an event loop"
-				[ $rc -ne 0 ] || rc=70
-			fi
-			return $rc
-		fi
-		sleep 0.05
-	done
-	return 124
+	tc_daemon_stop "$DAEMON_PID" "$IT_DIR/daemon.log" "${1:-10}" smcproxyd || rc=$?
+	[ $rc -eq 124 ] || DAEMON_PID=
+	return $rc
 }
 
 # Waits until stat PATH satisfies the arithmetic test "$2 $3" (e.g.
@@ -491,23 +432,11 @@ it_setup_shm_split() {
 }
 
 it_peer_stop() {
-	local t=${1:-10} i rc
+	local rc=0
 	[ -n "$PEER_PID" ] || return 0
-	kill -TERM "$PEER_PID" 2>/dev/null
-	for ((i = 0; i < t * 20; i++)); do
-		if ! kill -0 "$PEER_PID" 2>/dev/null; then
-			rc=0
-			wait "$PEER_PID" || rc=$?
-			PEER_PID=
-			if grep -q 'event loop still had handles at exit' "$IT_DIR/peer.log"; then
-				it_log "the peer smcproxyd stopped with handles left in an event loop"
-				[ $rc -ne 0 ] || rc=70
-			fi
-			return $rc
-		fi
-		sleep 0.05
-	done
-	return 124
+	tc_daemon_stop "$PEER_PID" "$IT_DIR/peer.log" "${1:-10}" "the peer smcproxyd" || rc=$?
+	[ $rc -eq 124 ] || PEER_PID=
+	return $rc
 }
 
 it_shm_daemons_restart() {

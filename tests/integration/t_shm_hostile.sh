@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guards DESIGN §5 "wrong peer messages abort that flow or link, never the daemon": the fuzz corpora sent for real -- fuzz_clc raw to both daemons' control ports, fuzz_link_msg as link messages over live shm link groups, plus producer/consumer indices that lie -- get declines or a failed link group, each counted in bad_messages, and both daemons keep answering and carrying flows over shm.
+# Guards the rule that wrong peer messages abort that flow or link, never the daemon (smcproxyd(8), LINK GROUPS: "A peer that breaks the protocol loses its link group, never the daemon"; man/smcproxy-protocol.7, HANDSHAKE Sequence and LINK MESSAGES, say how each side treats a malformed message): the fuzz corpora sent for real -- fuzz_clc raw to both daemons' control ports, fuzz_link_msg as link messages over live shm link groups, plus producer/consumer indices that lie -- get declines or a failed link group, each counted in bad_messages, and both daemons keep answering and carrying flows over shm.
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
 

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guards DESIGN §4 "the control port is not an open relay": proposals from outside the peer prefixes, or without the shared secret, are declined with policy and counted (the flows go over TCP, bytes intact), and a peer inside the prefix can open flows only to the acceptor host's own addresses: never loopback, another host, or the acceptor's redirect listener.
+# Guards the rule that the control port is not an open relay (smcproxyd(8), LINK GROUPS; man/smcproxy-protocol.7, Authentication): proposals from outside the peer prefixes, or without the shared secret, are declined with policy and counted (the flows go over TCP, bytes intact), and a peer inside the prefix can open flows only to the acceptor host's own addresses: never loopback, another host, or the acceptor's redirect listener.
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
 

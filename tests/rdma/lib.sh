@@ -20,6 +20,10 @@
 #   rt_pass / rt_fail WHY      # exactly one PASS/FAIL line, then exit
 #   rt_defer WHY               # a failed check that lets the test go on
 #
+# What this library shares with tests/integration/lib.sh (build dir,
+# config writer, stats lookup, stopping a daemon or the server) is in
+# tests/common.sh; the rt_* names above wrap it.
+#
 # Topology. rxe receives only in the initial network namespace (on some
 # kernels), so everything lives in the guest's root namespace and both
 # daemons share the one rxe device, reaching each other through its
@@ -42,8 +46,10 @@
 
 set -u
 
-RT_NAME=$(basename "$0" .sh)
 RT_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)	# tests/rdma
+# shellcheck source=SCRIPTDIR/../common.sh
+. "$RT_LIB_DIR/../common.sh"
+RT_NAME=$TC_NAME
 
 ADDR=10.77.0.1		# lab0, rxe0's netdev
 NET=10.77.0.0/24
@@ -57,18 +63,14 @@ RT_PIDS=()
 RT_RULES=()		# iptables rules to delete at exit, as -D arguments
 SERVER_PID=
 
-rt_log() { printf '%s: %s\n' "$RT_NAME" "$*" >&2; }
+rt_log() { tc_log "$@"; }
 
 rt_init() {
 	if [ $# -lt 1 ] || [ ! -d "$1" ]; then
 		echo "usage: $0 BUILD_DIR (inside tests/rdma/lab)" >&2
 		exit 2
 	fi
-	B=$(cd "$1" && pwd)
-	SMCPROXYD=$B/smcproxyd
-	SMCPROXYCTL=$B/smcproxyctl
-	FLOWCHECK=$B/tools/flowcheck
-	JGET=$B/tools/jget
+	tc_build_vars "$1"
 	if [ "$(id -u)" -ne 0 ]; then
 		echo "FAIL $RT_NAME: needs root (run inside tests/rdma/lab)"
 		exit 1
@@ -77,13 +79,7 @@ rt_init() {
 		echo "FAIL $RT_NAME: no active rxe0 (run inside tests/rdma/lab)"
 		exit 1
 	fi
-	local f
-	for f in "$SMCPROXYD" "$SMCPROXYCTL" "$FLOWCHECK" "$JGET"; do
-		if [ ! -x "$f" ]; then
-			echo "FAIL $RT_NAME: $f is missing (make all tools)"
-			exit 1
-		fi
-	done
+	tc_check_tools
 	if [ "${RT_TRACE:-0}" = 1 ]; then
 		PS4='+ ${EPOCHREALTIME} ${LINENO}: '
 		set -x
@@ -118,14 +114,7 @@ rt_cleanup() {
 }
 
 # Waits until FILE contains a line matching REGEX; $3 = timeout in seconds.
-rt_wait_file() {
-	local file=$1 re=$2 t=${3:-10} i
-	for ((i = 0; i < t * 20; i++)); do
-		grep -qE "$re" "$file" 2>/dev/null && return 0
-		sleep 0.05
-	done
-	return 1
-}
+rt_wait_file() { tc_wait_file "$@"; }
 
 # rt_rule_add -t TABLE CHAIN RULE...: inserts an iptables rule that the
 # test's exit deletes (the tests share one guest); rt_rule_del with the
@@ -162,26 +151,13 @@ rt_server_start() {
 		rt_fail "flowcheck serve did not start: $(cat "$RT_DIR/server.log")"
 }
 
-# Stops the server; prints its summary line ("serve: N connections, N ok,
-# N failed, N aborted, N open; bytes: up N down N"). Works inside $(...).
+# Stops the server (waiting up to 10 s for its connections to end); prints
+# its summary line. Works inside $(...).
 rt_server_stop() {
-	local i
-	[ -n "$SERVER_PID" ] || return 0
-	# Daemon B is done with a flow once it passed the FIN on; the last
-	# bytes may still be on their way. Stop the server once it has no
-	# connection left (or after 10 s).
-	for ((i = 0; i < 200; i++)); do
-		[ -z "$(ss -Htn state established "( sport = :$SPORT )" 2>/dev/null)" ] && break
-		sleep 0.05
-	done
-	kill -TERM "$SERVER_PID" 2>/dev/null
-	for ((i = 0; i < 200; i++)); do
-		kill -0 "$SERVER_PID" 2>/dev/null || break
-		grep -qE '^serve: [0-9]+ connections' "$RT_DIR/server.log" && break
-		sleep 0.05
-	done
+	local pid=$SERVER_PID
+	[ -n "$pid" ] || return 0
 	SERVER_PID=
-	grep -E '^serve: [0-9]+ connections' "$RT_DIR/server.log" | tail -1
+	tc_server_stop "$pid" "$RT_DIR/server.log" 10
 }
 
 # rt_server_expect PATTERN WHY: stops the server, prints its summary line,
@@ -222,23 +198,8 @@ rt_config() {
 		[log]='{"level": "info"}'
 	)
 	local order=(listen control peers transport mark workers links buffers stats shm fallback log)
-	local kv k first=1
-	for kv in "$@"; do
-		k=${kv%%=*}
-		[ -v "cfg[$k]" ] || order+=("$k")
-		cfg[$k]=${kv#*=}
-	done
 	mkdir -p "$RT_DIR/$d-shm"
-	{
-		echo "{"
-		for k in "${order[@]}"; do
-			[ -n "${cfg[$k]}" ] || continue
-			[ $first = 1 ] || echo ","
-			first=0
-			printf '  "%s": %s' "$k" "${cfg[$k]}"
-		done
-		printf '\n}\n'
-	} >"$RT_DIR/$d.json"
+	tc_write_config "$RT_DIR/$d.json" cfg order "$@"
 }
 
 rt_ctl() {
@@ -250,13 +211,10 @@ rt_ctl() {
 # rt_stat A|B PATH...: the values of `smcproxyctl --json stats` at the
 # given paths (relative to "stats"), one per line.
 rt_stat() {
-	local d=$1 out p paths=()
+	local d=$1 out
 	shift
 	out=$(rt_ctl "$d" --json stats 2>&1) || { rt_log "smcproxyctl stats ($d): $out"; return 1; }
-	for p in "$@"; do
-		paths+=("stats.$p|$p")
-	done
-	printf '%s\n' "$out" | "$JGET" "${paths[@]}"
+	tc_stats_values "$out" "$@"
 }
 
 # Milliseconds of the wall clock.
@@ -302,23 +260,11 @@ rt_start() {
 # rt_stop A|B [SECONDS]: SIGTERM, waits (default 20 s); returns the exit
 # status (124 if it did not exit, 70 if it reported leaked loop handles).
 rt_stop() {
-	local d=$1 t=${2:-20} i rc pid=${RT_PID[$1]}
+	local d=$1 rc=0 pid=${RT_PID[$1]}
 	[ -n "$pid" ] || return 0
-	kill -TERM "$pid" 2>/dev/null
-	for ((i = 0; i < t * 20; i++)); do
-		if ! kill -0 "$pid" 2>/dev/null; then
-			rc=0
-			wait "$pid" || rc=$?
-			RT_PID[$d]=
-			if grep -q 'event loop still had handles at exit' "$RT_DIR/$d.log"; then
-				rt_log "daemon $d stopped with handles left in an event loop"
-				[ $rc -ne 0 ] || rc=70
-			fi
-			return $rc
-		fi
-		sleep 0.05
-	done
-	return 124
+	tc_daemon_stop "$pid" "$RT_DIR/$d.log" "${2:-20}" "daemon $d" || rc=$?
+	[ $rc -eq 124 ] || RT_PID[$d]=
+	return $rc
 }
 
 rt_kill() {

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guards the loss of a group's last rdma link (DESIGN 4, "Link failure"): with the peer's network gone (its control port made unreachable, then both links failed under traffic), the group's flows are reset on both ends within 1 s, new flows fall back to tcp with the reason counted, and once the peer is reachable again and fallback.negative_ttl has passed, new flows use a fresh rdma group.
+# Guards the loss of a group's last rdma link (man/smcproxy-protocol.7, RDMA TRANSPORT, "Link failure and failover"): with the peer's network gone (its control port made unreachable, then both links failed under traffic), the group's flows are reset on both ends within 1 s, new flows fall back to tcp with the reason counted, and once the peer is reachable again and fallback.negative_ttl has passed, new flows use a fresh rdma group.
 . "$(dirname "$0")/lib.sh"
 rt_init "$@"
 rt_redirect

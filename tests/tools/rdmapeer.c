@@ -61,9 +61,10 @@
  *    FLOW_ACCEPT). A write to that ring over G2's own link proves the
  *    address and key right; the same write over G1's link must fail,
  *    since a peer's rkeys cover only the memory of its own link group
- *    (DESIGN 4). Prints "cross-group-write: refused" (isolated),
- *    "cross-group-write: WRITTEN" (G1's link wrote into G2's ring), or
- *    "cross-group-write: inconclusive (WHY)".
+ *    (man/smcproxy-protocol.7, RDMA TRANSPORT, Regions). Prints
+ *    "cross-group-write: refused" (isolated), "cross-group-write: WRITTEN"
+ *    (G1's link wrote into G2's ring), or "cross-group-write: inconclusive
+ *    (WHY)".
  *
  * A handshake that does not succeed prints "declined-handshake REASON",
  * "closed", "timeout" or "bad-answer" instead and ends the run.
@@ -76,9 +77,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -86,7 +85,6 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -98,6 +96,10 @@
 #include "smc/llc.h"
 #include "transport/rdma/rdma.h"
 #include "transport/rdma/rdma_pd.h"
+
+#include "peer_hs.h"
+#include "peer_msg.h"
+#include "peer_util.h"
 
 #define LINKS_MAX	8
 #define REGION_SIZE	(1u << 20)	/* "our rings": the daemon never writes here */
@@ -122,158 +124,20 @@ struct opts {
 	bool verbose;
 };
 
-static const char *prog = "rdmapeer";
+const char *peer_prog = "rdmapeer";
 static struct opts o;
 static int64_t t0_ms;
 
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: ", prog);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int left_ms(int64_t deadline)
-{
-	int64_t d = deadline - now_ms();
-
-	return d < 0 ? 0 : (int)d;
-}
-
-static const char *base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	return s ? s + 1 : path;
-}
-
 /* ------------------------------------------------------------------ */
-/* The handshake over TCP, proposer's side (as smcpeer's). */
+/* The handshake over TCP, proposer's side (peer_hs.c), offering rdma. */
 
-static int tcp_connect(int64_t deadline)
+/* An rdma accept must name the daemon's rdma_cm listener. */
+static bool rdma_accept_ok(const struct clc_accept *acc)
 {
-	struct pollfd pfd;
-	int fd, one = 1, err = 0;
-	socklen_t len = sizeof(err);
+	struct rdma_tlv peer;
 
-	fd = socket(o.connect.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (o.mark && setsockopt(fd, SOL_SOCKET, SO_MARK, &o.mark, sizeof(o.mark)) < 0)
-		goto out_errno;
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(fd, (const struct sockaddr *)&o.connect.ss, o.connect.len) < 0) {
-		if (errno != EINPROGRESS)
-			goto out_errno;
-		pfd = (struct pollfd){ .fd = fd, .events = POLLOUT };
-		if (poll(&pfd, 1, left_ms(deadline)) == 0) {
-			close(fd);
-			return -ETIMEDOUT;
-		}
-		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
-			goto out_errno;
-		if (err) {
-			close(fd);
-			return -err;
-		}
-	}
-	return fd;
-
-out_errno:
-	err = -errno;
-	close(fd);
-	return err;
-}
-
-static int io_all(int fd, uint8_t *buf, size_t len, int64_t deadline, bool tx)
-{
-	struct pollfd pfd = { .fd = fd, .events = tx ? POLLOUT : POLLIN };
-	size_t off = 0;
-	ssize_t n;
-
-	while (off < len) {
-		n = tx ? send(fd, buf + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT) :
-			 recv(fd, buf + off, len - off, MSG_DONTWAIT);
-		if (n > 0) {
-			off += (size_t)n;
-			continue;
-		}
-		if (!tx && (n == 0 || errno == ECONNRESET))
-			return -ECONNRESET;
-		if (n < 0 && errno != EAGAIN && errno != EINTR)
-			return -errno;
-		if (poll(&pfd, 1, left_ms(deadline)) == 0)
-			return -ETIMEDOUT;
-	}
-	return 0;
-}
-
-static int clc_recv(int fd, struct clc_msg *m, int64_t deadline)
-{
-	uint8_t buf[CLC_MSG_MAX];
-	struct clc_hdr hdr;
-	int err;
-
-	err = io_all(fd, buf, CLC_HDR_LEN, deadline, false);
-	if (err)
-		return err;
-	if (clc_decode_hdr(buf, CLC_HDR_LEN, &hdr))
-		return -EBADMSG;
-	err = io_all(fd, buf + CLC_HDR_LEN, hdr.length - CLC_HDR_LEN, deadline, false);
-	if (err)
-		return err;
-	return clc_decode(buf, hdr.length, m) ? -EBADMSG : 0;
-}
-
-static int clc_send(int fd, const struct clc_msg *m, int64_t deadline)
-{
-	uint8_t buf[CLC_MSG_MAX];
-	int len = clc_encode(m, buf, sizeof(buf));
-
-	if (len < 0)
-		return len;
-	return io_all(fd, buf, (size_t)len, deadline, true);
-}
-
-/* The daemon's way of naming this host: /proc's boot id as 16 bytes. */
-static int read_host_id(uint8_t id[CLC_HOST_ID_LEN])
-{
-	char buf[64];
-	ssize_t n;
-	int fd, i, k = 0;
-
-	fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = '\0';
-	memset(id, 0, CLC_HOST_ID_LEN);
-	for (i = 0; buf[i] && k < 2 * CLC_HOST_ID_LEN; i++) {
-		char c = buf[i];
-		int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-
-		if (v < 0)
-			continue;
-		id[k / 2] |= (uint8_t)(k % 2 ? v : v << 4);
-		k++;
-	}
-	return k == 2 * CLC_HOST_ID_LEN ? 0 : -EINVAL;
+	return !rdma_tlv_decode(acc->addr[CLC_TLV_RDMA_ADDR - 1].value,
+				acc->addr[CLC_TLV_RDMA_ADDR - 1].len, &peer);
 }
 
 /*
@@ -282,73 +146,30 @@ static int read_host_id(uint8_t id[CLC_HOST_ID_LEN])
  */
 static int hs_run(struct clc_accept *acc)
 {
-	int64_t deadline = now_ms() + o.timeout_ms;
-	struct clc_msg m = { .hdr.type = CLC_PROPOSAL };
-	struct rdma_tlv ra = { .version = 1, .cm_port = 1 };
-	struct rdma_tlv peer;
-	const char *what;
-	int fd, err;
-
-	m.proposal.transports = CLC_TR_RDMA;
-	err = read_host_id(m.proposal.host_id);
-	if (err) {
-		say("boot id: %s", strerror(-err));
-		return err;
-	}
-	if (getrandom(m.proposal.nonce, CLC_NONCE_LEN, 0) != CLC_NONCE_LEN)
-		return -EIO;
-	m.proposal.ring_size = RING_SIZE;
-	m.proposal.links = (uint16_t)o.links;
-	m.proposal.max_flows_per_link = 255;
 	/* We never listen: the proposer connects every link. */
-	rdma_tlv_encode(&ra, m.proposal.addr[CLC_TLV_RDMA_ADDR - 1].value);
-	m.proposal.addr[CLC_TLV_RDMA_ADDR - 1].len = RDMA_TLV_LEN;
+	struct rdma_tlv ra = { .version = 1, .cm_port = 1 };
+	uint8_t addr[RDMA_TLV_LEN];
+	struct peer_hs_opts ho = {
+		.connect = &o.connect,
+		.mark = o.mark,
+		.timeout_ms = o.timeout_ms,
+		.transport = CLC_TR_RDMA,
+		.links = o.links,
+		.ring_size = RING_SIZE,
+		.rdma_addr = addr,
+		.rdma_addr_len = RDMA_TLV_LEN,
+		.accept_ok = rdma_accept_ok,
+	};
+	struct peer_hs hs;
+	int rc;
 
-	fd = tcp_connect(deadline);
-	if (fd < 0) {
-		say("connect: %s", strerror(-fd));
-		return fd;
-	}
-	err = clc_send(fd, &m, deadline);
-	if (!err)
-		err = clc_recv(fd, &m, deadline);
-	if (err)
-		goto out_closed;
-	if (m.hdr.type == CLC_DECLINE)
-		goto out_declined;
-	if (m.hdr.type != CLC_ACCEPT || m.accept.transport != CLC_TR_RDMA ||
-	    !m.accept.links || m.accept.links > o.links ||
-	    rdma_tlv_decode(m.accept.addr[CLC_TLV_RDMA_ADDR - 1].value,
-			    m.accept.addr[CLC_TLV_RDMA_ADDR - 1].len, &peer)) {
-		err = -EBADMSG;
-		goto out_closed;
-	}
-	*acc = m.accept;
-	m = (struct clc_msg){ .hdr.type = CLC_CONFIRM };
-	err = clc_send(fd, &m, deadline);
-	if (!err)
-		err = clc_recv(fd, &m, deadline);
-	if (err)
-		goto out_closed;
-	if (m.hdr.type == CLC_DECLINE)
-		goto out_declined;
-	if (m.hdr.type != CLC_CONFIRM) {
-		err = -EBADMSG;
-		goto out_closed;
-	}
-	close(fd);
-	return 1;
-
-out_declined:
-	printf("declined-handshake %s\n", clc_decline_name(m.decline.reason));
-	close(fd);
-	return 0;
-out_closed:
-	what = err == -EPIPE || err == -ECONNRESET ? "closed" :
-	       err == -ETIMEDOUT ? "timeout" : "bad-answer";
-	printf("%s\n", what);
-	close(fd);
-	return 0;
+	rdma_tlv_encode(&ra, addr);
+	rc = peer_hs_run(&ho, &hs);
+	if (rc == 0)
+		printf("%s\n", hs.outcome);
+	else if (rc == 1)
+		*acc = hs.acc;
+	return rc;
 }
 
 /* ------------------------------------------------------------------ */
@@ -401,38 +222,6 @@ struct probe {
 	size_t len;
 };
 
-static void describe_slot(const uint8_t *slot, size_t len, char *buf, size_t size)
-{
-	struct llc_msg m;
-	struct cdc_msg c;
-
-	if (!cdc_decode(slot, len, &c)) {
-		snprintf(buf, size, "cdc token 0x%08" PRIx32 " flags 0x%02x", c.token, c.conn_flags);
-		return;
-	}
-	if (llc_decode(slot, len, &m)) {
-		snprintf(buf, size, "malformed 0x%02x", len ? slot[0] : 0);
-		return;
-	}
-	switch (m.type) {
-	case LLC_FLOW_ACCEPT:
-		snprintf(buf, size, "flow_accept 0x%08" PRIx32, m.accept.peer_token);
-		break;
-	case LLC_FLOW_DECLINE:
-		snprintf(buf, size, "flow_decline %s", clc_decline_name(m.decline.reason));
-		break;
-	case LLC_FLOW_OPEN:
-		snprintf(buf, size, "flow_open");
-		break;
-	case LLC_TEST_LINK:
-		snprintf(buf, size, "test_link");
-		break;
-	default:
-		snprintf(buf, size, "test_link_rsp");
-		break;
-	}
-}
-
 static void probe_on_msg(struct probe *pr, const uint8_t *slot, size_t len)
 {
 	struct llc_msg m;
@@ -442,7 +231,7 @@ static void probe_on_msg(struct probe *pr, const uint8_t *slot, size_t len)
 		if (m.type == LLC_FLOW_DECLINE && pr->sync && m.decline.token == pr->sync) {
 			pr->synced = true;
 			if (m.decline.reason != CLC_DECL_POLICY)
-				say("the marker 127.0.0.1:1 was declined with %s, not policy",
+				peer_say("the marker 127.0.0.1:1 was declined with %s, not policy",
 				    clc_decline_name(m.decline.reason));
 			return;
 		}
@@ -453,7 +242,7 @@ static void probe_on_msg(struct probe *pr, const uint8_t *slot, size_t len)
 			return;
 		}
 	}
-	describe_slot(slot, len, what, sizeof(what));
+	peer_describe_slot(slot, len, what, sizeof(what));
 	if (pr->len < sizeof(pr->msgs))
 		pr->len += (size_t)snprintf(pr->msgs + pr->len, sizeof(pr->msgs) - pr->len,
 					    "%s%s", pr->len ? ", " : "", what);
@@ -576,7 +365,7 @@ static void lk_on_cm(struct lk *l, struct rdma_cm_event *ev)
 	int err;
 
 	if (o.verbose)
-		say("%lld ms: link %u: %s", (long long)(now_ms() - t0_ms), (unsigned)(l - l->g->links),
+		peer_say("%lld ms: link %u: %s", (long long)(peer_now_ms() - t0_ms), (unsigned)(l - l->g->links),
 		    rdma_event_str(ev->event));
 
 	switch (ev->event) {
@@ -665,7 +454,7 @@ static void grp_pump(struct grp *g, struct probe *pr, bool (*done)(struct grp *,
 			return;
 		if (g->up && !links_up(g))
 			return;
-		if (now_ms() >= deadline)
+		if (peer_now_ms() >= deadline)
 			return;
 		{
 			struct pollfd pfd = { .fd = g->ech->fd, .events = POLLIN };
@@ -692,7 +481,7 @@ static bool lk_settled(struct grp *g, struct probe *pr)
 			int err = lk_create_qp(l);
 
 			if (err || rdma_connect(l->id, &cp)) {
-				say("link %u: cannot connect: %s", i, strerror(err ? -err : errno));
+				peer_say("link %u: cannot connect: %s", i, strerror(err ? -err : errno));
 				l->state = LK_UNREACHABLE;
 			}
 		}
@@ -714,11 +503,11 @@ static void lk_connect(struct grp *g, unsigned i, const uint8_t *pd, size_t len)
 	l->pd_len = len;
 	if (rdma_create_id(g->ech, &l->id, l, RDMA_PS_TCP) ||
 	    rdma_resolve_addr(l->id, NULL, (struct sockaddr *)&g->cm_addr, 2000)) {
-		say("link %u: rdma_cm: %s", i, strerror(errno));
+		peer_say("link %u: rdma_cm: %s", i, strerror(errno));
 		l->state = LK_UNREACHABLE;
 		return;
 	}
-	grp_pump(g, NULL, lk_settled, now_ms() + o.timeout_ms);
+	grp_pump(g, NULL, lk_settled, peer_now_ms() + o.timeout_ms);
 }
 
 static void my_pd(const struct grp *g, unsigned link, uint8_t out[RDMA_PD_LEN])
@@ -776,7 +565,7 @@ static int grp_up(struct grp *g, bool attacks, bool settle)
 		((struct sockaddr_in6 *)&g->cm_addr)->sin6_port = htons(ra.cm_port);
 	g->ech = rdma_create_event_channel();
 	if (!g->ech) {
-		say("rdma_create_event_channel: %s", strerror(errno));
+		peer_say("rdma_create_event_channel: %s", strerror(errno));
 		return -1;
 	}
 	fcntl(g->ech->fd, F_SETFL, fcntl(g->ech->fd, F_GETFL) | O_NONBLOCK);
@@ -838,7 +627,7 @@ static int grp_up(struct grp *g, bool attacks, bool settle)
 	 * that the samples meet a group that is up on both ends (early-bad
 	 * is the attack that does not wait). */
 	if (settle)
-		grp_pump(g, NULL, NULL, now_ms() + 200);
+		grp_pump(g, NULL, NULL, peer_now_ms() + 200);
 	if (attacks)
 		printf("established\n");
 	return 1;
@@ -884,31 +673,6 @@ static int lk_write(struct lk *l, uint64_t addr, uint32_t rkey, size_t len)
 	return -ibv_post_send(l->qp, &wr, &bad);
 }
 
-static void flow_open_slot(uint8_t slot[LINK_MSG_LEN], uint32_t token, uint32_t key,
-			   const struct cfg_addr *dest)
-{
-	struct llc_msg m = { .type = LLC_FLOW_OPEN };
-
-	m.open.token = token;
-	m.open.rmb.offset = 0;
-	m.open.rmb.size = RING_SIZE;
-	m.open.rmb.key = key;
-	if (dest->ss.ss_family == AF_INET) {
-		const struct sockaddr_in *sin = (const void *)&dest->ss;
-
-		m.open.family = 4;
-		m.open.port = ntohs(sin->sin_port);
-		memcpy(m.open.addr, &sin->sin_addr, 4);
-	} else {
-		const struct sockaddr_in6 *sin6 = (const void *)&dest->ss;
-
-		m.open.family = 6;
-		m.open.port = ntohs(sin6->sin6_port);
-		memcpy(m.open.addr, &sin6->sin6_addr, 16);
-	}
-	llc_encode(&m, slot);
-}
-
 /* Sends the marker, a FLOW_OPEN every daemon must decline, on link i. */
 static int post_sync(struct grp *g, unsigned i, struct probe *pr, uint32_t n)
 {
@@ -921,7 +685,9 @@ static int post_sync(struct grp *g, unsigned i, struct probe *pr, uint32_t n)
 	sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	pr->sync = SYNC_TOKEN | (n & 0xffff);
 	pr->synced = false;
-	flow_open_slot(slot, pr->sync, g->region_mr->rkey, &lo);
+	peer_flow_open_slot(slot, pr->sync,
+			    &(struct llc_rmb){ .size = RING_SIZE, .key = g->region_mr->rkey },
+			    &lo);
 	return lk_send(&g->links[i], slot, LINK_MSG_LEN);
 }
 
@@ -946,7 +712,7 @@ static bool all_gone(struct grp *g, struct probe *pr)
 static void settle_after_loss(struct grp *g, struct probe *pr)
 {
 	if (g->links[0].state != LK_UP)
-		grp_pump(g, pr, all_gone, now_ms() + o.timeout_ms);
+		grp_pump(g, pr, all_gone, peer_now_ms() + o.timeout_ms);
 }
 
 static bool open_done(struct grp *g, struct probe *pr)
@@ -962,7 +728,7 @@ static bool send_done(struct grp *g, struct probe *pr)
 static void print_probe(const char *name, const struct grp *g, const struct probe *pr)
 {
 	if (o.verbose)
-		say("%lld ms: %s judged", (long long)(now_ms() - t0_ms), name);
+		peer_say("%lld ms: %s judged", (long long)(peer_now_ms() - t0_ms), name);
 	printf("%s: %s%s%s%s\n", name,
 	       !links_up(g) ? "failed" : pr->synced ? "alive" :
 	       g->links[0].state != LK_UP ? "link failed" : "timeout",
@@ -988,13 +754,13 @@ static int run_file(struct grp *g, const char *path)
 	FILE *f = fopen(path, "rb");
 
 	if (!f) {
-		say("%s: %s", path, strerror(errno));
+		peer_say("%s: %s", path, strerror(errno));
 		return 1;
 	}
 	len = fread(buf, 1, sizeof(buf), f);
 	fclose(f);
 	if (len > FILE_MAX) {
-		say("%s: longer than %d slots", path, FILE_MAX / LINK_MSG_LEN);
+		peer_say("%s: longer than %d slots", path, FILE_MAX / LINK_MSG_LEN);
 		return 1;
 	}
 	if (ensure_up(g))
@@ -1010,9 +776,9 @@ static int run_file(struct grp *g, const char *path)
 	} while (off < len);
 	if (post_sync(g, 0, &pr, ++n_sync))
 		return -1;
-	grp_pump(g, &pr, synced_or_gone, now_ms() + o.timeout_ms);
+	grp_pump(g, &pr, synced_or_gone, peer_now_ms() + o.timeout_ms);
 	settle_after_loss(g, &pr);
-	print_probe(base_name(path), g, &pr);
+	print_probe(peer_base_name(path), g, &pr);
 	return 0;
 }
 
@@ -1027,7 +793,7 @@ static void judge_link_attack(struct grp *g, const char *name)
 
 	/* The attack first, then the marker behind it on the same link. */
 	if (post_sync(g, 0, &pr, ++n_sync) == 0)
-		grp_pump(g, &pr, synced_or_gone, now_ms() + o.timeout_ms);
+		grp_pump(g, &pr, synced_or_gone, peer_now_ms() + o.timeout_ms);
 	if (pr.synced) {
 		printf("%s: alive%s%s%s\n", name, pr.len ? " (" : "", pr.msgs, pr.len ? ")" : "");
 		return;
@@ -1046,7 +812,7 @@ static void judge_link_attack(struct grp *g, const char *name)
 	}
 	pr = (struct probe){ 0 };
 	if (post_sync(g, other, &pr, ++n_sync) == 0)
-		grp_pump(g, &pr, synced, now_ms() + o.timeout_ms);
+		grp_pump(g, &pr, synced, peer_now_ms() + o.timeout_ms);
 	if (pr.synced)
 		printf("%s: link failed, group alive\n", name);
 	else
@@ -1103,10 +869,12 @@ static int run_early_open(void)
 	if (grp_up(&g, false, false) != 1)
 		goto out;
 	last = g.n_links - 1;
-	flow_open_slot(slot, OPEN_TOKEN, g.region_mr->rkey, &o.open);
+	peer_flow_open_slot(slot, OPEN_TOKEN,
+			    &(struct llc_rmb){ .size = RING_SIZE, .key = g.region_mr->rkey },
+			    &o.open);
 	if (lk_send(&g.links[last], slot, LINK_MSG_LEN))
 		goto out;
-	grp_pump(&g, &pr, open_done, now_ms() + o.timeout_ms);
+	grp_pump(&g, &pr, open_done, peer_now_ms() + o.timeout_ms);
 	if (!pr.open_done)
 		printf("early-open: %s\n", links_up(&g) == g.n_links ? "timeout" : "failed");
 	else if (pr.open_answer.type == LLC_FLOW_ACCEPT)
@@ -1136,10 +904,12 @@ static int run_cross_group(void)
 	grp_close(&g2);
 	if (grp_up(&g1, false, true) != 1 || grp_up(&g2, false, true) != 1)
 		goto out;
-	flow_open_slot(slot, OPEN_TOKEN, g2.region_mr->rkey, &o.open);
+	peer_flow_open_slot(slot, OPEN_TOKEN,
+			    &(struct llc_rmb){ .size = RING_SIZE, .key = g2.region_mr->rkey },
+			    &o.open);
 	if (lk_send(&g2.links[0], slot, LINK_MSG_LEN))
 		goto out;
-	grp_pump(&g2, &pr, open_done, now_ms() + o.timeout_ms);
+	grp_pump(&g2, &pr, open_done, peer_now_ms() + o.timeout_ms);
 	if (!pr.open_done || pr.open_answer.type != LLC_FLOW_ACCEPT || !g2.links[0].have_peer) {
 		char what[64] = "no answer";
 
@@ -1157,7 +927,7 @@ static int run_cross_group(void)
 	g2.links[0].sends_done = 0;
 	if (lk_write(&g2.links[0], addr, key, 64))
 		goto out;
-	grp_pump(&g2, NULL, send_done, now_ms() + o.timeout_ms);
+	grp_pump(&g2, NULL, send_done, peer_now_ms() + o.timeout_ms);
 	if (!g2.links[0].sends_done || g2.links[0].last_status != IBV_WC_SUCCESS) {
 		printf("cross-group-write: inconclusive (the write over the ring's own group: %s)\n",
 		       g2.links[0].sends_done ? ibv_wc_status_str(g2.links[0].last_status) :
@@ -1169,7 +939,7 @@ static int run_cross_group(void)
 	g1.links[0].sends_done = 0;
 	if (lk_write(&g1.links[0], addr, key, 64))
 		goto out;
-	grp_pump(&g1, NULL, send_done, now_ms() + o.timeout_ms);
+	grp_pump(&g1, NULL, send_done, peer_now_ms() + o.timeout_ms);
 	if (!g1.links[0].sends_done)
 		printf("cross-group-write: inconclusive (no completion)\n");
 	else if (g1.links[0].last_status == IBV_WC_SUCCESS)
@@ -1186,42 +956,12 @@ out:
 
 /* ------------------------------------------------------------------ */
 
-static void usage(void) __attribute__((noreturn));
-static void usage(void)
+void peer_usage(void)
 {
 	fprintf(stderr,
 		"usage: rdmapeer --connect ADDR:PORT [--mark N] [--timeout MS] [--links N]\n"
 		"                [--open DEST:PORT] [--verbose] [FILE...]\n");
 	exit(2);
-}
-
-static const char *arg_value(int *i, int argc, char **argv)
-{
-	if (*i + 1 >= argc) {
-		say("%s needs a value", argv[*i]);
-		usage();
-	}
-	return argv[++*i];
-}
-
-static void parse_addr(const char *s, struct cfg_addr *a)
-{
-	if (cfg_parse_addr(s, a) < 0) {
-		say("not an address with a port: %s", s);
-		usage();
-	}
-}
-
-static unsigned long parse_num(const char *s, unsigned long max)
-{
-	char *end;
-	unsigned long v = strtoul(s, &end, 0);
-
-	if (!*s || *end || v > max) {
-		say("not a number up to %lu: %s", max, s);
-		usage();
-	}
-	return v;
 }
 
 int main(int argc, char **argv)
@@ -1238,32 +978,32 @@ int main(int argc, char **argv)
 		const char *a = argv[i];
 
 		if (!strcmp(a, "--connect")) {
-			parse_addr(arg_value(&i, argc, argv), &o.connect);
+			peer_parse_addr(peer_arg_value(&i, argc, argv), &o.connect);
 			o.have_connect = true;
 		} else if (!strcmp(a, "--open")) {
-			parse_addr(arg_value(&i, argc, argv), &o.open);
+			peer_parse_addr(peer_arg_value(&i, argc, argv), &o.open);
 			o.have_open = true;
 		} else if (!strcmp(a, "--links")) {
-			o.links = (unsigned)parse_num(arg_value(&i, argc, argv), LINKS_MAX - 1);
+			o.links = (unsigned)peer_parse_num(peer_arg_value(&i, argc, argv), LINKS_MAX - 1);
 			if (!o.links)
-				usage();
+				peer_usage();
 		} else if (!strcmp(a, "--mark")) {
-			o.mark = (uint32_t)parse_num(arg_value(&i, argc, argv), UINT32_MAX);
+			o.mark = (uint32_t)peer_parse_num(peer_arg_value(&i, argc, argv), UINT32_MAX);
 		} else if (!strcmp(a, "--timeout")) {
-			o.timeout_ms = (int)parse_num(arg_value(&i, argc, argv), 600000);
+			o.timeout_ms = (int)peer_parse_num(peer_arg_value(&i, argc, argv), 600000);
 		} else if (!strcmp(a, "--verbose")) {
 			o.verbose = true;
 		} else if (a[0] == '-' && a[1]) {
-			say("unknown option %s", a);
-			usage();
+			peer_say("unknown option %s", a);
+			peer_usage();
 		} else {
 			o.files[o.n_files++] = argv[i];
 		}
 	}
 	if (!o.have_connect)
-		usage();
+		peer_usage();
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	t0_ms = now_ms();
+	t0_ms = peer_now_ms();
 
 	memset(&g, 0, sizeof(g));
 	grp_close(&g);
@@ -1275,14 +1015,14 @@ int main(int argc, char **argv)
 	for (i = 0; i < o.n_files; i++) {
 		err = run_file(&g, o.files[i]);
 		if (err < 0) {
-			say("no live link group for %s", o.files[i]);
+			peer_say("no live link group for %s", o.files[i]);
 			rc = 1;
 			goto out;
 		}
 		rc |= err;
 	}
 	if (run_link_attacks(&g)) {
-		say("no live link group for the link attacks");
+		peer_say("no live link group for the link attacks");
 		rc = 1;
 		goto out;
 	}
@@ -1290,13 +1030,13 @@ int main(int argc, char **argv)
 	/* A race: three tries, each printed. */
 	for (i = 0; o.have_open && i < 3; i++) {
 		if (run_early_open()) {
-			say("no live link group for early-open");
+			peer_say("no live link group for early-open");
 			rc = 1;
 			break;
 		}
 	}
 	if (o.have_open && run_cross_group()) {
-		say("no live link groups for cross-group-write");
+		peer_say("no live link groups for cross-group-write");
 		rc = 1;
 	}
 out:

@@ -65,7 +65,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -75,17 +74,19 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "smc/cdc.h"
 #include "cfg.h"
 #include "smc/clc.h"
 #include "smc/llc.h"
+
+#include "peer_hs.h"
+#include "peer_msg.h"
+#include "peer_util.h"
 
 /* proxy/transport/shm/shm.c's layout (layout version 1). */
 #define SHM_MAGIC	"SMCPSHM1"
@@ -138,157 +139,10 @@ struct opts {
 	int n_files;
 };
 
-static const char *prog = "smcpeer";
-
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: ", prog);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int left_ms(int64_t deadline)
-{
-	int64_t d = deadline - now_ms();
-
-	return d < 0 ? 0 : (int)d;
-}
-
-static const char *base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	return s ? s + 1 : path;
-}
+const char *peer_prog = "smcpeer";
 
 /* ------------------------------------------------------------------ */
-/* TCP to the control port. */
-
-/* A connected blocking socket, or -errno. */
-static int tcp_connect(const struct opts *o, int64_t deadline)
-{
-	struct pollfd pfd;
-	int fd, one = 1, err = 0;
-	socklen_t len = sizeof(err);
-
-	fd = socket(o->connect.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	/* The client host's REDIRECT rule spares only marked traffic. */
-	if (o->mark && setsockopt(fd, SOL_SOCKET, SO_MARK, &o->mark, sizeof(o->mark)) < 0)
-		goto out_errno;
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(fd, (const struct sockaddr *)&o->connect.ss, o->connect.len) < 0) {
-		if (errno != EINPROGRESS)
-			goto out_errno;
-		pfd = (struct pollfd){ .fd = fd, .events = POLLOUT };
-		if (poll(&pfd, 1, left_ms(deadline)) == 0) {
-			close(fd);
-			return -ETIMEDOUT;
-		}
-		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
-			goto out_errno;
-		if (err) {
-			close(fd);
-			return -err;
-		}
-	}
-	return fd;
-
-out_errno:
-	err = -errno;
-	close(fd);
-	return err;
-}
-
-static int send_all(int fd, const uint8_t *buf, size_t len, int64_t deadline)
-{
-	struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-	size_t off = 0;
-	ssize_t n;
-
-	while (off < len) {
-		n = send(fd, buf + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n > 0) {
-			off += (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno != EAGAIN && errno != EINTR)
-			return -errno;
-		if (poll(&pfd, 1, left_ms(deadline)) == 0)
-			return -ETIMEDOUT;
-	}
-	return 0;
-}
-
-/* Exactly len bytes: 0, -ECONNRESET on end of file (or a reset),
- * -ETIMEDOUT, -errno. */
-static int recv_all(int fd, uint8_t *buf, size_t len, int64_t deadline)
-{
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-	size_t off = 0;
-	ssize_t n;
-
-	while (off < len) {
-		n = recv(fd, buf + off, len - off, MSG_DONTWAIT);
-		if (n > 0) {
-			off += (size_t)n;
-			continue;
-		}
-		if (n == 0 || (n < 0 && errno == ECONNRESET))
-			return -ECONNRESET;
-		if (errno != EAGAIN && errno != EINTR)
-			return -errno;
-		if (poll(&pfd, 1, left_ms(deadline)) == 0)
-			return -ETIMEDOUT;
-	}
-	return 0;
-}
-
-/* One whole handshake message: 0, -EBADMSG for anything clc_decode()
- * refuses, or recv_all()'s codes. */
-static int clc_recv(int fd, struct clc_msg *m, int64_t deadline)
-{
-	uint8_t buf[CLC_MSG_MAX];
-	struct clc_hdr hdr;
-	int err;
-
-	err = recv_all(fd, buf, CLC_HDR_LEN, deadline);
-	if (err)
-		return err;
-	if (clc_decode_hdr(buf, CLC_HDR_LEN, &hdr))
-		return -EBADMSG;
-	err = recv_all(fd, buf + CLC_HDR_LEN, hdr.length - CLC_HDR_LEN, deadline);
-	if (err)
-		return err;
-	return clc_decode(buf, hdr.length, m) ? -EBADMSG : 0;
-}
-
-static int clc_send(int fd, const struct clc_msg *m, int64_t deadline)
-{
-	uint8_t buf[CLC_MSG_MAX];
-	int len = clc_encode(m, buf, sizeof(buf));
-
-	if (len < 0)
-		return len;
-	return send_all(fd, buf, (size_t)len, deadline);
-}
-
-/* ------------------------------------------------------------------ */
-/* The handshake, proposer's side. */
+/* The handshake, proposer's side (peer_hs.c), offering shm. */
 
 /* Outcomes other than success, printed as they are. */
 struct outcome {
@@ -304,129 +158,33 @@ static void outcome_set(struct outcome *out, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The daemon's way of naming this host: /proc's boot id as 16 bytes. */
-static int read_host_id(uint8_t id[CLC_HOST_ID_LEN])
+/* An shm accept must name the daemon's rendezvous socket. */
+static bool shm_accept_ok(const struct clc_accept *acc)
 {
-	char buf[64];
-	ssize_t n;
-	int fd, i, k = 0;
-
-	fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = '\0';
-	memset(id, 0, CLC_HOST_ID_LEN);
-	for (i = 0; buf[i] && k < 2 * CLC_HOST_ID_LEN; i++) {
-		char c = buf[i];
-		int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-
-		if (v < 0)
-			continue;
-		id[k / 2] |= (uint8_t)(k % 2 ? v : v << 4);
-		k++;
-	}
-	return k == 2 * CLC_HOST_ID_LEN ? 0 : -EINVAL;
-}
-
-struct hs {
-	struct clc_proposal prop;
-	struct clc_accept acc;
-};
-
-static const char *clc_err_name(int err)
-{
-	return err == -ETIMEDOUT ? "timeout" : err == -ECONNRESET ? "closed" : "bad-answer";
+	return acc->addr[CLC_TLV_SHM_NAME - 1].len != 0;
 }
 
 /*
  * Proposal, accept, confirm, ready. 1 with the accept in hs; 0 with
  * *out saying how the daemon refused; -errno for a local error.
  */
-static int hs_run(const struct opts *o, struct hs *hs, struct outcome *out)
+static int hs_run(const struct opts *o, struct peer_hs *hs, struct outcome *out)
 {
-	int64_t deadline = now_ms() + o->timeout_ms;
-	struct clc_msg m = { .hdr.type = CLC_PROPOSAL };
-	uint8_t psk[CLC_PSK_MAX], mac[CLC_MAC_LEN];
-	size_t psk_len = 0;
-	int fd, err;
+	const struct peer_hs_opts ho = {
+		.connect = &o->connect,
+		.mark = o->mark,
+		.timeout_ms = o->timeout_ms,
+		.psk_file = o->psk_file,
+		.transport = CLC_TR_SHM,
+		.links = o->links,
+		.ring_size = RING_SIZE,
+		.accept_ok = shm_accept_ok,
+	};
+	int rc = peer_hs_run(&ho, hs);
 
-	if (o->psk_file) {
-		err = clc_psk_load(o->psk_file, psk, &psk_len);
-		if (err) {
-			say("%s: %s", o->psk_file, strerror(-err));
-			return err;
-		}
-		m.proposal.features = CLC_FEAT_PSK;
-	}
-	m.proposal.transports = CLC_TR_SHM;
-	err = read_host_id(m.proposal.host_id);
-	if (err) {
-		say("boot id: %s", strerror(-err));
-		return err;
-	}
-	if (getrandom(m.proposal.nonce, CLC_NONCE_LEN, 0) != CLC_NONCE_LEN)
-		return -EIO;
-	m.proposal.ring_size = RING_SIZE;
-	m.proposal.links = (uint16_t)o->links;
-	m.proposal.max_flows_per_link = 255;
-	hs->prop = m.proposal;
-
-	fd = tcp_connect(o, deadline);
-	if (fd < 0) {
-		say("connect: %s", strerror(-fd));
-		return fd;
-	}
-	err = clc_send(fd, &m, deadline);
-	if (err)
-		goto out_closed;
-	err = clc_recv(fd, &m, deadline);
-	if (err)
-		goto out_closed;
-	if (m.hdr.type == CLC_DECLINE)
-		goto out_declined;
-	if (m.hdr.type != CLC_ACCEPT || m.accept.transport != CLC_TR_SHM ||
-	    !m.accept.addr[CLC_TLV_SHM_NAME - 1].len || !m.accept.links || m.accept.links > o->links) {
-		err = -EBADMSG;
-		goto out_closed;
-	}
-	hs->acc = m.accept;
-	if (psk_len && (clc_mac_accept(psk, psk_len, &hs->prop, &hs->acc, mac) ||
-			!clc_mac_equal(mac, hs->acc.mac)))
-		say("the accept's MAC does not verify with %s: confirming anyway", o->psk_file);
-
-	m = (struct clc_msg){ .hdr.type = CLC_CONFIRM };
-	if (psk_len && clc_mac_confirm(psk, psk_len, &hs->prop, &hs->acc, m.confirm.mac)) {
-		close(fd);
-		return -EIO;
-	}
-	err = clc_send(fd, &m, deadline);
-	if (err)
-		goto out_closed;
-	err = clc_recv(fd, &m, deadline);
-	if (err)
-		goto out_closed;
-	if (m.hdr.type == CLC_DECLINE)
-		goto out_declined;
-	if (m.hdr.type != CLC_CONFIRM) {
-		err = -EBADMSG;
-		goto out_closed;
-	}
-	close(fd);
-	return 1;
-
-out_declined:
-	outcome_set(out, "declined-handshake %s", clc_decline_name(m.decline.reason));
-	close(fd);
-	return 0;
-out_closed:
-	/* A send that fails means the daemon closed on us, too. */
-	outcome_set(out, "%s", err == -EPIPE ? "closed" : clc_err_name(err));
-	close(fd);
-	return 0;
+	if (rc == 0)
+		outcome_set(out, "%s", hs->outcome);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ */
@@ -561,7 +319,7 @@ static ssize_t rv_recv(int sock, struct shm_rv_msg *m, int *fds, unsigned *n_fds
 	ssize_t n;
 
 	*n_fds = 0;
-	if (poll(&pfd, 1, left_ms(deadline)) == 0)
+	if (poll(&pfd, 1, peer_left_ms(deadline)) == 0)
 		return -ETIMEDOUT;
 	n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 	if (n < 0)
@@ -594,7 +352,7 @@ static int grp_up(const struct opts *o, struct grp *g, unsigned n_rings, struct 
 	int64_t deadline;
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct shm_rv_msg m = { .status = 0 };
-	struct hs hs;
+	struct peer_hs hs;
 	struct stat st;
 	int fds[1 + LINKS_MAX], memfd = -1, err;
 	unsigned i, n_fds;
@@ -623,7 +381,7 @@ static int grp_up(const struct opts *o, struct grp *g, unsigned n_rings, struct 
 	g->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (g->sock < 0 || connect(g->sock, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
 		err = -errno;
-		say("rendezvous %s: %s", sun.sun_path, strerror(errno));
+		peer_say("rendezvous %s: %s", sun.sun_path, strerror(errno));
 		goto out_err;
 	}
 	memcpy(m.magic, SHM_RV_MAGIC, sizeof(m.magic));
@@ -641,7 +399,7 @@ static int grp_up(const struct opts *o, struct grp *g, unsigned n_rings, struct 
 		return 0;
 	}
 
-	deadline = now_ms() + o->timeout_ms;
+	deadline = peer_now_ms() + o->timeout_ms;
 	n = rv_recv(g->sock, &m, fds, &n_fds, deadline);
 	if (n != (ssize_t)sizeof(m) || memcmp(m.magic, SHM_RV_MAGIC, sizeof(m.magic)) ||
 	    memcmp(m.lgr_id, hs.acc.lgr_id, CLC_LGR_ID_LEN)) {
@@ -716,7 +474,7 @@ static void grp_ring(struct grp *g, unsigned l)
 	uint64_t one = 1;
 
 	if (write(g->efd_tx[l], &one, sizeof(one)) < 0 && errno != EAGAIN)
-		say("doorbell: %s", strerror(errno));
+		peer_say("doorbell: %s", strerror(errno));
 }
 
 /* Takes what the daemon queued for us; a daemon that lies about its
@@ -732,7 +490,7 @@ static void grp_drain(struct grp *g, grp_msg_cb cb, void *ctx)
 		bool took = false;
 
 		if (prod - g->rx_cons[l] > SHM_SLOTS) {
-			say("link %u: the daemon's producer index %" PRIu32 " is %" PRIu32
+			peer_say("link %u: the daemon's producer index %" PRIu32 " is %" PRIu32
 			      " slots ahead", l, prod, prod - g->rx_cons[l]);
 			continue;
 		}
@@ -768,13 +526,13 @@ static void grp_wait(struct grp *g, int64_t deadline, grp_msg_cb cb, bool (*done
 		grp_drain(g, cb, ctx);
 		if (done(ctx))
 			return;
-		if (poll(pfd, n, left_ms(deadline)) <= 0)
+		if (poll(pfd, n, peer_left_ms(deadline)) <= 0)
 			return;
 		for (i = 1; i < n; i++) {
 			uint64_t v;
 
 			if (pfd[i].revents && read(pfd[i].fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-				say("eventfd: %s", strerror(errno));
+				peer_say("eventfd: %s", strerror(errno));
 		}
 		if (pfd[0].revents) {
 			char c;
@@ -786,63 +544,6 @@ static void grp_wait(struct grp *g, int64_t deadline, grp_msg_cb cb, bool (*done
 				return;
 			}
 		}
-	}
-}
-
-static void flow_open_slot(uint8_t slot[LINK_MSG_LEN], uint32_t token, uint32_t rmb_off,
-			   const struct cfg_addr *dest)
-{
-	struct llc_msg m = { .type = LLC_FLOW_OPEN };
-
-	m.open.token = token;
-	m.open.rmb.offset = rmb_off;
-	m.open.rmb.size = RING_SIZE;
-	if (dest->ss.ss_family == AF_INET) {
-		const struct sockaddr_in *sin = (const void *)&dest->ss;
-
-		m.open.family = 4;
-		m.open.port = ntohs(sin->sin_port);
-		memcpy(m.open.addr, &sin->sin_addr, 4);
-	} else {
-		const struct sockaddr_in6 *sin6 = (const void *)&dest->ss;
-
-		m.open.family = 6;
-		m.open.port = ntohs(sin6->sin6_port);
-		memcpy(m.open.addr, &sin6->sin6_addr, 16);
-	}
-	llc_encode(&m, slot);
-}
-
-/* "flow_decline policy", "cdc 0x.. flags 0x..", ...: what a slot is. */
-static void describe_slot(const uint8_t slot[LINK_MSG_LEN], char *buf, size_t len)
-{
-	struct llc_msg m;
-	struct cdc_msg c;
-
-	if (!cdc_decode(slot, LINK_MSG_LEN, &c)) {
-		snprintf(buf, len, "cdc token 0x%08" PRIx32 " flags 0x%02x", c.token, c.conn_flags);
-		return;
-	}
-	if (llc_decode(slot, LINK_MSG_LEN, &m)) {
-		snprintf(buf, len, "malformed 0x%02x", slot[0]);
-		return;
-	}
-	switch (m.type) {
-	case LLC_FLOW_ACCEPT:
-		snprintf(buf, len, "flow_accept 0x%08" PRIx32, m.accept.peer_token);
-		break;
-	case LLC_FLOW_DECLINE:
-		snprintf(buf, len, "flow_decline %s", clc_decline_name(m.decline.reason));
-		break;
-	case LLC_FLOW_OPEN:
-		snprintf(buf, len, "flow_open");
-		break;
-	case LLC_TEST_LINK:
-		snprintf(buf, len, "test_link");
-		break;
-	default:
-		snprintf(buf, len, "test_link_rsp");
-		break;
 	}
 }
 
@@ -875,8 +576,8 @@ static void answers_on_msg(void *ctx, unsigned link, const uint8_t slot[LINK_MSG
 	i = (token & 0xffff) - 1;
 	if ((token & 0xffff0000) != OPEN_TOKEN || i >= ans->n || ans->a[i].state != ANS_PENDING) {
 		/* The daemon's CDCs for accepted flows, or anything else. */
-		describe_slot(slot, what, sizeof(what));
-		say("link %u: %s", link, what);
+		peer_describe_slot(slot, LINK_MSG_LEN, what, sizeof(what));
+		peer_say("link %u: %s", link, what);
 		return;
 	}
 	if (m.type == LLC_FLOW_ACCEPT) {
@@ -925,16 +626,19 @@ static int cmd_propose(const struct opts *o)
 	ans.n = ans.pending = o->n_opens;
 	for (i = 0; i < o->n_opens; i++) {
 		ans.a[i].link = i % g.links;
-		flow_open_slot(slot, OPEN_TOKEN | (i + 1), g.ring_base + i * RING_SIZE, &o->opens[i]);
+		peer_flow_open_slot(slot, OPEN_TOKEN | (i + 1),
+				    &(struct llc_rmb){ .offset = g.ring_base + i * RING_SIZE,
+						       .size = RING_SIZE },
+				    &o->opens[i]);
 		if (grp_post(&g, ans.a[i].link, slot)) {
-			say("the daemon's queue of link %u is full", ans.a[i].link);
+			peer_say("the daemon's queue of link %u is full", ans.a[i].link);
 			grp_close(&g);
 			return 1;
 		}
 	}
 	for (i = 0; i < g.links && i < o->n_opens; i++)
 		grp_ring(&g, i);
-	grp_wait(&g, now_ms() + o->timeout_ms, answers_on_msg, answers_done, &ans);
+	grp_wait(&g, peer_now_ms() + o->timeout_ms, answers_on_msg, answers_done, &ans);
 	for (i = 0; i < o->n_opens; i++) {
 		switch (ans.a[i].state) {
 		case ANS_ACCEPT:
@@ -967,7 +671,7 @@ static int cmd_propose(const struct opts *o)
 		if (any) {
 			for (i = 0; i < g.links; i++)
 				grp_ring(&g, i);
-			grp_wait(&g, now_ms() + 50, ignore_msg, never_done, NULL);
+			grp_wait(&g, peer_now_ms() + 50, ignore_msg, never_done, NULL);
 		}
 	}
 	grp_close(&g);
@@ -994,11 +698,11 @@ static void probe_on_msg(void *ctx, unsigned link, const uint8_t slot[LINK_MSG_L
 	    m.decline.token == pr->sync) {
 		pr->synced = true;
 		if (m.decline.reason != CLC_DECL_POLICY)
-			say("the marker 127.0.0.1:1 was declined with %s, not policy",
+			peer_say("the marker 127.0.0.1:1 was declined with %s, not policy",
 			      clc_decline_name(m.decline.reason));
 		return;
 	}
-	describe_slot(slot, what, sizeof(what));
+	peer_describe_slot(slot, LINK_MSG_LEN, what, sizeof(what));
 	if (pr->len < sizeof(pr->msgs))
 		pr->len += (size_t)snprintf(pr->msgs + pr->len, sizeof(pr->msgs) - pr->len,
 					    "%s%s", pr->len ? ", " : "", what);
@@ -1020,7 +724,9 @@ static int post_sync(struct grp *g, struct probe *pr, uint32_t n)
 	sin->sin_port = htons(1);
 	sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	*pr = (struct probe){ .sync = SYNC_TOKEN | (n & 0xffff) };
-	flow_open_slot(slot, pr->sync, g->ring_base, &lo);
+	peer_flow_open_slot(slot, pr->sync,
+				    &(struct llc_rmb){ .offset = g->ring_base, .size = RING_SIZE },
+				    &lo);
 	return grp_post(g, 0, slot);
 }
 
@@ -1050,7 +756,7 @@ static int ensure_up(const struct opts *o, struct grp *g)
 		for (k = 0; k < 3; k++) {
 			for (i = 0; i < LINKS_MAX; i++)
 				if (g->efd_tx[i] >= 0 && write(g->efd_tx[i], &one, sizeof(one)) < 0)
-					say("doorbell of the failed group: %s", strerror(errno));
+					peer_say("doorbell of the failed group: %s", strerror(errno));
 			usleep(20000);
 		}
 	}
@@ -1058,7 +764,7 @@ static int ensure_up(const struct opts *o, struct grp *g)
 	if (err > 0)
 		return 0;
 	if (err == 0)
-		say("no link group: %s", out.text);
+		peer_say("no link group: %s", out.text);
 	return -1;
 }
 
@@ -1072,19 +778,19 @@ static int cmd_links(const struct opts *o)
 
 	grp_reset(&g);
 	for (i = 0; i < o->n_files; i++) {
-		const char *name = base_name(o->files[i]);
+		const char *name = peer_base_name(o->files[i]);
 		size_t len = 0, off;
 		FILE *f = fopen(o->files[i], "rb");
 
 		if (!f) {
-			say("%s: %s", o->files[i], strerror(errno));
+			peer_say("%s: %s", o->files[i], strerror(errno));
 			rc = 1;
 			continue;
 		}
 		len = fread(buf, 1, sizeof(buf), f);
 		fclose(f);
 		if (len > FILE_MAX) {
-			say("%s: longer than %d slots", o->files[i], FILE_MAX / LINK_MSG_LEN);
+			peer_say("%s: longer than %d slots", o->files[i], FILE_MAX / LINK_MSG_LEN);
 			rc = 1;
 			continue;
 		}
@@ -1103,7 +809,7 @@ static int cmd_links(const struct opts *o)
 		if (post_sync(&g, &pr, ++n_sync))
 			goto out_full;
 		grp_ring(&g, 0);
-		grp_wait(&g, now_ms() + o->timeout_ms, probe_on_msg, probe_done, &pr);
+		grp_wait(&g, peer_now_ms() + o->timeout_ms, probe_on_msg, probe_done, &pr);
 		print_probe(name, &g, &pr);
 	}
 
@@ -1114,7 +820,7 @@ static int cmd_links(const struct opts *o)
 	grp_set_prod(&g, 0, g.tx_prod[0] + SHM_SLOTS * 1000);
 	grp_ring(&g, 0);
 	pr = (struct probe){ .sync = 0 };
-	grp_wait(&g, now_ms() + o->timeout_ms, probe_on_msg, never_done, &pr);
+	grp_wait(&g, peer_now_ms() + o->timeout_ms, probe_on_msg, never_done, &pr);
 	print_probe("prod-far", &g, &pr);
 
 	/* One behind what the daemon already consumed: as far as unsigned
@@ -1122,13 +828,13 @@ static int cmd_links(const struct opts *o)
 	if (ensure_up(o, &g) || post_sync(&g, &pr, ++n_sync))
 		goto out_fail;
 	grp_ring(&g, 0);
-	grp_wait(&g, now_ms() + o->timeout_ms, probe_on_msg, probe_done, &pr);
+	grp_wait(&g, peer_now_ms() + o->timeout_ms, probe_on_msg, probe_done, &pr);
 	if (!pr.synced)
 		goto out_fail;
 	grp_set_prod(&g, 0, g.tx_prod[0] - 1);
 	grp_ring(&g, 0);
 	pr = (struct probe){ .sync = 0 };
-	grp_wait(&g, now_ms() + o->timeout_ms, probe_on_msg, never_done, &pr);
+	grp_wait(&g, peer_now_ms() + o->timeout_ms, probe_on_msg, never_done, &pr);
 	print_probe("prod-back", &g, &pr);
 
 	/* Our queue's consumer index claims a billion slots taken: the
@@ -1141,14 +847,14 @@ static int cmd_links(const struct opts *o)
 	if (post_sync(&g, &pr, ++n_sync))
 		goto out_full;
 	grp_ring(&g, 0);
-	grp_wait(&g, now_ms() + o->timeout_ms / 4, probe_on_msg, probe_done, &pr);
+	grp_wait(&g, peer_now_ms() + o->timeout_ms / 4, probe_on_msg, probe_done, &pr);
 	if (g.failed || pr.synced) {
 		printf("cons-lie: %s\n", g.failed ? "failed" : "answered at once");
 	} else {
 		__atomic_store_n(q_index(queue_of(g.local, 0), Q_CONS), g.rx_cons[0],
 				 __ATOMIC_SEQ_CST);
 		grp_ring(&g, 0);
-		grp_wait(&g, now_ms() + o->timeout_ms, probe_on_msg, probe_done, &pr);
+		grp_wait(&g, peer_now_ms() + o->timeout_ms, probe_on_msg, probe_done, &pr);
 		printf("cons-lie: stalled then %s\n",
 		       g.failed ? "failed" : pr.synced ? "answered" : "silent");
 	}
@@ -1156,7 +862,7 @@ static int cmd_links(const struct opts *o)
 	return rc;
 
 out_full:
-	say("the daemon's queue of link 0 is full");
+	peer_say("the daemon's queue of link 0 is full");
 out_fail:
 	grp_close(&g);
 	return 1;
@@ -1176,8 +882,8 @@ static void said_add(char *said, size_t size, const char *what)
 /* Sends one file's bytes on a fresh connection and says what came back. */
 static int raw_one(const struct opts *o, const char *path)
 {
-	int64_t deadline = now_ms() + o->timeout_ms;
-	const char *name = base_name(path);
+	int64_t deadline = peer_now_ms() + o->timeout_ms;
+	const char *name = peer_base_name(path);
 	uint8_t out[8192], in[4 * CLC_MSG_MAX];
 	char said[256] = "", tmp[48];
 	size_t len, have = 0;
@@ -1188,18 +894,18 @@ static int raw_one(const struct opts *o, const char *path)
 
 	f = fopen(path, "rb");
 	if (!f) {
-		say("%s: %s", path, strerror(errno));
+		peer_say("%s: %s", path, strerror(errno));
 		return 1;
 	}
 	len = fread(out, 1, sizeof(out), f);
 	fclose(f);
-	fd = tcp_connect(o, deadline);
+	fd = peer_tcp_connect(&o->connect, o->mark, deadline);
 	if (fd < 0) {
 		printf("%s: connect: %s\n", name, strerror(-fd));
 		return 1;
 	}
 	/* The daemon may decline and close before it read everything. */
-	err = send_all(fd, out, len, deadline);
+	err = peer_send_all(fd, out, len, deadline);
 	if (err && err != -EPIPE && err != -ECONNRESET) {
 		printf("%s: send: %s\n", name, strerror(-err));
 		close(fd);
@@ -1220,7 +926,7 @@ static int raw_one(const struct opts *o, const char *path)
 			close(fd);
 			return 1;
 		} else if (n < 0) {
-			if (poll(&pfd, 1, left_ms(deadline)) == 0)
+			if (poll(&pfd, 1, peer_left_ms(deadline)) == 0)
 				break;
 			continue;
 		} else {
@@ -1286,8 +992,7 @@ static int cmd_raw(const struct opts *o)
 
 /* ------------------------------------------------------------------ */
 
-static void usage(void) __attribute__((noreturn));
-static void usage(void)
+void peer_usage(void)
 {
 	fprintf(stderr,
 		"usage: smcpeer propose --connect ADDR:PORT [--psk FILE] [--shm-dir DIR] [--links N]\n"
@@ -1298,35 +1003,6 @@ static void usage(void)
 	exit(2);
 }
 
-static const char *arg_value(int *i, int argc, char **argv)
-{
-	if (*i + 1 >= argc) {
-		say("%s needs a value", argv[*i]);
-		usage();
-	}
-	return argv[++*i];
-}
-
-static void parse_addr(const char *s, struct cfg_addr *a)
-{
-	if (cfg_parse_addr(s, a) < 0) {
-		say("not an address with a port: %s", s);
-		usage();
-	}
-}
-
-static unsigned long parse_num(const char *s, unsigned long max)
-{
-	char *end;
-	unsigned long v = strtoul(s, &end, 0);
-
-	if (!*s || *end || v > max) {
-		say("not a number up to %lu: %s", max, s);
-		usage();
-	}
-	return v;
-}
-
 int main(int argc, char **argv)
 {
 	static struct opts o = { .links = 1, .shm_dir = "/run/smcproxy" };
@@ -1334,10 +1010,10 @@ int main(int argc, char **argv)
 	int i;
 
 	if (argc < 2)
-		usage();
+		peer_usage();
 	cmd = argv[1];
 	if (strcmp(cmd, "propose") && strcmp(cmd, "raw") && strcmp(cmd, "links"))
-		usage();
+		peer_usage();
 	o.timeout_ms = strcmp(cmd, "raw") ? 1000 : 300;
 	o.files = calloc((size_t)argc, sizeof(*o.files));
 	if (!o.files)
@@ -1346,41 +1022,41 @@ int main(int argc, char **argv)
 		const char *a = argv[i];
 
 		if (!strcmp(a, "--connect")) {
-			parse_addr(arg_value(&i, argc, argv), &o.connect);
+			peer_parse_addr(peer_arg_value(&i, argc, argv), &o.connect);
 			o.have_connect = true;
 		} else if (!strcmp(a, "--psk")) {
-			o.psk_file = arg_value(&i, argc, argv);
+			o.psk_file = peer_arg_value(&i, argc, argv);
 		} else if (!strcmp(a, "--shm-dir")) {
-			o.shm_dir = arg_value(&i, argc, argv);
+			o.shm_dir = peer_arg_value(&i, argc, argv);
 		} else if (!strcmp(a, "--links")) {
-			o.links = (unsigned)parse_num(arg_value(&i, argc, argv), LINKS_MAX);
+			o.links = (unsigned)peer_parse_num(peer_arg_value(&i, argc, argv), LINKS_MAX);
 			if (!o.links)
-				usage();
+				peer_usage();
 		} else if (!strcmp(a, "--open")) {
 			if (o.n_opens == OPENS_MAX) {
-				say("at most %d --open", OPENS_MAX);
-				usage();
+				peer_say("at most %d --open", OPENS_MAX);
+				peer_usage();
 			}
-			parse_addr(arg_value(&i, argc, argv), &o.opens[o.n_opens++]);
+			peer_parse_addr(peer_arg_value(&i, argc, argv), &o.opens[o.n_opens++]);
 		} else if (!strcmp(a, "--mark")) {
-			o.mark = (uint32_t)parse_num(arg_value(&i, argc, argv), UINT32_MAX);
+			o.mark = (uint32_t)peer_parse_num(peer_arg_value(&i, argc, argv), UINT32_MAX);
 		} else if (!strcmp(a, "--timeout")) {
-			o.timeout_ms = (int)parse_num(arg_value(&i, argc, argv), 600000);
+			o.timeout_ms = (int)peer_parse_num(peer_arg_value(&i, argc, argv), 600000);
 		} else if (!strcmp(a, "--half-close")) {
 			o.half_close = true;
 		} else if (a[0] == '-' && a[1]) {
-			say("unknown option %s", a);
-			usage();
+			peer_say("unknown option %s", a);
+			peer_usage();
 		} else {
 			o.files[o.n_files++] = argv[i];
 		}
 	}
 	if (!o.have_connect)
-		usage();
+		peer_usage();
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!strcmp(cmd, "propose"))
-		return o.n_files ? (usage(), 2) : cmd_propose(&o);
+		return o.n_files ? (peer_usage(), 2) : cmd_propose(&o);
 	if (!o.n_files)
-		usage();
+		peer_usage();
 	return !strcmp(cmd, "raw") ? cmd_raw(&o) : cmd_links(&o);
 }

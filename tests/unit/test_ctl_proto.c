@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests of the stats/control socket codec (daemon/ctl_proto.c) and of
- * smcproxyctl's renderers (daemon/ctl_render.c): request and reply
+ * smcproxyctl's renderers (daemon/ctl_render*.c): request and reply
  * round-trips, every class of rejected request with the message the daemon
  * sends back, and the shape of the table and Prometheus output.
  */
@@ -713,8 +713,9 @@ static void test_render_reload(void **state)
 }
 
 /* Regression (libFuzzer): links/peers entries without fields made a table of
- * zero columns; tbl_print() read past its cell array, and from 16 entries on
- * realloc(cells, 0) freed them and the table freed them again. */
+ * zero columns; the table printer (now ctl_tbl_print()) read past its cell
+ * array, and from 16 entries on realloc(cells, 0) freed them and the table
+ * freed them again. */
 static void test_render_list_no_fields(void **state)
 {
 	char line[512], *text;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Link failure inside a link group (DESIGN.md section 4): lgr_link_down()
+ * Link failure inside a link group (man/smcproxy-protocol.7, RDMA TRANSPORT,
+ * "Link failure and failover"): lgr_link_down()
  * (proxy/smc/lgr.c) and conn_move_link() (proxy/smc/conn.c) on the in-memory
  * transport of fake_transport.h, with two or three links, each with its
  * own send queue, and rings mirrored the way rdma mirrors them (a write
