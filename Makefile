@@ -11,7 +11,7 @@ DESTDIR    ?=
 
 CC      ?= cc
 B       ?= build
-PKGS     = libuv jansson libsystemd libibverbs librdmacm libcrypto
+PKGS     = libuv jansson libsystemd libibverbs librdmacm libcrypto libmicrohttpd
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo 0.1)
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
