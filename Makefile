@@ -44,7 +44,7 @@ all: $(B)/smcproxyd $(B)/smcproxyctl
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(B)/libsmcproxy.a: $(LIB_OBJ) $(CTLLIB_OBJ)
 	$(AR) rcs $@ $^
