@@ -11,7 +11,7 @@ DESTDIR    ?=
 
 CC      ?= cc
 B       ?= build
-PKGS     = libuv jansson libsystemd libibverbs librdmacm libcrypto
+PKGS     = libuv jansson libsystemd libibverbs librdmacm libcrypto libmicrohttpd
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo 0.1)
 
 # A missing library stops the build here, naming its .pc package, rather
@@ -69,7 +69,7 @@ all: $(B)/smcproxyd $(B)/smcproxyctl
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(B)/libsmcproxy.a: $(LIB_OBJ) $(CTLLIB_OBJ)
 	$(AR) rcs $@ $^

@@ -105,11 +105,12 @@ enum cfg__kind {
 	CFG__LISTEN,		/* cfg->listen, cfg->n_listen */
 	CFG__CONTROL,		/* cfg->control, cfg->has_control */
 	CFG__PEERS,		/* cfg->peers, cfg->n_peers */
+	CFG__ADDR,		/* struct cfg_addr; with CFG__F_EMPTY_OK, "" is len 0 */
 };
 
 /* Flags of a key. */
 #define CFG__F_POW2	0x1	/* a size that must be a power of two */
-#define CFG__F_EMPTY_OK	0x2	/* a path that may be "" */
+#define CFG__F_EMPTY_OK	0x2	/* a path or address that may be "" */
 #define CFG__F_ZERO_OK	0x4	/* 0 is accepted below min (means "off") */
 
 struct cfg__key {

@@ -108,6 +108,13 @@ struct cfg {
 	struct {
 		bool fail_link;		/* allow `smcproxyctl debug fail-link` */
 	} debug;
+	/* The HTTP endpoint for Prometheus and readiness probes
+	 * (daemon/metrics.c). */
+	struct {
+		struct cfg_addr listen;	/* len 0: off */
+		unsigned max_clients;	/* HTTP connections served at once */
+		uint64_t timeout_ms;	/* a connection idle this long is closed */
+	} metrics;
 };
 
 /*

@@ -599,6 +599,18 @@ static void set_control(struct load *ld, const json_t *v, struct cfg *cfg)
 	cfg->has_control = get_addr(ld, v, &cfg->control);
 }
 
+/* An address key other than listen and control: "" (when the key allows
+ * it) turns what it names off, as len 0. */
+static void set_addr(struct load *ld, const struct cfg__key *k, const json_t *v,
+		     struct cfg_addr *out)
+{
+	memset(out, 0, sizeof(*out));
+	if ((k->flags & CFG__F_EMPTY_OK) && json_is_string(v) && json_string_length(v) == 0)
+		return;
+	if (!get_addr(ld, v, out))
+		memset(out, 0, sizeof(*out));
+}
+
 static const struct cfg__key peer_keys[] = {
 	{ .name = "prefix" },
 	{ .name = "control_port" },
@@ -774,6 +786,9 @@ static void set_value(struct load *ld, const struct cfg__key *k, json_t *v, stru
 		return;
 	case CFG__PEERS:
 		set_peers(ld, k, v, cfg);
+		return;
+	case CFG__ADDR:
+		set_addr(ld, k, v, (struct cfg_addr *)field(cfg, k));
 		return;
 	}
 }

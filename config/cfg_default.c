@@ -29,7 +29,8 @@ static const char default_json[] =
 	"  \"relay\": {\"buffer\": \"1MiB\", \"keepalive\": \"60s\", \"idle_timeout\": \"0\"},\n"
 	"  \"shutdown\": {\"drain_timeout\": \"10s\"},\n"
 	"  \"rdma\": {\"inline\": true, \"sq_depth\": 256, \"rq_depth\": 256},\n"
-	"  \"debug\": {\"fail_link\": false}\n"
+	"  \"debug\": {\"fail_link\": false},\n"
+	"  \"metrics\": {\"listen\": \"\", \"max_clients\": 16, \"timeout\": \"10s\"}\n"
 	"}\n";
 
 const char *cfg_default_json(void)

@@ -106,6 +106,11 @@ static bool same(const struct cfg__key *k, const struct cfg *a, const struct cfg
 		       (!a->has_control || cfg__addr_equal(&a->control, &b->control));
 	case CFG__PEERS:
 		return peers_equal(a, b);
+	case CFG__ADDR: {
+		const struct cfg_addr *x = fld(a, k), *y = fld(b, k);
+
+		return x->len == y->len && (!x->len || cfg__addr_equal(x, y));
+	}
 	}
 	return false;
 }

@@ -128,6 +128,19 @@ static const struct cfg__key debug_keys[] = {
 	{ 0 },
 };
 
+/*
+ * Restart: the listening socket is bound once at start, like every other
+ * listener. The timeout is applied by libmicrohttpd in whole seconds, so
+ * it is at least one second.
+ */
+static const struct cfg__key metrics_keys[] = {
+	{ "listen", CFG__ADDR, false, CFG__F_EMPTY_OK, F(metrics.listen), 0, 0, "\"\"", NULL },
+	{ "max_clients", CFG__UINT, false, 0, F(metrics.max_clients), 1, 1024, "16", NULL },
+	{ "timeout", CFG__DURATION, false, 0, F(metrics.timeout_ms), 1 * SEC, HOUR,
+	  "\"10s\"", NULL },
+	{ 0 },
+};
+
 const struct cfg__key cfg__schema[] = {
 	/* For listen and peers, max is the most elements: each listen
 	 * address is a socket per worker, and duplicates are found by
@@ -153,5 +166,6 @@ const struct cfg__key cfg__schema[] = {
 	{ "shutdown", CFG__SECTION, false, 0, 0, 0, 0, NULL, shutdown_keys },
 	{ "rdma", CFG__SECTION, false, 0, 0, 0, 0, NULL, rdma_keys },
 	{ "debug", CFG__SECTION, false, 0, 0, 0, 0, NULL, debug_keys },
+	{ "metrics", CFG__SECTION, false, 0, 0, 0, 0, NULL, metrics_keys },
 	{ 0 },
 };

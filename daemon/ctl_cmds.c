@@ -442,6 +442,12 @@ out_nomem:
 	goto out_free;
 }
 
+json_t *smcd_stats_reply(struct smcd *d)
+{
+	return json_pack("{s:i, s:b, s:o}", "v", CTL_PROTO_VERSION, "ok", 1,
+			 "stats", stats_body(d));
+}
+
 json_t *smcd_ctl_handle(struct ctl_server *s, const struct ctl_request *req, char **err)
 {
 	struct smcd *d = s->data;

@@ -9,6 +9,7 @@
 
 #include "cfg-t.h"
 #include "ctl_server-t.h"
+#include "metrics-t.h"
 #include "worker-t.h"
 
 /* The main thread's state: the data plane runs in the workers. */
@@ -18,6 +19,7 @@ struct smcd {
 	char *cfg_path;			/* NULL: the embedded default */
 	struct worker_pool workers;
 	struct ctl_server ctl;
+	struct metrics metrics;		/* the HTTP endpoint, when configured */
 	uv_signal_t sig_term, sig_int, sig_hup;
 	uv_timer_t housekeeping;	/* watchdog and STATUS */
 	uv_timer_t drain_timer;
@@ -31,6 +33,9 @@ struct smcd {
 	unsigned stalled_worker;	/* which, for the all-clear */
 	unsigned open_handles;
 	int ready_fd;			/* daemonized: tells the parent we are up */
+	/* Why a configured transport is not up ("" when all are), found at
+	 * start: transports do not come or go while the daemon runs. */
+	char transports_down[192];
 };
 
 #endif

@@ -12,12 +12,21 @@
 #include <unistd.h>
 
 #include "core/addr.h"
+#include "ctl_render.h"
+#include "smc/clc-t.h"
+#include "smc/transport.h"
 #include "flow-t.h"
 #include "log.h"
+#include "metrics.h"
 #include "smcd.h"
 #include "worker.h"
 
 #define STATUS_EVERY_MS 5000
+/* With the HTTP endpoint on, each worker's heartbeat runs this often, and
+ * /ready calls a worker stalled when it has not run for READY_STALL_MS:
+ * long enough that a busy machine's scheduling hiccup is not a stall. */
+#define READY_BEAT_MS	250
+#define READY_STALL_MS	2000
 
 static void smcd_shutdown(struct smcd *d);
 static void smcd_finish(struct smcd *d);
@@ -142,6 +151,7 @@ static void smcd_finish(struct smcd *d)
 	d->open_handles++;
 	worker_pool_close(&d->workers, smcd_on_workers_closed);
 	ctl_server_close(&d->ctl, NULL);
+	metrics_close(&d->metrics, NULL);
 	uv_close((uv_handle_t *)&d->sig_term, smcd_on_handle_closed);
 	uv_close((uv_handle_t *)&d->sig_int, smcd_on_handle_closed);
 	uv_close((uv_handle_t *)&d->sig_hup, smcd_on_handle_closed);
@@ -236,6 +246,83 @@ static size_t smcd_inherited_listeners(int *fds, size_t max)
 	return k;
 }
 
+/* /metrics: the stats reply of the socket, through smcproxyctl's own
+ * Prometheus renderer, so that both say the same under the same names. */
+static int smcd_metrics_render(struct metrics *m, FILE *out)
+{
+	struct smcd *d = m->data;
+	json_t *reply = smcd_stats_reply(d);
+	char err[CTL_ERRMSG_MAX];
+	int rc;
+
+	if (!reply)
+		return -ENOMEM;
+	rc = ctl_render(out, CTL_FORMAT_PROMETHEUS, CTL_CMD_STATS, reply, err, sizeof(err));
+	json_decref(reply);
+	return rc;
+}
+
+/*
+ * /ready: every worker's loop turns (its heartbeat ran within
+ * READY_STALL_MS), the transports the configuration asks for are up, and
+ * the daemon is not draining (a balancer should send no more work).
+ */
+static bool smcd_metrics_ready(struct metrics *m, char *why, size_t len)
+{
+	struct smcd *d = m->data;
+	unsigned stalled = 0;
+
+	if (d->stopping) {
+		snprintf(why, len, "stopping (draining flows)");
+		return false;
+	}
+	if (!worker_pool_turning(&d->workers, READY_STALL_MS, &stalled)) {
+		snprintf(why, len, "worker %u: its event loop has not run for %u ms", stalled,
+			 READY_STALL_MS);
+		return false;
+	}
+	if (d->transports_down[0]) {
+		snprintf(why, len, "%s", d->transports_down);
+		return false;
+	}
+	return true;
+}
+
+static const struct metrics_ops smcd_metrics_ops = {
+	.render = smcd_metrics_render,
+	.ready = smcd_metrics_ready,
+};
+
+/*
+ * Which transport the configuration asks for and a worker could not set
+ * up. "auto" asks for none in particular: rdma and shm are used where
+ * they are there. rdma and shm are only set up with a control port and
+ * peers (nothing else could use them), so only then are they missed.
+ */
+static void smcd_check_transports(struct smcd *d)
+{
+	const struct cfg *cfg = d->cfg;
+	bool lgrs = cfg->has_control && cfg->n_peers;
+	unsigned i;
+
+	d->transports_down[0] = '\0';
+	for (i = 0; i < d->workers.n && lgrs; i++) {
+		const struct smc_net *net = &d->workers.workers[i].proxy.smc;
+		const struct smc_transport_ops *t;
+		unsigned k;
+
+		smc_transport_foreach(t, k) {
+			const char *why = net->tp_off[smc_transport_slot(t)];
+
+			if (!smc_transport_named(cfg, t) || (net->lgr_transports & t->clc_bit))
+				continue;
+			snprintf(d->transports_down, sizeof(d->transports_down),
+				 "transport %s is off: %s", t->name, why[0] ? why : "not set up");
+			return;
+		}
+	}
+}
+
 int smcd_init(struct smcd *d, struct cfg *cfg, const char *cfg_path, int ready_fd)
 {
 	int inherited[64];
@@ -293,6 +380,13 @@ int smcd_init(struct smcd *d, struct cfg *cfg, const char *cfg_path, int ready_f
 		return err;
 	}
 	d->ctl.data = d;
+	smcd_check_transports(d);
+	err = metrics_init(&d->metrics, &d->loop, &cfg->metrics.listen, cfg->metrics.max_clients,
+			   cfg->metrics.timeout_ms, &smcd_metrics_ops, d, errbuf, sizeof(errbuf));
+	if (err) {
+		log_err("%s; exiting", errbuf);
+		return err;
+	}
 
 	for (i = 0; i < 3; i++) {
 		uv_signal_init(&d->loop, sigs[i]);
@@ -328,6 +422,8 @@ int smcd_run(struct smcd *d)
 	/* With the watchdog, each worker's heartbeat runs four times per
 	 * check, so one late turn of its loop does not look like a stall. */
 	beat = d->watchdog_usec ? (d->housekeeping_ms / 4 ? d->housekeeping_ms / 4 : 1) : 0;
+	if (metrics_enabled(&d->metrics) && (!beat || beat > READY_BEAT_MS))
+		beat = READY_BEAT_MS;
 	err = worker_pool_start(&d->workers, beat);
 	if (err) {
 		log_err("cannot start the worker threads: %s; exiting", strerror(-err));
@@ -345,6 +441,11 @@ int smcd_run(struct smcd *d)
 	}
 	log_info("ready: %u worker%s (config %s, stats socket %s)", d->workers.n,
 		 d->workers.n == 1 ? "" : "s", d->cfg->source, d->cfg->stats.socket);
+	if (metrics_enabled(&d->metrics)) {
+		log_info("metrics: http://%s/metrics and /ready", d->metrics.addr);
+		if (d->transports_down[0])
+			log_warn("/ready answers 503: %s", d->transports_down);
+	}
 	sd_notify(0, "READY=1");
 	smcd_notify_status(d);
 	uv_update_time(&d->loop);

@@ -26,5 +26,8 @@ int smcd_reload(struct smcd *d, char **applied, char **restart, char **err);
 
 /* Control socket commands (ctl_cmds.c). */
 json_t *smcd_ctl_handle(struct ctl_server *s, const struct ctl_request *req, char **err);
+/* The whole ok reply to "stats", as the socket sends it: what both the
+ * socket and the HTTP endpoint render (new reference, NULL: no memory). */
+json_t *smcd_stats_reply(struct smcd *d);
 
 #endif

@@ -187,6 +187,7 @@ static void worker_on_heartbeat(uv_timer_t *t)
 	struct worker *w = t->data;
 
 	atomic_fetch_add_explicit(&w->beats, 1, memory_order_relaxed);
+	atomic_store_explicit(&w->beat_ms, uv_now(&w->loop), memory_order_relaxed);
 }
 
 static void worker_stop_accepting(struct worker *w)
@@ -801,6 +802,30 @@ bool worker_pool_drained(const struct worker_pool *pool)
 		if (!atomic_load_explicit(&pool->workers[i].drained, memory_order_acquire) &&
 		    !atomic_load_explicit(&pool->workers[i].exited, memory_order_acquire))
 			return false;
+	return true;
+}
+
+/*
+ * uv_now() of every loop and uv_hrtime() read the same monotonic clock
+ * (libuv may read it coarsely, a few ms behind): a beat stamped a little
+ * after now is no age at all.
+ */
+bool worker_pool_turning(const struct worker_pool *pool, uint64_t max_age_ms,
+			 unsigned *stalled)
+{
+	uint64_t now = uv_hrtime() / 1000000;
+	unsigned i;
+
+	for (i = 0; i < pool->n; i++) {
+		const struct worker *w = &pool->workers[i];
+		uint64_t b = atomic_load_explicit(&w->beat_ms, memory_order_relaxed);
+
+		if (!b || atomic_load(&w->exited) || (now > b && now - b > max_age_ms)) {
+			if (stalled)
+				*stalled = i;
+			return false;
+		}
+	}
 	return true;
 }
 

@@ -89,6 +89,14 @@ bool worker_pool_drained(const struct worker_pool *pool);
  * Only meaningful with a heartbeat shorter than the interval of the calls.
  */
 bool worker_pool_alive(struct worker_pool *pool, unsigned *stalled);
+/*
+ * Whether every worker's heartbeat ran within the last max_age_ms, by the
+ * clock, without changing what worker_pool_alive() compares with: the
+ * readiness probe's view. False before a worker's first beat, and for a
+ * worker that exited; *stalled is the first such. Needs a heartbeat.
+ */
+bool worker_pool_turning(const struct worker_pool *pool, uint64_t max_age_ms,
+			 unsigned *stalled);
 
 /*
  * Closes every worker (flows are reset) and joins its thread; close_cb

@@ -180,6 +180,11 @@ static void assert_settings_equal(const struct cfg *a, const struct cfg *b)
 	assert_int_equal(a->rdma.sq_depth, b->rdma.sq_depth);
 	assert_int_equal(a->rdma.rq_depth, b->rdma.rq_depth);
 	assert_int_equal(a->debug.fail_link, b->debug.fail_link);
+	assert_int_equal(a->metrics.listen.len, b->metrics.listen.len);
+	if (a->metrics.listen.len)
+		assert_true(cfg__addr_equal(&a->metrics.listen, &b->metrics.listen));
+	assert_int_equal(a->metrics.max_clients, b->metrics.max_clients);
+	assert_int_equal(a->metrics.timeout_ms, b->metrics.timeout_ms);
 }
 
 /* Every field, compared directly (not through cfg_diff, which is tested
@@ -223,6 +228,7 @@ static void test_defaults_values(void **state)
 		.shutdown = { .drain_timeout_ms = 10000 },
 		.rdma = { .inline_data = true, .sq_depth = 256, .rq_depth = 256 },
 		.debug = { .fail_link = false },
+		.metrics = { .max_clients = 16, .timeout_ms = 10000 },
 	};
 	struct cfg *c = load_ok("{}");
 
@@ -324,12 +330,13 @@ static const char full_json[] =
 	"  \"relay\": {\"buffer\": \"4KiB\", \"keepalive\": \"0\", \"idle_timeout\": \"1h 30m\"},\n"
 	"  \"shutdown\": {\"drain_timeout\": 0},\n"
 	"  \"rdma\": {\"inline\": false, \"sq_depth\": 4096, \"rq_depth\": 16},\n"
-	"  \"debug\": {\"fail_link\": true}\n"
+	"  \"debug\": {\"fail_link\": true},\n"
+	"  \"metrics\": {\"listen\": \"[::1]:9464\", \"max_clients\": 1024, \"timeout\": \"1s\"}\n"
 	"}\n";
 
 static void test_full_config(void **state)
 {
-	static const struct cfg want = {
+	struct cfg want = {
 		.transport = CFG_TRANSPORT_RDMA,
 		.mark = 0xffffffffu,
 		.workers = 256,
@@ -346,6 +353,7 @@ static void test_full_config(void **state)
 		.shutdown = { .drain_timeout_ms = 0 },
 		.rdma = { .inline_data = false, .sq_depth = 4096, .rq_depth = 16 },
 		.debug = { .fail_link = true },
+		.metrics = { .max_clients = 1024, .timeout_ms = 1000 },
 	};
 	struct cfg *c = load_ok(full_json);
 	uint8_t v6[16];
@@ -366,6 +374,9 @@ static void test_full_config(void **state)
 	assert_memory_equal(c->peers[1].prefix.addr, v6, 16);
 	assert_int_equal(c->peers[1].prefix.len, 64);
 	assert_int_equal(c->peers[1].control_port, 7002);	/* default */
+	assert_addr(&c->metrics.listen, AF_INET6, "::1", 9464);
+	memcpy(&want.metrics.listen, &c->metrics.listen,
+	       sizeof(want.metrics.listen));
 	assert_settings_equal(c, &want);
 	cfg_free(c);
 }
@@ -445,7 +456,7 @@ static void test_unknown_keys(void **state)
 	expect_errors("{\"\": 1, \"links\": {\"\": 2}}",
 		      "t.json:1:2: \"\": unknown key (known here: listen, control, peers, transport, "
 		      "mark, workers, links, buffers, autocork, cq, busy_poll, shm, stats, fallback, auth, "
-		      "log, relay, shutdown, rdma, debug)\n"
+		      "log, relay, shutdown, rdma, debug, metrics)\n"
 		      "t.json:1:19: links.\"\": unknown key (known here: per_peer, "
 		      "max_flows_per_link)\n");
 	/* two edits are too many for a short name */
@@ -900,7 +911,55 @@ static void test_diff_every_key(void **state)
 	assert_string_equal(d.restart, "listen,control,transport,mark,workers,links.per_peer,"
 			    "links.max_flows_per_link,buffers.ring,buffers.pool,cq.pool,"
 			    "cq.poll_budget,shm.dir,stats.socket,auth.psk_file,relay.buffer,"
-			    "rdma.inline,rdma.sq_depth,rdma.rq_depth");
+			    "rdma.inline,rdma.sq_depth,rdma.rq_depth,metrics.listen,"
+			    "metrics.max_clients,metrics.timeout");
+}
+
+/* The HTTP endpoint (issue 14): off by default, "" is off, an address
+ * turns it on; every key needs a restart. */
+static void test_metrics_keys(void **state)
+{
+	struct cfg_diff d;
+	struct cfg *c;
+
+	c = load_ok("{}");
+	assert_int_equal(c->metrics.listen.len, 0);
+	cfg_free(c);
+	c = load_ok("{\"metrics\": {\"listen\": \"\"}}");
+	assert_int_equal(c->metrics.listen.len, 0);
+	assert_int_equal(c->metrics.max_clients, 16);
+	assert_int_equal(c->metrics.timeout_ms, 10000);
+	cfg_free(c);
+	c = load_ok("{\"metrics\": {\"listen\": \"127.0.0.1:9464\", \"max_clients\": 1,\n"
+		    "\"timeout\": \"1h\"}}");
+	assert_addr(&c->metrics.listen, AF_INET, "127.0.0.1", 9464);
+	assert_int_equal(c->metrics.max_clients, 1);
+	assert_int_equal(c->metrics.timeout_ms, 3600000);
+	cfg_free(c);
+
+	expect_errors("{\"metrics\": {\"listen\": \"localhost:9464\"}}",
+		      "t.json:1:24: metrics.listen: invalid address \"localhost:9464\": "
+		      "not a numeric IPv4 address (host names are not resolved)\n");
+	expect_errors("{\"metrics\": {\"listen\": 9464}}",
+		      "t.json:1:24: metrics.listen: expected a string like \"127.0.0.1:7001\" or "
+		      "\"[::1]:7001\", got an integer\n");
+	expect_errors("{\"metrics\": {\n  \"max_clients\": 0,\n  \"timeout\": \"500ms\"}}",
+		      "t.json:2:18: metrics.max_clients: 0 is out of range (1..1024)\n"
+		      "t.json:3:14: metrics.timeout: 500ms is out of range (1s..1h)\n");
+	expect_errors("{\"metrics\": {\"port\": 9464}}",
+		      "t.json:1:14: metrics.port: unknown key (known here: listen, max_clients, timeout)\n");
+	expect_errors("{\"metrics\": \"127.0.0.1:9464\"}",
+		      "t.json:1:13: metrics: expected an object, got a string\n");
+
+	diff_of("{}", "{\"metrics\": {\"listen\": \"127.0.0.1:9464\"}}", &d);
+	assert_string_equal(d.live, "");
+	assert_string_equal(d.restart, "metrics.listen");
+	diff_of("{\"metrics\": {\"listen\": \"127.0.0.1:9464\"}}",
+		"{\"metrics\": {\"listen\": \"127.0.0.1:9464\"}}", &d);
+	assert_string_equal(d.restart, "");
+	diff_of("{\"metrics\": {\"listen\": \"127.0.0.1:9464\"}}",
+		"{\"metrics\": {\"listen\": \"127.0.0.1:9465\"}}", &d);
+	assert_string_equal(d.restart, "metrics.listen");
 }
 
 /* The rdma transport's keys and the debug section (issue 4). */
@@ -1046,6 +1105,7 @@ int main(void)
 		cmocka_unit_test(test_diff_live_and_restart),
 		cmocka_unit_test(test_diff_every_key),
 		cmocka_unit_test(test_rdma_and_debug_keys),
+		cmocka_unit_test(test_metrics_keys),
 		cmocka_unit_test(test_diff_truncation),
 		cmocka_unit_test(test_out_of_memory),
 	};

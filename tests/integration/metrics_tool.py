@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+# Helpers of t_metrics.sh (not a test by itself):
+#
+#   metrics_tool.py parse FILE       parse Prometheus text with the official
+#                                    client's parser (python3-prometheus-client);
+#                                    print "name{k="v",...} value" per sample,
+#                                    sorted; exit 1 with the parser's error
+#   metrics_tool.py hostile HOST PORT MAX_CLIENTS TIMEOUT_S
+#                                    hostile HTTP against the endpoint; prints
+#                                    one line per check, exits 1 if one fails
+#   metrics_tool.py freeze TID SECONDS
+#                                    stop one thread (not its process) with
+#                                    PTRACE_SEIZE + PTRACE_INTERRUPT, print
+#                                    "stopped", hold it, detach, print "resumed"
+import ctypes
+import os
+import socket
+import sys
+import time
+
+
+def parse(path):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    out = []
+    try:
+        for fam in text_string_to_metric_families(text):
+            for s in fam.samples:
+                labels = ",".join('%s="%s"' % kv for kv in sorted(s.labels.items()))
+                out.append("%s{%s} %s" % (s.name, labels, repr(float(s.value))))
+    except Exception as e:  # the parser raises ValueError and friends
+        print("parse error: %s" % e)
+        return 1
+    if not out:
+        print("parse error: no samples")
+        return 1
+    print("\n".join(sorted(out)))
+    return 0
+
+
+def status_of(data):
+    """HTTP status code of a response, or None."""
+    line = data.split(b"\r\n", 1)[0]
+    parts = line.split(b" ")
+    if len(parts) >= 2 and parts[0].startswith(b"HTTP/") and parts[1].isdigit():
+        return int(parts[1])
+    return None
+
+
+def exchange(host, port, payload, wait=3.0):
+    """Sends payload, returns what came back before EOF or wait seconds."""
+    s = socket.create_connection((host, port), timeout=wait)
+    try:
+        try:
+            s.sendall(payload)
+        except OSError:
+            pass  # the server may close while we still send: fine
+        data = b""
+        end = time.monotonic() + wait
+        while time.monotonic() < end:
+            try:
+                chunk = s.recv(65536)
+            except socket.timeout:
+                break
+            except OSError:
+                break
+            if not chunk:
+                break
+            data += chunk
+        return data
+    finally:
+        s.close()
+
+
+def closed_within(s, seconds):
+    """Whether the server closes s within seconds (EOF or reset)."""
+    s.settimeout(seconds)
+    try:
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                return True
+    except socket.timeout:
+        return False
+    except OSError:
+        return True
+
+
+def hostile(host, port, max_clients, timeout_s):
+    port, max_clients, timeout_s = int(port), int(max_clients), float(timeout_s)
+    failed = 0
+
+    def check(ok, what):
+        nonlocal failed
+        print("  %s: %s" % ("ok" if ok else "FAILED", what))
+        failed += 0 if ok else 1
+
+    # An oversized request: headers far beyond the 16 KiB the endpoint allows.
+    big = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (256 * 1024) + b"\r\n\r\n"
+    r = exchange(host, port, big)
+    st = status_of(r)
+    check(st != 200 and b"smcproxy_" not in r,
+          "256 KiB of headers refused (status %s, %d bytes back)" % (st, len(r)))
+
+    # A huge URL.
+    r = exchange(host, port, b"GET /" + b"m" * (64 * 1024) + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    st = status_of(r)
+    check(st != 200, "64 KiB URL refused (status %s)" % st)
+
+    # Garbage, binary and text.
+    r = exchange(host, port, bytes(range(256)) * 4 + b"\r\n\r\n")
+    check(status_of(r) in (None, 400), "binary garbage: status %s" % status_of(r))
+    r = exchange(host, port, b"HELLO WORLD\r\n\r\n")
+    check(status_of(r) != 200, "not HTTP: status %s" % status_of(r))
+
+    # Methods other than GET and HEAD, with a body.
+    r = exchange(host, port, b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello")
+    check(status_of(r) == 405, "POST: status %s (want 405)" % status_of(r))
+    # Paths other than ours.
+    r = exchange(host, port, b"GET /../../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n")
+    check(status_of(r) in (400, 404) and b"root:" not in r,
+          "path traversal: status %s" % status_of(r))
+
+    # Slow clients: as many as the endpoint serves and more, each sending
+    # one byte of a request and then nothing. At most max_clients are
+    # served at once: a scrape now waits (in the backlog) and is answered
+    # once the idle ones have been closed, timeout_s after they went quiet.
+    held = []
+    for _ in range(max_clients + 4):
+        s = socket.create_connection((host, port), timeout=5)
+        s.sendall(b"G")
+        held.append(s)
+    t0 = time.monotonic()
+    probe = socket.create_connection((host, port), timeout=5)
+    probe.sendall(b"GET /ready HTTP/1.1\r\nHost: x\r\n\r\n")
+    probe.settimeout(1.0)
+    try:
+        early = probe.recv(4096)
+    except socket.timeout:
+        early = None
+    check(early is None, "with %d slow clients a new request waits (got %r)"
+          % (max_clients + 4, early and early[:20]))
+    probe.settimeout(2 * timeout_s + 4)
+    try:
+        late = probe.recv(4096)
+    except OSError:
+        late = b""
+    took = time.monotonic() - t0
+    check(status_of(late) == 200 and took <= 2 * timeout_s + 4,
+          "the waiting request answered %s after %.1f s (slow clients timed out)"
+          % (status_of(late), took))
+    probe.close()
+    slow_closed = sum(closed_within(s, 0.5) for s in held)
+    check(slow_closed == len(held),
+          "%d of %d slow clients closed by the server" % (slow_closed, len(held)))
+    for s in held:
+        s.close()
+
+    # And the endpoint still answers.
+    r = exchange(host, port, b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    check(status_of(r) == 200 and b"smcproxy_flows_accepted_total" in r,
+          "a normal scrape after all that: status %s" % status_of(r))
+    return 1 if failed else 0
+
+
+def freeze(tid, seconds):
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+    PTRACE_SEIZE, PTRACE_INTERRUPT, PTRACE_DETACH = 0x4206, 0x4207, 17
+    tid = int(tid)
+    if libc.ptrace(PTRACE_SEIZE, tid, None, None) != 0:
+        print("ptrace seize %d: %s" % (tid, os.strerror(ctypes.get_errno())))
+        return 1
+    if libc.ptrace(PTRACE_INTERRUPT, tid, None, None) != 0:
+        print("ptrace interrupt %d: %s" % (tid, os.strerror(ctypes.get_errno())))
+        return 1
+    os.waitpid(tid, 0x40000000)  # __WALL: the tracee is a thread
+    print("stopped", flush=True)
+    time.sleep(float(seconds))
+    libc.ptrace(PTRACE_DETACH, tid, None, None)
+    print("resumed", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    cmds = {"parse": parse, "hostile": hostile, "freeze": freeze}
+    if len(sys.argv) < 2 or sys.argv[1] not in cmds:
+        sys.exit(__doc__ or "usage: metrics_tool.py parse|hostile|freeze ...")
+    sys.exit(cmds[sys.argv[1]](*sys.argv[2:]))

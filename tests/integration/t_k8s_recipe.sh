@@ -1,0 +1,90 @@
+#!/bin/bash
+# Guards contrib/kubernetes/ as far as a machine without a cluster can: the manifests parse as YAML and hold what the recipe promises (host network, NET_ADMIN and IPC_LOCK only, the RDMA device-plugin resource, readiness on /ready and the scrape annotations on the metrics port the ConfigMap's config listens on), that config passes smcproxyd --check-config, and every metric the Grafana dashboard queries is one the daemon exports. Not tested: building the image, and any cluster (see contrib/kubernetes/README.md).
+. "$(dirname "$0")/lib.sh"
+it_init "$@"
+PY=/usr/bin/python3
+K8S=$(cd "$(dirname "$0")/../.." && pwd)/contrib/kubernetes
+"$PY" -c 'import yaml' 2>/dev/null || it_fail "python3-yaml is missing (contrib/install-deps)"
+
+# --- the manifests
+"$PY" - "$K8S/daemonset.yaml" "$IT_DIR/cm.json" >"$IT_DIR/k8s.log" 2>&1 <<'EOF' ||
+import json, sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+bad = []
+def need(ok, what):
+    if not ok:
+        bad.append(what)
+kinds = {d["kind"]: d for d in docs}
+for d in docs:
+    need(d.get("apiVersion") and d.get("metadata", {}).get("name"), "%s lacks apiVersion or name" % d.get("kind"))
+need(set(kinds) == {"Namespace", "ConfigMap", "DaemonSet"}, "kinds are %s" % sorted(kinds))
+cfg = kinds["ConfigMap"]["data"]["smcproxyd.json"]
+open(sys.argv[2], "w").write(cfg.replace("@NODE_IP@", "127.0.0.1"))
+port = int(json.loads(cfg.replace("@NODE_IP@", "127.0.0.1"))["metrics"]["listen"].rsplit(":", 1)[1])
+ds = kinds["DaemonSet"]
+need(ds["apiVersion"] == "apps/v1", "DaemonSet apiVersion")
+tpl = ds["spec"]["template"]
+need(ds["spec"]["selector"]["matchLabels"].items() <= tpl["metadata"]["labels"].items(), "selector does not match the pod labels")
+spec = tpl["spec"]
+need(spec.get("hostNetwork") is True, "no hostNetwork")
+ann = tpl["metadata"].get("annotations", {})
+need(ann.get("prometheus.io/scrape") == "true", "no scrape annotation")
+need(ann.get("prometheus.io/port") == str(port), "scrape port %s, config listens on %d" % (ann.get("prometheus.io/port"), port))
+need(ann.get("prometheus.io/path") == "/metrics", "scrape path")
+c = spec["containers"][0]
+ports = {p["name"]: p["containerPort"] for p in c.get("ports", [])}
+need(ports.get("metrics") == port, "container port metrics is %s" % ports.get("metrics"))
+rp = c.get("readinessProbe", {}).get("httpGet", {})
+need(rp.get("path") == "/ready" and rp.get("port") in ("metrics", port), "readiness probe %s" % rp)
+caps = c["securityContext"]["capabilities"]
+need(caps.get("drop") == ["ALL"], "capabilities not dropped")
+need({"NET_ADMIN", "IPC_LOCK"} <= set(caps.get("add", [])) <= {"NET_ADMIN", "IPC_LOCK", "NET_RAW"},
+     "capabilities %s" % caps.get("add"))
+need(c["securityContext"].get("allowPrivilegeEscalation") is False, "privilege escalation allowed")
+need(any(k.startswith("rdma/") for k in c["resources"]["limits"]), "no rdma device-plugin resource")
+mounts = {m["mountPath"] for m in c["volumeMounts"]}
+need("/run/smcproxy" in mounts, "no /run/smcproxy volume")
+need(any(v["name"] == "config" and v.get("configMap", {}).get("name") == kinds["ConfigMap"]["metadata"]["name"]
+         for v in spec["volumes"]), "config volume is not the ConfigMap")
+for b in bad:
+    print("manifest: " + b)
+sys.exit(1 if bad else 0)
+EOF
+	it_fail "$(head -3 "$IT_DIR/k8s.log" | tr '\n' ' ')"
+out=$("$SMCPROXYD" -c "$IT_DIR/cm.json" --check-config 2>&1) ||
+	it_fail "the ConfigMap's smcproxyd.json: $out"
+echo "  manifests: Namespace, ConfigMap, DaemonSet as promised; config: $out"
+
+# --- the dashboard queries only metrics the daemon exports
+it_hosts
+it_config
+it_daemon_start
+{
+	it_ctl --prometheus stats | awk '/^# TYPE/ { print $3 }'
+	# per-CQ families appear only with rdma links: take them from the renderer
+	grep -oE '"smcproxy_cq_[a-z_]+"' "$(dirname "$0")/../../daemon/ctl_render.c" | tr -d '"'
+} | sort -u >"$IT_DIR/names"
+"$PY" - "$K8S/grafana-dashboard.json" "$IT_DIR/names" >"$IT_DIR/dash.log" 2>&1 <<'EOF' ||
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+names = set(open(sys.argv[2]).read().split())
+bad, n = [], 0
+for p in d["panels"]:
+    for t in p.get("targets", []):
+        e = t["expr"]
+        n += 1
+        for m in re.findall(r"smcproxy_[a-z_]+(?:\.\+)?", e):
+            if m.endswith(".+"):
+                if not any(x.startswith(m[:-2]) for x in names):
+                    bad.append("%s: no metric matches %s" % (p["title"], m))
+            elif m not in names:
+                bad.append("%s: unknown metric %s" % (p["title"], m))
+print("%d queries in %d panels" % (n, len(d["panels"])))
+for b in bad:
+    print("dashboard: " + b)
+sys.exit(1 if bad or n == 0 else 0)
+EOF
+	it_fail "$(grep dashboard: "$IT_DIR/dash.log" | head -3 | tr '\n' ' ')"
+echo "  grafana dashboard: $(head -1 "$IT_DIR/dash.log"), every metric exported"
+it_daemon_stop || it_fail "daemon did not stop cleanly"
+it_pass "manifests parse and hold their promises, config valid, dashboard metrics exist"
