@@ -49,15 +49,22 @@ static json_t *per_worker(struct smcd *d)
 	unsigned i;
 
 	for (i = 0; i < d->workers.n; i++) {
+		const struct loop_stats *ls = &d->workers.workers[i].proxy.core.stats;
 		struct proxy_stats st = { 0 };
 
 		worker_stats_add(&d->workers.workers[i], &st);
-		json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:I, s:I}",
+		/* The loop's counters: how the worker waited for work. */
+		json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 			"worker", (int)i,
 			"flows_active", (json_int_t)sum_modes(st.flows_active),
 			"flows_accepted", (json_int_t)st.flows_accepted,
 			"bytes_in", (json_int_t)st.bytes_in,
-			"bytes_out", (json_int_t)st.bytes_out));
+			"bytes_out", (json_int_t)st.bytes_out,
+			"sleeps", (json_int_t)counter_get(&ls->sleeps),
+			"wakeups", (json_int_t)counter_get(&ls->wakeups),
+			"busy_polls", (json_int_t)counter_get(&ls->polls),
+			"busy_poll_hits", (json_int_t)counter_get(&ls->poll_hits),
+			"busy_poll_idle_us", (json_int_t)(counter_get(&ls->poll_ns) / 1000)));
 	}
 	return arr;
 }

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <uv.h>
 
+#include "counter.h"
 #include "epset-t.h"
 #include "list.h"
 
@@ -44,12 +45,12 @@ struct loop_hook {
 /* What the loop did, for the stats socket: written by the loop's thread
  * only. */
 struct loop_stats {
-	uint64_t sleeps;		/* blocking waits */
-	uint64_t wakeups;		/* blocking waits that returned events */
-	uint64_t polls;			/* busy-poll rounds */
-	uint64_t poll_hits;		/* busy-poll rounds that found work */
-	uint64_t poll_ns;		/* time spent in busy-poll rounds that found none */
-	uint64_t poll_budget_hits;	/* a second's budget ran out */
+	counter_t sleeps;		/* blocking waits */
+	counter_t wakeups;		/* blocking waits that returned events */
+	counter_t polls;		/* busy-poll rounds */
+	counter_t poll_hits;		/* busy-poll rounds that found work */
+	counter_t poll_ns;		/* time spent in busy-poll rounds that found none */
+	counter_t poll_budget_hits;	/* a second's budget ran out */
 };
 
 struct loop {

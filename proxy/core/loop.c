@@ -137,7 +137,7 @@ static bool loop_busy(struct loop *l, uint64_t now)
 		l->budget_spent = 0;
 	}
 	if (l->budget_spent >= l->budget_ns) {
-		l->stats.poll_budget_hits++;
+		counter_inc(&l->stats.poll_budget_hits);
 		l->busy_until = 0;
 		return false;
 	}
@@ -187,14 +187,14 @@ int loop_run(struct loop *l)
 			 * saying we may sleep: a peer that sees us running
 			 * skips its doorbell. */
 			loop_batch_end(l);
-			l->stats.polls++;
+			counter_inc(&l->stats.polls);
 			found = loop_poll_hooks(l);
 			timeout = 0;
 		} else {
 			loop_before_sleep(l);
 			uv_update_time(uv);
 			timeout = uv_backend_timeout(uv);
-			l->stats.sleeps++;
+			counter_inc(&l->stats.sleeps);
 		}
 		n = epoll_wait(l->epset.fd, ev, LOOP_RUN_BATCH, timeout);
 		uv_update_time(uv);
@@ -202,18 +202,18 @@ int loop_run(struct loop *l)
 			/* Timers still run on time while we poll. */
 			run_uv = uv_backend_timeout(uv) == 0;
 			if (n > 0 || found) {
-				l->stats.poll_hits++;
+				counter_inc(&l->stats.poll_hits);
 			} else {
 				uint64_t spent = uv_hrtime() - now;
 
 				l->budget_spent += spent;
-				l->stats.poll_ns += spent;
+				counter_add(&l->stats.poll_ns, spent);
 			}
 		} else {
 			/* Nothing came in time: a timer is due. */
 			run_uv = n <= 0 || timeout == 0;
 			if (n > 0)
-				l->stats.wakeups++;
+				counter_inc(&l->stats.wakeups);
 		}
 		if ((n > 0 || found) && l->busy_ns)
 			l->busy_until = uv_hrtime() + l->busy_ns;

@@ -103,6 +103,7 @@ struct smc_net {
 	struct list_head kick_links;	/* links with posts to flush */
 	struct loop_hook flush_hook;	/* LOOP_BATCH_END: flushes kick_links */
 	struct loop_hook sleep_hook;	/* LOOP_BEFORE_SLEEP: the transports' look */
+	struct loop_hook poll_hook;	/* LOOP_POLL: the transports' busy poll */
 	uv_timer_t lgr_timer;		/* lgr_sweep(), while there are groups */
 	bool timer_open;
 };

@@ -56,6 +56,21 @@ static bool smc_net_on_before_sleep(struct loop_hook *h, bool run)
 	return more;
 }
 
+/* Busy polling: each transport's look at its queues that keeps peers
+ * from ringing us (smc_transport_ops.poll). */
+static bool smc_net_on_poll(struct loop_hook *h, bool run)
+{
+	struct smc_net *net = net_of_hook(h, offsetof(struct smc_net, poll_hook));
+	const struct smc_transport_ops *t;
+	bool found = false;
+	unsigned i;
+
+	smc_transport_foreach(t, i)
+		if (t->poll && (net->lgr_transports & t->clc_bit) && t->poll(net))
+			found = true;
+	return found;
+}
+
 void smc_net__kick_link(struct smc_net *net, struct link *lnk)
 {
 	if (list_empty(&lnk->kick_node))
@@ -219,6 +234,8 @@ int smc_net_init(struct smc_net *net, char *errbuf, size_t errlen)
 	loop_hook_add(net->core, LOOP_BATCH_END, &net->flush_hook);
 	net->sleep_hook.fn = smc_net_on_before_sleep;
 	loop_hook_add(net->core, LOOP_BEFORE_SLEEP, &net->sleep_hook);
+	net->poll_hook.fn = smc_net_on_poll;
+	loop_hook_add(net->core, LOOP_POLL, &net->poll_hook);
 	return 0;
 
 out_unlisten:

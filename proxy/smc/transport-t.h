@@ -109,6 +109,13 @@ struct smc_transport_ops {
 	 * else makes sure the loop wakes for it.
 	 */
 	bool (*before_sleep)(struct smc_net *net, bool run);
+	/*
+	 * Busy polling (busy_poll.usecs): the loop polls instead of
+	 * sleeping. Takes what came on the worker's links without saying the
+	 * worker may sleep, so peers that skip the doorbell while we run
+	 * keep skipping it; true when it found work. May be NULL.
+	 */
+	bool (*poll)(struct smc_net *net);
 	/* Every link-group sweep (100 ms) while there are groups; may be
 	 * NULL. */
 	void (*sweep)(struct smc_net *net, uint64_t now);

@@ -110,6 +110,34 @@ bool cq_pool_idle(struct cq_pool *pool, bool run)
 	return ran;
 }
 
+bool cq_pool_busy_poll(struct cq_pool *pool)
+{
+	struct ibv_wc wc[CQ_POLL_BATCH];
+	bool ran = false;
+	unsigned i;
+
+	for (i = 0; i < pool->n; i++) {
+		struct cq *cq = &pool->cqs[i];
+		unsigned want = pool->budget < CQ_POLL_BATCH ? pool->budget : CQ_POLL_BATCH;
+		int k, n;
+
+		n = vb_poll_cq(cq->cq, (int)want, wc);
+		counter_inc(&cq->st.polls);
+		if (n <= 0) {
+			counter_inc(&cq->st.empty_polls);
+			continue;
+		}
+		counter_add(&cq->st.completions, (unsigned)n);
+		ran = true;
+		for (k = 0; k < n; k++) {
+			struct cq_entry *e = (struct cq_entry *)(uintptr_t)wc[k].wr_id;
+
+			e->done(e, &wc[k]);
+		}
+	}
+	return ran;
+}
+
 int cq_pool_init(struct cq_pool *pool, struct epset *epset, struct ibv_context *ctx,
 		 unsigned n, unsigned cqe, unsigned budget)
 {

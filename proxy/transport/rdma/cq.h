@@ -30,5 +30,12 @@ bool cq_poll(struct cq *cq, bool drain);
  * took completions (end a batch, then call again). run false: drain them
  * instead (the loop is about to sleep). */
 bool cq_pool_idle(struct cq_pool *pool, bool run);
+/*
+ * Busy polling: up to poll_budget completions from every CQ of the pool,
+ * without touching their arming (an armed CQ whose completions we took
+ * raises an event that then finds it empty, which is harmless). True when
+ * completions were taken.
+ */
+bool cq_pool_busy_poll(struct cq_pool *pool);
 
 #endif

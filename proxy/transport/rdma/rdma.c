@@ -645,6 +645,7 @@ static void rdma_lgr_close(struct lgr *lgr)
 static int rdma_init(struct smc_net *net, char *errbuf, size_t errlen);
 static void rdma_close(struct smc_net *net);
 static bool rdma_before_sleep(struct smc_net *net, bool run);
+static bool rdma_poll(struct smc_net *net);
 static void rdma_sweep(struct smc_net *net, uint64_t now);
 static int rdma_addr_encode(struct smc_net *net, bool accept, uint8_t *out, size_t len);
 static int rdma_addr_usable(const uint8_t *v, size_t len);
@@ -666,6 +667,7 @@ const struct smc_transport_ops rdma_ops = {
 	.init = rdma_init,
 	.close = rdma_close,
 	.before_sleep = rdma_before_sleep,
+	.poll = rdma_poll,
 	.sweep = rdma_sweep,
 	.addr_encode = rdma_addr_encode,
 	.addr_check = rdma_tlv_check,
@@ -1547,6 +1549,13 @@ static void rdma_close(struct smc_net *net)
 	cq_pool_close(&dev->cqs);
 	free(dev);
 	net->tp[smc_transport_slot(&rdma_ops)] = NULL;
+}
+
+static bool rdma_poll(struct smc_net *net)
+{
+	struct rdma_dev *dev = rdma_dev_of(net);
+
+	return dev ? cq_pool_busy_poll(&dev->cqs) : false;
 }
 
 /* Before the loop blocks: another round for busy CQs (cq_pool_idle()),

@@ -261,6 +261,38 @@ static bool shm_before_sleep(struct smc_net *net, bool run)
 	return more;
 }
 
+/*
+ * Busy polling: say we run (peers then skip the doorbell: the next poll
+ * finds their messages), and take what the queues hold. A group may fail
+ * meanwhile; its memory goes at the end of the batch.
+ */
+static bool shm_poll(struct smc_net *net)
+{
+	struct list_head *pos, *tmp;
+	bool found = false;
+	unsigned i;
+
+	list_for_each_safe(pos, tmp, &net->lgrs) {
+		struct lgr *lgr = list_entry(pos, struct lgr, node);
+		struct shm_lgr *sg = lgr->tp;
+
+		if (lgr->state != LGR_ACTIVE || lgr->ops != &shm_ops || !sg || !sg->up)
+			continue;
+		__atomic_store_n(&((struct shm_hdr *)(void *)sg->local)->running, 1,
+				 __ATOMIC_RELAXED);
+		for (i = 0; i < lgr->n_links; i++) {
+			struct shm_link *sl = &sg->links[i];
+
+			if (__atomic_load_n(&sl->rxq->prod, __ATOMIC_RELAXED) == sl->rx_cons)
+				continue;
+			found = true;
+			if (!shm_drain(sl))
+				break;	/* the group failed: sg is gone */
+		}
+	}
+	return found;
+}
+
 static int shm_conn_attach(struct conn *c, const struct llc_rmb *rmb)
 {
 	struct shm_lgr *sg = c->lgr->tp;
@@ -339,6 +371,7 @@ const struct smc_transport_ops shm_ops = {
 	.listen = shm_listen,
 	.unlisten = shm_unlisten,
 	.before_sleep = shm_before_sleep,
+	.poll = shm_poll,
 	.addr_encode = shm_addr_encode,
 	.addr_check = shm_name_check,
 	.addr_usable = shm_addr_usable,
