@@ -589,7 +589,14 @@ static int shm_send_rv(int fd, const struct shm_lgr *sg, const uint8_t *id, uint
 	return sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(m) ? 0 : -EIO;
 }
 
-/* One rendezvous message with its fds; -EAGAIN when none is there yet. */
+/*
+ * One rendezvous message with its fds; -EAGAIN when none is there yet.
+ * Every fd the kernel installs is either returned in fds[] or closed
+ * here, whatever the peer sent: the control buffer's length admits
+ * exactly 1 + LGR_LINKS_MAX fds (CMSG_LEN, not CMSG_SPACE, which rounds
+ * up to room for one more that the kernel would install and nobody
+ * close), and the kernel drops the rest with MSG_CTRUNC.
+ */
 static int shm_recv_rv(int fd, struct shm_rv_msg *m, int *fds, unsigned *n_fds)
 {
 	union {
@@ -597,12 +604,14 @@ static int shm_recv_rv(int fd, struct shm_rv_msg *m, int *fds, unsigned *n_fds)
 		struct cmsghdr align;
 	} u;
 	struct iovec iov = { m, sizeof(*m) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			     .msg_controllen = CMSG_LEN(sizeof(int) * (1 + LGR_LINKS_MAX)) };
 	struct cmsghdr *cm;
 	ssize_t n;
 	unsigned i;
 
+	_Static_assert(CMSG_LEN(sizeof(int) * (1 + LGR_LINKS_MAX)) <= sizeof(u.buf),
+		       "the control length must fit the buffer");
 	*n_fds = 0;
 	n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 	if (n < 0)
@@ -611,8 +620,15 @@ static int shm_recv_rv(int fd, struct shm_rv_msg *m, int *fds, unsigned *n_fds)
 		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
 			unsigned k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 
-			for (i = 0; i < k && *n_fds < 1 + LGR_LINKS_MAX; i++)
-				memcpy(&fds[(*n_fds)++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			for (i = 0; i < k; i++) {
+				int got;
+
+				memcpy(&got, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+				if (*n_fds < 1 + LGR_LINKS_MAX)
+					fds[(*n_fds)++] = got;
+				else
+					close(got);	/* cannot be: closed all the same */
+			}
 		}
 	}
 	if (n != (ssize_t)sizeof(*m) || (mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) ||
