@@ -25,4 +25,17 @@ echo "  (3) peer daemon fds: $fd0 before, $fd1 after 400 messages"
 [ "$fd1" -le $((fd0 + 2)) ] || it_fail "(3) the peer daemon leaked $((fd1 - fd0)) fds"
 it_peer_stat pid >/dev/null || it_fail "(3) the peer daemon stopped answering"
 
-it_pass "rendezvous fds all closed"
+# ---------------------------------------------------------------------
+# (2) Doorbells that are blocking eventfds at their largest count: the
+# worker must refuse them, not sleep on its next ring.
+out=$(it_smcpeer_c propose --connect "$S4:$CPORT" --blocking-efd --open "$S4:$SPORT")
+echo "  (2) blocking doorbells: $out"
+case $out in
+"accept "*) it_fail "(2) the peer daemon took blocking doorbells and accepted a flow" ;;
+esac
+out=$(it_smcpeer_c propose --connect "$S4:$CPORT" --timeout 3000 --open "$S4:$SPORT")
+echo "  (2) then an honest peer: $out"
+[[ $out == "accept "* ]] || it_fail "(2) the peer daemon's worker no longer answers: '$out'"
+it_run_ok after2 "flows after the blocking doorbells" --flows 4 --max-size 64KiB
+
+it_pass "rendezvous fds all closed, blocking doorbells refused"

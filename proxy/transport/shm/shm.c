@@ -101,6 +101,7 @@ struct shm_lgr {
 	int sock;			/* rendezvous, then liveness */
 	struct epset_entry sock_ev;
 	bool up;
+	bool blocked;			/* the peer made a doorbell blocking */
 	struct shm_link links[LGR_LINKS_MAX];
 };
 
@@ -140,13 +141,44 @@ static struct shm_queue *shm_queue(uint8_t *region, unsigned i)
 	return (struct shm_queue *)(void *)(region + SHM_HDR_SIZE + i * SHM_Q_SIZE);
 }
 
-static void shm_ring(struct shm_link *sl)
+/*
+ * Whether a doorbell of this group can be written without sleeping. The
+ * peer shares the open file description of every eventfd we write (its
+ * own, and ours that it holds), so it can clear O_NONBLOCK at any time
+ * and fill the counter: a write would then sleep until the peer reads,
+ * and the worker with it. So the flag is checked before each write, and
+ * a peer that cleared it loses its link group. A peer that clears it in
+ * the few instructions between the check and the write still wins; no
+ * per-call non-blocking write exists for an eventfd.
+ */
+static bool shm_efd_nonblocking(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl >= 0 && (fl & O_NONBLOCK);
+}
+
+/* The peer made a doorbell blocking: a protocol error of its own group. */
+static void shm_blocked(struct shm_link *sl)
+{
+	struct lgr *lgr = sl->sg->lgr;
+
+	counter_inc(&lgr->net->stats->bad_messages);
+	lgr_fail(lgr, -EPROTO);
+}
+
+/* false when the peer made the doorbell blocking: the caller fails the
+ * group at a safe point (the next event on it finds it down). */
+static bool shm_ring(struct shm_link *sl)
 {
 	uint64_t one = 1;
 
+	if (!shm_efd_nonblocking(sl->efd_tx))
+		return false;
 	/* EAGAIN means the counter is already huge: the peer is awake. */
 	if (write(sl->efd_tx, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		return;
+		return true;
+	return true;
 }
 
 /* ------------------------------------------------------------------ */
@@ -189,7 +221,10 @@ static void shm_flush(struct link *lnk)
 		counter_inc(&sl->sg->lgr->net->stats->doorbells_saved);
 		return;
 	}
-	shm_ring(sl);
+	/* Not failed here: the flush hook goes on with this link and
+	 * others. shm_lgr_idle(), before the loop sleeps, fails it. */
+	if (!shm_ring(sl))
+		sl->sg->blocked = true;
 }
 
 /* A message is complete once the peer took it from its queue: the
@@ -223,6 +258,10 @@ static bool shm_lgr_idle(struct lgr *lgr, bool run)
 
 	if (!sg || !sg->up)
 		return false;
+	if (sg->blocked) {
+		shm_blocked(&sg->links[0]);
+		return true;
+	}
 	hdr = (struct shm_hdr *)(void *)sg->local;
 	__atomic_store_n(&hdr->running, 0, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -233,6 +272,11 @@ static bool shm_lgr_idle(struct lgr *lgr, bool run)
 		if (__atomic_load_n(&sl->rxq->prod, __ATOMIC_RELAXED) == sl->rx_cons)
 			continue;
 		if (!run) {
+			/* Our own doorbell, but the peer holds it too. */
+			if (!shm_efd_nonblocking(sl->efd_rx)) {
+				shm_blocked(sl);
+				return true;
+			}
 			if (write(sl->efd_rx, &one, sizeof(one)) < 0 && errno != EAGAIN)
 				continue;
 			continue;
@@ -396,8 +440,10 @@ static bool shm_drain(struct shm_link *sl)
 			return false;
 	}
 	__atomic_store_n(&sl->rxq->cons, sl->rx_cons, __ATOMIC_SEQ_CST);
-	if (__atomic_exchange_n(&sl->rxq->waiting, 0, __ATOMIC_SEQ_CST))
-		shm_ring(sl);
+	if (__atomic_exchange_n(&sl->rxq->waiting, 0, __ATOMIC_SEQ_CST) && !shm_ring(sl)) {
+		shm_blocked(sl);
+		return false;
+	}
 	link_tx_progress(lnk);
 	return lgr->state != LGR_DOWN;
 }
@@ -523,8 +569,9 @@ static int shm_adopt_peer(struct shm_lgr *sg, const struct shm_rv_msg *m,
 	if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(fds[0], &st) < 0 ||
 	    (uint64_t)st.st_size != m->size)
 		goto out_close;
+	/* Doorbells we could sleep on are refused outright. */
 	for (i = 1; i < n_fds; i++)
-		if (!shm_is_eventfd(fds[i]))
+		if (!shm_is_eventfd(fds[i]) || !shm_efd_nonblocking(fds[i]))
 			goto out_close;
 	sg->peer = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
 	if (sg->peer == MAP_FAILED) {
