@@ -38,4 +38,27 @@ echo "  (2) then an honest peer: $out"
 [[ $out == "accept "* ]] || it_fail "(2) the peer daemon's worker no longer answers: '$out'"
 it_run_ok after2 "flows after the blocking doorbells" --flows 4 --max-size 64KiB
 
-it_pass "rendezvous fds all closed, blocking doorbells refused"
+# ---------------------------------------------------------------------
+# (6) The rendezvous socket: our user and group only; 70 silent
+# connections (more than its 64 slots) must not keep a real peer out,
+# and each goes once connect_timeout (2 s) passed without a hello.
+sock=$(find "$IT_DIR" -maxdepth 1 -name "smcproxyd-$PEER_PID-*.sock" | head -1)
+[ -S "$sock" ] || it_fail "(6) no rendezvous socket of the peer daemon in $IT_DIR"
+mode=$(stat -c %a "$sock")
+echo "  (6) rendezvous socket mode $mode"
+[ "$mode" = 660 ] || it_fail "(6) the rendezvous socket is mode $mode, not 660"
+it_smcpeer_c rv --count 70 --hold 4500 >"$IT_DIR/silent.out" 2>&1 &
+silent=$!
+sleep 0.5
+out=$(it_smcpeer_c propose --connect "$S4:$CPORT" --timeout 3000 --open "$S4:$SPORT")
+echo "  (6) a real peer while 70 silent connections wait: $out"
+[[ $out == "accept "* ]] || it_fail "(6) silent rendezvous connections kept a real peer out: '$out'"
+sleep 2.5
+# Anything that wakes the peer daemon's worker after the deadline.
+it_run_ok after6 "flows after the silent connections" --flows 2 --max-size 16KiB
+wait $silent || it_fail "(6) smcpeer rv --hold: $(cat "$IT_DIR/silent.out")"
+read -r _ held _ closed _ < <(cat "$IT_DIR/silent.out")
+echo "  (6) silent connections: $(cat "$IT_DIR/silent.out")"
+it_eq "(6) silent connections the daemon closed" "${closed:-0}" "${held:-70}"
+
+it_pass "rendezvous fds all closed, blocking doorbells refused, silent rendezvous connections evicted and timed out, socket mode 660"

@@ -117,14 +117,16 @@ struct shm_worker {
 
 /* A rendezvous connection before its hello named a link group. */
 struct shm_rv {
-	struct list_head node;		/* shm_worker.rvs */
+	struct list_head node;		/* shm_worker.rvs, oldest first */
 	struct loop_defer defer;
 	struct smc_net *net;
 	int fd;
+	uint64_t deadline_ms;		/* its hello must come by then */
 	struct epset_entry ev;
 };
 
 static bool shm_drain(struct shm_link *sl);
+static void shm_rv_expire(struct shm_worker *sw, uint64_t now, bool need_slot);
 
 static struct shm_worker *shm_worker_of(const struct smc_net *net)
 {
@@ -293,8 +295,12 @@ static bool shm_lgr_idle(struct lgr *lgr, bool run)
  * memory goes at the end of the batch, not here). */
 static bool shm_before_sleep(struct smc_net *net, bool run)
 {
+	struct shm_worker *sw = shm_worker_of(net);
 	struct list_head *pos, *tmp;
 	bool more = false;
+
+	if (sw && !list_empty(&sw->rvs))
+		shm_rv_expire(sw, uv_now(net->loop), false);
 
 	list_for_each_safe(pos, tmp, &net->lgrs) {
 		struct lgr *lgr = list_entry(pos, struct lgr, node);
@@ -843,6 +849,40 @@ static void shm_on_rv(struct epset_entry *e, uint32_t events)
 	lgr__established(lgr);
 }
 
+/*
+ * Whether the process at the other end of a rendezvous connection may be
+ * a peer daemon: our own user, our group, or root. The socket's mode
+ * already keeps others out; this holds for a socket whose mode an
+ * operator widened, or a connection made before a chmod.
+ */
+static bool shm_peer_cred_ok(int fd)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+		return false;
+	return cr.uid == 0 || cr.uid == geteuid() || cr.gid == getegid();
+}
+
+/*
+ * Connections whose hello is overdue go, oldest first; with every slot
+ * taken the oldest goes anyway, so that silent connections cannot keep a
+ * real peer out (its hello comes right after its connect, so it is never
+ * the oldest for long).
+ */
+static void shm_rv_expire(struct shm_worker *sw, uint64_t now, bool need_slot)
+{
+	while (!list_empty(&sw->rvs)) {
+		struct shm_rv *rv = list_entry(sw->rvs.next, struct shm_rv, node);
+
+		if (now < rv->deadline_ms && !(need_slot && sw->n_rvs >= SHM_RV_MAX))
+			return;
+		counter_inc(&sw->net->stats->bad_messages);
+		shm_rv_free(rv, true);
+	}
+}
+
 static void shm_on_listen(struct epset_entry *e, uint32_t events)
 {
 	struct shm_worker *sw = (struct shm_worker *)((char *)e - offsetof(struct shm_worker, ev));
@@ -854,12 +894,19 @@ static void shm_on_listen(struct epset_entry *e, uint32_t events)
 		fd = accept4(sw->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			return;
-		if (sw->n_rvs >= SHM_RV_MAX || !(rv = calloc(1, sizeof(*rv)))) {
+		if (!shm_peer_cred_ok(fd)) {
+			counter_inc(&net->stats->proposals_refused);
+			close(fd);
+			continue;
+		}
+		shm_rv_expire(sw, uv_now(net->loop), true);
+		if (!(rv = calloc(1, sizeof(*rv)))) {
 			close(fd);
 			continue;
 		}
 		rv->net = net;
 		rv->fd = fd;
+		rv->deadline_ms = uv_now(net->loop) + net->cfg->fallback.connect_timeout_ms;
 		rv->ev.cb = shm_on_rv;
 		list_add_tail(&rv->node, &sw->rvs);
 		sw->n_rvs++;
@@ -892,10 +939,11 @@ static int shm_listen(struct smc_net *net, char *errbuf, size_t errlen)
 		goto out_err;
 	}
 	unlink(sun.sun_path);	/* a dead daemon's with our pid */
-	/* Any local user may connect: a link group id learnt from an
-	 * accepted handshake is what admits a connection. */
+	/* Only our user and group (peer daemons run as the same service
+	 * user): the link group id of an accepted handshake then admits a
+	 * connection, and shm_peer_cred_ok() checks who connected. */
 	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
-	    chmod(sun.sun_path, 0666) < 0 || listen(fd, 64) < 0) {
+	    chmod(sun.sun_path, 0660) < 0 || listen(fd, 64) < 0) {
 		err = -errno;
 		close(fd);
 		goto out_err;
