@@ -195,7 +195,9 @@ int smc_net_init(struct smc_net *net, char *errbuf, size_t errlen)
 		err = clc_psk_load(cfg->auth.psk_file, net->psk, &net->psk_len);
 		if (err) {
 			snprintf(errbuf, errlen, "auth.psk_file %s: %s", cfg->auth.psk_file,
-				 err == -EINVAL ? "must hold 16 to 1024 bytes" : strerror(-err));
+				 err == -EINVAL ? "must hold 16 to 1024 bytes" :
+				 err == -EPERM ? "must be a regular file that no other user can read "
+				 "or write (chmod 600, or 640 for a group)" : strerror(-err));
 			goto out_close;
 		}
 	}

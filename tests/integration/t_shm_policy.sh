@@ -43,6 +43,22 @@ head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$IT_DIR/psk-b"
 auth_a="{\"psk_file\": \"$IT_DIR/psk-a\"}"
 auth_b="{\"psk_file\": \"$IT_DIR/psk-b\"}"
 
+# (b0) Issue 11, finding 7: a secret other users can read is refused at
+# start, as ssh refuses such a key.
+chmod 644 "$IT_DIR/psk-a"
+it_daemon_stop || it_fail "smcproxyd did not stop cleanly (status $?)"
+it_peer_stop || it_fail "the peer smcproxyd did not stop cleanly (status $?)"
+it_peer_config transport='"auto"' control="\"0.0.0.0:$CPORT\"" \
+	peers="[{\"prefix\": \"$C4/32\", \"allow\": $ALLOW}]" auth="$auth_a"
+timeout 10 ip netns exec "$NS_S" "$SMCPROXYD" -c "$PEER_CFG" --foreground >"$IT_DIR/psk644.log" 2>&1
+rc=$?
+echo "  (b0) psk file mode 644: exit $rc: $(grep -m1 psk_file "$IT_DIR/psk644.log")"
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || it_fail "(b0) the daemon started with a psk file others can read (exit $rc)"
+grep -q "no other user can read" "$IT_DIR/psk644.log" ||
+	it_fail "(b0) no clear error for the psk file: $(cat "$IT_DIR/psk644.log")"
+chmod 600 "$IT_DIR/psk-a" "$IT_DIR/psk-b"
+it_shm_daemons --
+
 it_shm_daemons_restart auth="$auth_a" -- auth="$auth_a"
 it_run_ok b1 "flows between daemons with the same secret" --flows 4 --max-size 64KiB
 read -r cshm ctcp cauth < <(it_stat flows.closed.shm flows.closed.tcp refused.auth | tr '\n' ' ')
