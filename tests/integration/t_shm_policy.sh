@@ -242,4 +242,24 @@ read -r cshm ctcp < <(it_stat flows.closed.shm flows.closed.tcp | tr '\n' ' ')
 it_eq "(d) client flows.closed.shm" "$cshm" 4
 it_eq "(d) client flows.closed.tcp" "$ctcp" 0
 
-it_pass "outsiders declined ($prefused proposals), PSK mismatch declined both ways, $n_policy forbidden destinations declined and counted, ports outside the allow list declined and counted by port"
+# ---------------------------------------------------------------------
+# (e) Issue 11, finding 7: a reload that takes the client host out of the
+# peer daemon's prefixes cuts it off at once: its link group is closed,
+# and its next flows go over TCP.
+read -r pfail0 < <(it_peer_stat lgr.failures)
+out=$(it_peer_ctl --json peers)
+grep -Eq '"state": *"active"' <<<"$out" || it_fail "(e) no active group before the reload: $out"
+it_peer_config transport='"auto"' control="\"0.0.0.0:$CPORT\"" \
+	peers='[{"prefix": "10.66.1.128/25", "allow": ["1024-65535"]}]'
+out=$(it_peer_ctl reload 2>&1) || it_fail "(e) reload: $out"
+sleep 0.3
+out=$(it_peer_ctl --json peers)
+read -r pfail1 < <(it_peer_stat lgr.failures)
+echo "  (e) after the reload: peer lgr.failures $pfail0 -> $pfail1"
+grep -Eq '"state": *"active"' <<<"$out" && it_fail "(e) the removed peer's group is still active: $out"
+[ "$pfail1" -gt "$pfail0" ] || it_fail "(e) no link group failed at the reload"
+it_run_ok e "flows after the peer was removed must go over TCP intact" --flows 2 --max-size 16KiB
+read -r ctcp < <(it_stat flows.closed.tcp)
+it_eq "(e) client flows.closed.tcp" "$ctcp" 2
+
+it_pass "outsiders declined ($prefused proposals), PSK mismatch declined both ways, $n_policy forbidden destinations declined and counted, ports outside the allow list declined and counted by port, a removed peer cut off at reload"
