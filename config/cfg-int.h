@@ -77,6 +77,10 @@ int cfg__parse_addr(const char *s, struct cfg_addr *out, const char **why);
 int cfg__parse_prefix(const char *s, struct cfg_prefix *out, const char **why);
 /* Stores p with its host bits cleared in masked; true if any were set. */
 bool cfg__prefix_mask(const struct cfg_prefix *p, struct cfg_prefix *masked);
+/* A peers[].allow element: "6379", "8000-8100", "10.0.0.2:443",
+ * "[fd00::2]:8000-8100". Numeric addresses only, ports 1-65535. */
+int cfg__parse_allow(const char *s, struct cfg_allow *out, const char **why);
+bool cfg__allow_equal(const struct cfg_allow *a, const struct cfg_allow *b);
 /* "0660", "660", "0o660": octal digits only, at most 0777. */
 int cfg__parse_mode(const char *s, mode_t *out, const char **why);
 

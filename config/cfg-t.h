@@ -28,9 +28,23 @@ struct cfg_prefix {
 	uint8_t len;		/* prefix length in bits */
 };
 
+/*
+ * One element of a peer's "allow" list: ports lo..hi of this host, on
+ * every address of it (family 0) or on one address. Host byte order.
+ */
+struct cfg_allow {
+	int family;		/* 0: any address of this host; AF_INET, AF_INET6 */
+	uint8_t addr[16];	/* network byte order; 4 bytes used for AF_INET */
+	uint16_t lo, hi;
+};
+
 struct cfg_peer {
 	struct cfg_prefix prefix;
 	uint16_t control_port;
+	/* Where a peer of this prefix may open flows to on this host: deny
+	 * by default (n_allow 0: nowhere). */
+	struct cfg_allow *allow;
+	size_t n_allow;
 };
 
 /*

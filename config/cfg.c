@@ -614,6 +614,7 @@ static void set_addr(struct load *ld, const struct cfg__key *k, const json_t *v,
 static const struct cfg__key peer_keys[] = {
 	{ .name = "prefix" },
 	{ .name = "control_port" },
+	{ .name = "allow" },
 	{ 0 },
 };
 
@@ -639,6 +640,56 @@ static void check_unknown(struct load *ld, json_t *obj, const struct cfg__key *k
 		unknown_key(ld, key, keys);
 		path_pop(ld);
 	}
+}
+
+/* A peer's "allow" list; false if it has an error. At most this many
+ * entries: each flow a peer opens walks the list. */
+#define ALLOW_MAX 256
+
+static bool get_allow(struct load *ld, json_t *v, struct cfg_peer *peer)
+{
+	char sv[SHOWN_MAX + 4];
+	const char *s, *why = NULL;
+	bool ok = true;
+	size_t i, n;
+
+	path_push_key(ld, "allow");
+	if (!json_is_array(v)) {
+		verr(ld, false, "expected an array like [\"6379\", \"8000-8100\", "
+		     "\"10.0.0.2:443\"], got %s", type_name(v));
+		path_pop(ld);
+		return false;
+	}
+	n = json_array_size(v);
+	if (n > ALLOW_MAX) {
+		verr(ld, false, "%zu entries, more than the %d allowed (use port ranges)", n,
+		     ALLOW_MAX);
+		path_pop(ld);
+		return false;
+	}
+	if (n) {
+		peer->allow = calloc(n, sizeof(peer->allow[0]));
+		if (!peer->allow) {
+			ld->nomem = true;
+			path_pop(ld);
+			return false;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		path_push_index(ld, i);
+		if (!get_string(ld, json_array_get(v, i), "a string like \"6379\" or "
+				"\"8000-8100\"", &s)) {
+			ok = false;
+		} else if (cfg__parse_allow(s, &peer->allow[peer->n_allow], &why) < 0) {
+			verr(ld, false, "invalid entry \"%s\": %s", shown(s, sv), why);
+			ok = false;
+		} else {
+			peer->n_allow++;
+		}
+		path_pop(ld);
+	}
+	path_pop(ld);
+	return ok;
 }
 
 /* One peers[] element; false if it has an error. */
@@ -667,6 +718,9 @@ static bool get_peer(struct load *ld, json_t *v, struct cfg_peer *peer)
 			ok = false;
 		path_pop(ld);
 	}
+	p = json_object_get(v, "allow");
+	if (p && !get_allow(ld, p, peer))
+		ok = false;
 	p = json_object_get(v, "prefix");
 	if (!p) {
 		verr(ld, false, "missing required key \"prefix\"");
@@ -1075,6 +1129,8 @@ void cfg_free(struct cfg *cfg)
 		return;
 	free(cfg->source);
 	free(cfg->listen);
+	for (size_t i = 0; i < cfg->n_peers; i++)
+		free(cfg->peers[i].allow);
 	free(cfg->peers);
 	free(cfg->shm.dir);
 	free(cfg->stats.socket);

@@ -63,14 +63,18 @@ static bool listen_equal(const struct cfg *a, const struct cfg *b)
 
 static bool peers_equal(const struct cfg *a, const struct cfg *b)
 {
-	size_t i;
+	size_t i, j;
 
 	if (a->n_peers != b->n_peers)
 		return false;
 	for (i = 0; i < a->n_peers; i++) {
 		if (!cfg__prefix_equal(&a->peers[i].prefix, &b->peers[i].prefix) ||
-		    a->peers[i].control_port != b->peers[i].control_port)
+		    a->peers[i].control_port != b->peers[i].control_port ||
+		    a->peers[i].n_allow != b->peers[i].n_allow)
 			return false;
+		for (j = 0; j < a->peers[i].n_allow; j++)
+			if (!cfg__allow_equal(&a->peers[i].allow[j], &b->peers[i].allow[j]))
+				return false;
 	}
 	return true;
 }

@@ -197,6 +197,77 @@ static int parse_port(const char *s, uint16_t *port, const char **why)
 	return 0;
 }
 
+/* "PORT" or "LO-HI", each 1-65535, LO <= HI. */
+static int parse_port_range(const char *s, uint16_t *lo, uint16_t *hi, const char **why)
+{
+	char buf[16];
+	const char *dash = strchr(s, '-');
+	size_t n = dash ? (size_t)(dash - s) : strlen(s);
+
+	if (n >= sizeof(buf))
+		return fail(why, "the port must be a number from 1 to 65535", -EINVAL);
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	if (parse_port(buf, lo, why) < 0)
+		return -EINVAL;
+	*hi = *lo;
+	if (!dash)
+		return 0;
+	if (parse_port(dash + 1, hi, why) < 0)
+		return -EINVAL;
+	if (*hi < *lo)
+		return fail(why, "a port range must go up, like 8000-8100", -EINVAL);
+	return 0;
+}
+
+int cfg__parse_allow(const char *s, struct cfg_allow *out, const char **why)
+{
+	struct cfg_allow a;
+	char host[INET6_ADDRSTRLEN + 1];
+	const char *colon, *close, *ports = s;
+	size_t n;
+
+	memset(&a, 0, sizeof(a));
+	if (!s || !*s)
+		return fail(why, "empty (write a port, lo-hi, ip:port or [ip6]:port)", -EINVAL);
+	if (*s == '[') {
+		close = strchr(s, ']');
+		if (!close || close[1] != ':')
+			return fail(why, "write [ip6]:port or [ip6]:lo-hi", -EINVAL);
+		n = (size_t)(close - s - 1);
+		if (n >= sizeof(host))
+			return fail(why, "not an IPv6 address", -EINVAL);
+		memcpy(host, s + 1, n);
+		host[n] = '\0';
+		if (inet_pton(AF_INET6, host, a.addr) != 1)
+			return fail(why, "not an IPv6 address", -EINVAL);
+		a.family = AF_INET6;
+		ports = close + 2;
+	} else if ((colon = strchr(s, ':'))) {
+		n = (size_t)(colon - s);
+		if (strchr(colon + 1, ':'))
+			return fail(why, "an IPv6 address needs brackets: [ip6]:port", -EINVAL);
+		if (n >= sizeof(host))
+			return fail(why, "not a numeric IPv4 address", -EINVAL);
+		memcpy(host, s, n);
+		host[n] = '\0';
+		if (inet_pton(AF_INET, host, a.addr) != 1)
+			return fail(why, "not a numeric IPv4 address", -EINVAL);
+		a.family = AF_INET;
+		ports = colon + 1;
+	}
+	if (parse_port_range(ports, &a.lo, &a.hi, why) < 0)
+		return -EINVAL;
+	*out = a;
+	return 0;
+}
+
+bool cfg__allow_equal(const struct cfg_allow *a, const struct cfg_allow *b)
+{
+	return a->family == b->family && a->lo == b->lo && a->hi == b->hi &&
+	       memcmp(a->addr, b->addr, sizeof(a->addr)) == 0;
+}
+
 /*
  * "ip:port" or "[ip6]:port", numeric only: host names are not resolved (a
  * config must mean the same thing whatever DNS says at start-up) and IPv6

@@ -137,6 +137,8 @@ static json_t *stats_body(struct smcd *d)
 			 "idle_timeouts", (json_int_t)st->idle_timeouts,
 			 "per_worker", per_worker(d));
 	ctl_lgr_stats(body, st);
+	for (r = 0; r < (int)d->workers.n; r++)
+		ctl_lgr_policy_ports(body, &d->workers.workers[r].proxy.smc.policy_ports);
 	stats_add_pools(d, body);
 	return body;
 }

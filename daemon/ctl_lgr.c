@@ -155,10 +155,11 @@ void ctl_lgr_stats(json_t *body, const struct proxy_stats *st)
 		"flows_moved", (json_int_t)st->flows_moved));
 	json_object_set_new(body, "declines_sent", per_decline(st->declines_sent));
 	json_object_set_new(body, "declines_received", per_decline(st->declines_received));
-	json_object_set_new(body, "refused", json_pack("{s:I, s:I, s:I, s:I}",
+	json_object_set_new(body, "refused", json_pack("{s:I, s:I, s:I, s:I, s:I}",
 		"proposals", (json_int_t)st->proposals_refused,
 		"auth", (json_int_t)st->auth_failures,
 		"destinations", (json_int_t)st->dest_refused,
+		"ports", (json_int_t)st->ports_refused,
 		"bad_messages", (json_int_t)st->bad_messages));
 	json_object_set_new(body, "cdc", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"doorbells_saved", (json_int_t)st->doorbells_saved,
@@ -173,4 +174,37 @@ void ctl_lgr_stats(json_t *body, const struct proxy_stats *st)
 		"async_events", (json_int_t)st->rdma_async_events,
 		"links_draining", (json_int_t)st->rdma_links_draining,
 		"links_stuck", (json_int_t)st->rdma_links_stuck));
+}
+
+void ctl_lgr_policy_ports(json_t *body, const struct policy_ports *pp)
+{
+	json_t *refused = body ? json_object_get(body, "refused") : NULL;
+	json_t *by = refused ? json_object_get(refused, "by_port") : NULL;
+	uint64_t other = counter_get(&pp->other);
+	char key[16];
+	unsigned i;
+
+	if (!refused)
+		return;
+	if (!by) {
+		by = json_object();
+		json_object_set_new(refused, "by_port", by);
+	}
+	for (i = 0; i < POLICY_PORTS; i++) {
+		uint64_t v = atomic_load_explicit(&pp->slot[i], memory_order_relaxed);
+		json_t *had;
+
+		if (!v)
+			continue;
+		snprintf(key, sizeof(key), "%u", (unsigned)POLICY_SLOT_PORT(v));
+		had = json_object_get(by, key);
+		json_object_set_new(by, key, json_integer((json_int_t)(POLICY_SLOT_COUNT(v) +
+			(had ? (uint64_t)json_integer_value(had) : 0))));
+	}
+	if (other) {
+		json_t *had = json_object_get(by, "other");
+
+		json_object_set_new(by, "other", json_integer((json_int_t)(other +
+			(had ? (uint64_t)json_integer_value(had) : 0))));
+	}
 }

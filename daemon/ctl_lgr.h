@@ -11,6 +11,10 @@ struct lgr;
 struct proxy_stats;
 /* Adds the link-group counters of st to a stats body. */
 void ctl_lgr_stats(json_t *body, const struct proxy_stats *st);
+struct policy_ports;
+/* Adds one worker's refused ports to refused.by_port of a stats body
+ * (after ctl_lgr_stats()): {"6379": n, ..., "other": n}. */
+void ctl_lgr_policy_ports(json_t *body, const struct policy_ports *pp);
 /* One entry per link of every link group of p (run on p's thread). */
 json_t *ctl_links_json(struct proxy *p);
 /* One entry per link group or negative-cache entry of p. */

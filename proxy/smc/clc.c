@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
@@ -394,6 +395,7 @@ bool clc_mac_equal(const uint8_t a[CLC_MAC_LEN], const uint8_t b[CLC_MAC_LEN])
 int clc_psk_load(const char *path, uint8_t *psk, size_t *len)
 {
 	uint8_t buf[CLC_PSK_MAX + 2];
+	struct stat st;
 	size_t n = 0;
 	ssize_t r;
 	int fd, err = 0;
@@ -401,6 +403,21 @@ int clc_psk_load(const char *path, uint8_t *psk, size_t *len)
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
+	/* As ssh with its keys: a secret others can read is no secret, and
+	 * one others can write is not ours. The group may read, so that a
+	 * root-owned file can serve the daemon's service group. */
+	if (fstat(fd, &st) < 0) {
+		err = -errno;
+		goto out_close;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		err = -EISDIR;
+		goto out_close;
+	}
+	if (!S_ISREG(st.st_mode) || (st.st_mode & (S_IRWXO | S_IWGRP))) {
+		err = -EPERM;
+		goto out_close;
+	}
 	while (n < sizeof(buf)) {
 		r = read(fd, buf + n, sizeof(buf) - n);
 		if (r < 0 && errno == EINTR)

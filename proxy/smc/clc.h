@@ -52,7 +52,8 @@ bool clc_mac_equal(const uint8_t a[CLC_MAC_LEN], const uint8_t b[CLC_MAC_LEN]);
 /*
  * Reads a shared secret from path: the file's bytes with one trailing
  * newline removed, 16..CLC_PSK_MAX bytes. -errno from open/read, -EINVAL
- * when shorter than 16 bytes or longer than CLC_PSK_MAX.
+ * when shorter than 16 bytes or longer than CLC_PSK_MAX, -EPERM when not
+ * a regular file, or other users may read or write it, or the group write.
  */
 int clc_psk_load(const char *path, uint8_t *psk, size_t *len);
 

@@ -20,6 +20,7 @@
 #include "lgr.h"
 #include "link.h"
 #include "net.h"
+#include "policy.h"
 #include "rmb.h"
 
 /* Negative entries and groups a worker keeps at most: a prefix of many
@@ -341,13 +342,19 @@ void lgr__handshake_failed(struct lgr *lgr, enum fallback_reason reason)
  * never loopback (which would make us a relay into services bound to
  * localhost), the unspecified address (which the kernel sends to
  * loopback), a broadcast or multicast address, another host, or one of our
- * own listeners or our control port. dest is unmapped from ::ffff:a.b.c.d
- * first, as the kernel would connect.
+ * own listeners or our control port. Then only the ports (and addresses)
+ * the peers[] entry of lgr's peer allows (policy.c), under the config of
+ * the moment: a reload that takes a port or the whole prefix away refuses
+ * the next open. dest is unmapped from ::ffff:a.b.c.d first, as the
+ * kernel would connect. *by_port: the refusal is the port policy's.
  */
-static unsigned lgr_check_dest(struct smc_net *net, const struct sockaddr *dest)
+static unsigned lgr_check_dest(struct lgr *lgr, const struct sockaddr *dest, bool *by_port)
 {
+	struct smc_net *net = lgr->net;
 	const struct cfg *cfg = net->cfg;
+	struct sockaddr_storage peer;
 
+	*by_port = false;
 	if (addr_is_loopback(dest) || addr_is_any(dest))
 		return CLC_DECL_POLICY;
 	if (net->ops->dest_is_listener(net, dest))
@@ -356,6 +363,12 @@ static unsigned lgr_check_dest(struct smc_net *net, const struct sockaddr *dest)
 		return CLC_DECL_POLICY;
 	if (!addr_cache_is_local(&net->local_addrs, dest, uv_now(net->loop)))
 		return CLC_DECL_POLICY;
+	memcpy(&peer, &lgr->peer, sizeof(peer));
+	addr_unmap_v4(&peer);
+	if (!policy_allows(policy_peer(cfg, (const struct sockaddr *)&peer), dest)) {
+		*by_port = true;
+		return CLC_DECL_POLICY;
+	}
 	return CLC_DECL_NONE;
 }
 
@@ -365,6 +378,7 @@ void lgr_on_flow_open(struct link *lnk, const struct llc_flow_open *m)
 	struct smc_net *net = lgr->net;
 	struct sockaddr_storage dest = { 0 };
 	unsigned reason;
+	bool by_port;
 	int err;
 
 	/* Sent again after a link failed: if the first one arrived, its flow
@@ -396,9 +410,13 @@ void lgr_on_flow_open(struct link *lnk, const struct llc_flow_open *m)
 		memcpy(&sin6->sin6_addr, m->addr, 16);
 	}
 	addr_unmap_v4(&dest);
-	reason = lgr_check_dest(net, (struct sockaddr *)&dest);
+	reason = lgr_check_dest(lgr, (struct sockaddr *)&dest, &by_port);
 	if (reason) {
 		counter_inc(&net->stats->dest_refused);
+		if (by_port) {
+			counter_inc(&net->stats->ports_refused);
+			policy_ports_count(&net->policy_ports, m->port);
+		}
 		link_post_decline(lnk, m->token, reason);
 		return;
 	}

@@ -16,6 +16,7 @@
 #include "cfg-t.h"
 #include "clc-t.h"
 #include "cork.h"
+#include "policy-t.h"
 #include "core/addr.h"
 #include "core/epset-t.h"
 #include "core/list.h"
@@ -89,6 +90,7 @@ struct smc_net {
 	struct cork_params cork;
 	struct rmb_budget rmb_budget;
 	struct addr_cache local_addrs;	/* destinations peers asked for */
+	struct policy_ports policy_ports;	/* refused opens by port */
 
 	/* The control port. */
 	int control_fd;

@@ -16,6 +16,7 @@
 #include "lgr.h"
 #include "link.h"
 #include "net.h"
+#include "policy.h"
 #include "transport.h"
 
 static struct smc_net *net_of_hook(struct loop_hook *h, size_t off)
@@ -132,11 +133,36 @@ static int smc_net_read_host_id(uint8_t id[CLC_HOST_ID_LEN])
 	return k == 2 * CLC_HOST_ID_LEN ? 0 : -EINVAL;
 }
 
+/*
+ * A reload that takes a peer's prefix away cuts it off at once: its link
+ * groups, either role, fail (their running flows are reset, as when the
+ * peer is lost), and the next flow is judged by the new peers. A group
+ * whose prefix stays keeps going; its allow list applies to its next
+ * flow (lgr_check_dest()).
+ */
+static void smc_net_drop_unlisted(struct smc_net *net)
+{
+	struct list_head *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &net->lgrs) {
+		struct lgr *lgr = list_entry(pos, struct lgr, node);
+		struct sockaddr_storage peer;
+
+		if (lgr->state == LGR_DOWN || lgr->state == LGR_NEGATIVE)
+			continue;
+		memcpy(&peer, &lgr->peer, sizeof(peer));
+		addr_unmap_v4(&peer);
+		if (!policy_peer(net->cfg, (const struct sockaddr *)&peer))
+			lgr_fail(lgr, -EACCES);
+	}
+}
+
 void smc_net_set_cfg(struct smc_net *net, const struct cfg *cfg)
 {
 	net->cfg = cfg;
 	net->cork.enabled = cfg->autocork.enabled;
 	net->cork.max_bytes = (uint32_t)cfg->autocork.max_bytes;
+	smc_net_drop_unlisted(net);
 }
 
 static void smc_net_close_transports(struct smc_net *net)
@@ -210,7 +236,9 @@ int smc_net_init(struct smc_net *net, char *errbuf, size_t errlen)
 		err = clc_psk_load(cfg->auth.psk_file, net->psk, &net->psk_len);
 		if (err) {
 			snprintf(errbuf, errlen, "auth.psk_file %s: %s", cfg->auth.psk_file,
-				 err == -EINVAL ? "must hold 16 to 1024 bytes" : strerror(-err));
+				 err == -EINVAL ? "must hold 16 to 1024 bytes" :
+				 err == -EPERM ? "must be a regular file that no other user can read "
+				 "or write (chmod 600, or 640 for a group)" : strerror(-err));
 			goto out_close;
 		}
 	}

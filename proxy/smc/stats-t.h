@@ -39,6 +39,7 @@ struct proxy_stats {
 	counter_t auth_failures;		/* a peer's proof of auth.psk_file was wrong */
 	counter_t proposals_refused;	/* from outside the peer prefixes */
 	counter_t dest_refused;		/* flow opens aimed at loopback or another host */
+	counter_t ports_refused;	/* ... of them, to a port the peer's allow list lacks */
 	counter_t bad_messages;		/* malformed handshake or link messages */
 	counter_t cdc_sent;
 	counter_t cdc_received;

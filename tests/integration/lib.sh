@@ -53,6 +53,10 @@ CLOSED_PORT=9001	# nothing listens here on the server host
 LPORT=7001		# the daemon's redirect listener
 CPORT=7002		# the peer daemon's control port
 MARK=5459267
+# What the peer daemon lets the client host open flows to (peers[].allow,
+# deny by default): the unprivileged ports, where every test service
+# listens. t_shm_policy narrows it to prove the default.
+ALLOW='["1024-65535"]'
 
 IT_PIDS=()
 DAEMON_PID=
@@ -270,7 +274,7 @@ it_setup_shm() {
 	it_redirect
 	it_server_start
 	it_peer_config transport='"auto"' control="\"0.0.0.0:$CPORT\"" \
-		peers="[{\"prefix\": \"$C4/32\"}, {\"prefix\": \"$C6/128\"}]" "$@"
+		peers="[{\"prefix\": \"$C4/32\", \"allow\": $ALLOW}, {\"prefix\": \"$C6/128\", \"allow\": $ALLOW}]" "$@"
 	it_peer_start
 	it_config transport='"auto"' \
 		peers="[{\"prefix\": \"$S4/32\", \"control_port\": $CPORT}, {\"prefix\": \"$S6/128\", \"control_port\": $CPORT}]" \
@@ -416,7 +420,7 @@ it_shm_daemons() {
 		peer_args+=("$a")
 	done
 	it_peer_config transport='"auto"' control="\"0.0.0.0:$CPORT\"" \
-		peers="[{\"prefix\": \"$C4/32\"}, {\"prefix\": \"$C6/128\"}]" "${peer_args[@]}"
+		peers="[{\"prefix\": \"$C4/32\", \"allow\": $ALLOW}, {\"prefix\": \"$C6/128\", \"allow\": $ALLOW}]" "${peer_args[@]}"
 	it_peer_start
 	it_config transport='"auto"' \
 		peers="[{\"prefix\": \"$S4/32\", \"control_port\": $CPORT}, {\"prefix\": \"$S6/128\", \"control_port\": $CPORT}]" \

@@ -212,5 +212,16 @@ expect 0 list
 grep -qxF "IPv4: no rules" <<<"$out" || fail "list after del --all: $out"
 grep -qxF "IPv6: no rules" <<<"$out" || fail "list after del --all: $out"
 
-echo "PASS: $name: add/list/del idempotent for IPv4 and IPv6, marked traffic skipped"
+# --- config: the destination host's allow lists (issue 11, finding 1) ------
+expect 0 config --port 6379,8000-8100 --dest 10.99.0.0/24 --dest fd99::/64
+printf '{%s}\n' "$out" >"$tmp/allow.json"
+"$build/smcproxyd" -c "$tmp/allow.json" --check-config >/dev/null 2>"$tmp/check.err" ||
+	fail "config output does not load: $(cat "$tmp/check.err"): $out"
+grep -qF '{"prefix": "10.99.0.0/24", "allow": ["6379", "8000-8100"]}' <<<"$out" &&
+	grep -qF '{"prefix": "fd99::/64", "allow": ["6379", "8000-8100"]}' <<<"$out" ||
+	fail "config printed: $out"
+expect 2 config --port 6379
+expect 2 config --dest 10.99.0.0/24
+
+echo "PASS: $name: add/list/del idempotent for IPv4 and IPv6, marked traffic skipped, config prints loadable allow lists"
 exit 0

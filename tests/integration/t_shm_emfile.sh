@@ -6,7 +6,7 @@ it_hosts
 it_redirect
 it_server_start
 it_peer_config workers=1 transport='"auto"' control="\"0.0.0.0:$CPORT\"" \
-	peers="[{\"prefix\": \"$C4/32\"}]" fallback='{"connect_timeout": "500ms"}'
+	peers="[{\"prefix\": \"$C4/32\", \"allow\": $ALLOW}]" fallback='{"connect_timeout": "500ms"}'
 it_peer_start prlimit --nofile=64:64 --
 it_config workers=1 transport='"auto"' \
 	peers="[{\"prefix\": \"$S4/32\", \"control_port\": $CPORT}]" \

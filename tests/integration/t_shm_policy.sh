@@ -1,11 +1,12 @@
 #!/bin/bash
-# Guards the rule that the control port is not an open relay (smcproxyd(8), LINK GROUPS; man/smcproxy-protocol.7, Authentication): proposals from outside the peer prefixes, or without the shared secret, are declined with policy and counted (the flows go over TCP, bytes intact), and a peer inside the prefix can open flows only to the acceptor host's own addresses: never loopback, another host, or the acceptor's redirect listener.
+# Guards the rule that the control port is not an open relay, and (d) the destination policy (issue 11, finding 1: a FLOW_OPEN reached a port the server host's firewall drops, coming from the host itself) (smcproxyd(8), LINK GROUPS; man/smcproxy-protocol.7, Authentication): proposals from outside the peer prefixes, or without the shared secret, are declined with policy and counted (the flows go over TCP, bytes intact), and a peer inside the prefix can open flows only to the acceptor host's own addresses: never loopback, another host, or the acceptor's redirect listener.
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
 
 DS_POLICY='declines_sent.policy|stats.declines.sent.policy'
 DR_POLICY='declines_received.policy|stats.declines.received.policy'
 LO_PORT=9002		# a service on the server host's loopback only
+FW_PORT=9003		# a service the server host's firewall closes to the network
 
 # it_eq WHAT GOT WANT
 it_eq() { [ "$2" -eq "$3" ] || it_fail "$1 is $2, expected $3"; }
@@ -41,6 +42,22 @@ head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$IT_DIR/psk-a"
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$IT_DIR/psk-b"
 auth_a="{\"psk_file\": \"$IT_DIR/psk-a\"}"
 auth_b="{\"psk_file\": \"$IT_DIR/psk-b\"}"
+
+# (b0) Issue 11, finding 7: a secret other users can read is refused at
+# start, as ssh refuses such a key.
+chmod 644 "$IT_DIR/psk-a"
+it_daemon_stop || it_fail "smcproxyd did not stop cleanly (status $?)"
+it_peer_stop || it_fail "the peer smcproxyd did not stop cleanly (status $?)"
+it_peer_config transport='"auto"' control="\"0.0.0.0:$CPORT\"" \
+	peers="[{\"prefix\": \"$C4/32\", \"allow\": $ALLOW}]" auth="$auth_a"
+timeout 10 ip netns exec "$NS_S" "$SMCPROXYD" -c "$PEER_CFG" --foreground >"$IT_DIR/psk644.log" 2>&1
+rc=$?
+echo "  (b0) psk file mode 644: exit $rc: $(grep -m1 psk_file "$IT_DIR/psk644.log")"
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || it_fail "(b0) the daemon started with a psk file others can read (exit $rc)"
+grep -q "no other user can read" "$IT_DIR/psk644.log" ||
+	it_fail "(b0) no clear error for the psk file: $(cat "$IT_DIR/psk644.log")"
+chmod 600 "$IT_DIR/psk-a" "$IT_DIR/psk-b"
+it_shm_daemons --
 
 it_shm_daemons_restart auth="$auth_a" -- auth="$auth_a"
 it_run_ok b1 "flows between daemons with the same secret" --flows 4 --max-size 64KiB
@@ -187,4 +204,62 @@ it_eq "(c) client flows.closed.tcp" "$ctcp" 0
 it_ctl --json stats >/dev/null && it_peer_ctl --json stats >/dev/null ||
 	it_fail "a daemon stopped answering"
 
-it_pass "outsiders declined ($prefused proposals), PSK mismatch declined both ways, $n_policy forbidden destinations declined and counted"
+# ---------------------------------------------------------------------
+# (d) The destination policy: the peer daemon allows the client host
+# SPORT only. A service on FW_PORT, which the server host's INPUT chain
+# drops for packets from the network, must stay out of reach of a peer
+# inside the prefix, as it is out of reach of a plain TCP client.
+ip netns exec "$NS_S" "$FLOWCHECK" serve --verbose --listen "$S4:$FW_PORT" \
+	>"$IT_DIR/fw.log" 2>&1 &
+IT_PIDS+=("$!")
+it_wait_file "$IT_DIR/fw.log" '^serve: listening' 5 || it_fail "firewalled flowcheck did not start"
+it_s iptables -A INPUT -i veth1 -p tcp --dport "$FW_PORT" -j DROP || it_fail "iptables INPUT"
+it_shm_daemons_restart \
+	peers="[{\"prefix\": \"$C4/32\", \"allow\": [\"$SPORT\"]}, {\"prefix\": \"10.66.0.0/16\"}]" --
+mapfile -t got < <(it_smcpeer_c propose --connect "$S4:$CPORT" --open "$S4:$SPORT" \
+	--open "$S4:$FW_PORT" --open "$S4:$FW_PORT" --open "$S4:$CLOSED_PORT")
+printf '  (d) FLOW_OPEN %s\n' "$S4:$SPORT ${got[0]:-}" "$S4:$FW_PORT ${got[1]:-}" \
+	"$S4:$FW_PORT ${got[2]:-}" "$S4:$CLOSED_PORT ${got[3]:-}"
+[[ ${got[0]:-} == "accept "* ]] || it_fail "(d) $S4:$SPORT is allowed, got '${got[0]:-}'"
+for i in 1 2 3; do
+	[ "${got[$i]:-}" = "decline policy" ] ||
+		it_fail "(d) open $i to a port outside the allow list got '${got[$i]:-}', not a policy decline"
+done
+sleep 0.2
+[ -z "$(grep -vE '^serve: listening' "$IT_DIR/fw.log")" ] ||
+	it_fail "(d) a flow reached the firewalled service: $(grep -vE '^serve: listening' "$IT_DIR/fw.log" | head -3)"
+out=$(it_peer_ctl --json stats) || it_fail "(d) peer stats: $out"
+read -r pports pfw pclosed < <("$JGET" stats.refused.ports "stats.refused.by_port.$FW_PORT" \
+	"stats.refused.by_port.$CLOSED_PORT" <<<"$out" | tr '\n' ' ')
+echo "  (d) peer daemon: refused.ports $pports, by_port $FW_PORT: $pfw, $CLOSED_PORT: $pclosed"
+it_eq "(d) peer refused.ports" "$pports" 3
+it_eq "(d) peer refused.by_port.$FW_PORT" "$pfw" 2
+it_eq "(d) peer refused.by_port.$CLOSED_PORT" "$pclosed" 1
+# The longest prefix decides: the /16 without an allow list does not
+# widen the /32's. The honest path to the allowed port is unharmed.
+it_run_ok d "flows to the allowed port" --flows 4 --max-size 64KiB
+read -r cshm ctcp < <(it_stat flows.closed.shm flows.closed.tcp | tr '\n' ' ')
+it_eq "(d) client flows.closed.shm" "$cshm" 4
+it_eq "(d) client flows.closed.tcp" "$ctcp" 0
+
+# ---------------------------------------------------------------------
+# (e) Issue 11, finding 7: a reload that takes the client host out of the
+# peer daemon's prefixes cuts it off at once: its link group is closed,
+# and its next flows go over TCP.
+read -r pfail0 < <(it_peer_stat lgr.failures)
+out=$(it_peer_ctl --json peers)
+grep -Eq '"state": *"active"' <<<"$out" || it_fail "(e) no active group before the reload: $out"
+it_peer_config transport='"auto"' control="\"0.0.0.0:$CPORT\"" \
+	peers='[{"prefix": "10.66.1.128/25", "allow": ["1024-65535"]}]'
+out=$(it_peer_ctl reload 2>&1) || it_fail "(e) reload: $out"
+sleep 0.3
+out=$(it_peer_ctl --json peers)
+read -r pfail1 < <(it_peer_stat lgr.failures)
+echo "  (e) after the reload: peer lgr.failures $pfail0 -> $pfail1"
+grep -Eq '"state": *"active"' <<<"$out" && it_fail "(e) the removed peer's group is still active: $out"
+[ "$pfail1" -gt "$pfail0" ] || it_fail "(e) no link group failed at the reload"
+it_run_ok e "flows after the peer was removed must go over TCP intact" --flows 2 --max-size 16KiB
+read -r ctcp < <(it_stat flows.closed.tcp)
+it_eq "(e) client flows.closed.tcp" "$ctcp" 2
+
+it_pass "outsiders declined ($prefused proposals), PSK mismatch declined both ways, $n_policy forbidden destinations declined and counted, ports outside the allow list declined and counted by port, a removed peer cut off at reload"

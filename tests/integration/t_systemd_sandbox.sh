@@ -32,7 +32,7 @@ it_hosts
 it_redirect
 it_server_start
 it_peer_config transport='"auto"' control="\"0.0.0.0:$CPORT\"" \
-	peers="[{\"prefix\": \"$C4/32\"}]" shm="{\"dir\": \"$RUN\"}" \
+	peers="[{\"prefix\": \"$C4/32\", \"allow\": $ALLOW}]" shm="{\"dir\": \"$RUN\"}" \
 	stats="{\"socket\": \"$PSOCK\", \"mode\": \"0660\"}" workers=1
 it_peer_start "${sandbox[@]}"
 it_config transport='"auto"' peers="[{\"prefix\": \"$S4/32\", \"control_port\": $CPORT}]" \

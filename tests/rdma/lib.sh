@@ -182,7 +182,8 @@ rt_config() {
 	local -A cfg=(
 		[listen]="[\"127.0.0.1:${RT_LPORT[$d]}\"]"
 		[control]="\"$ADDR:${RT_CPORT[$d]}\""
-		[peers]="[{\"prefix\": \"$NET\", \"control_port\": ${RT_CPORT[$other]}}]"
+		# Deny by default: the guest's test services use unprivileged ports.
+		[peers]="[{\"prefix\": \"$NET\", \"control_port\": ${RT_CPORT[$other]}, \"allow\": [\"1024-65535\"]}]"
 		[transport]='"rdma"'
 		[mark]="$MARK"
 		[workers]=1

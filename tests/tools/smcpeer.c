@@ -13,6 +13,18 @@
  *   smcpeer raw     --connect ADDR:PORT [--mark N] [--timeout MS] [--half-close] FILE...
  *   smcpeer links   --connect ADDR:PORT --shm-dir DIR [--psk FILE] [--mark N]
  *                   [--timeout MS] FILE...
+ *   smcpeer rv      --shm-dir DIR [--count N] [--fds K] [--hold MS]
+ *
+ * propose --blocking-efd: the eventfds we pass for the daemon to ring are
+ * blocking and hold the largest count, so that a daemon that writes to
+ * them without checking sleeps for ever.
+ *
+ * rv: no handshake at all, straight at every rendezvous socket in DIR
+ * (smcproxyd-*.sock): N connections each. With --fds K, each sends a
+ * rendezvous message for an unknown link group carrying K fds (of
+ * /dev/null) and closes; prints "sent N". With --hold MS, each stays
+ * silent for MS and prints "held N closed-by-daemon C refused R": C of
+ * them the daemon closed meanwhile, R it closed before we could send.
  *
  * propose: the handshake (with --psk, a proof made with that file's
  * secret, right or wrong: a wrong accept MAC is reported on stderr and the
@@ -63,6 +75,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -133,6 +146,10 @@ struct opts {
 	uint32_t mark;
 	int timeout_ms;
 	bool half_close;
+	bool blocking_efd;
+	unsigned count;
+	unsigned rv_fds;
+	int hold_ms;
 	struct cfg_addr opens[OPENS_MAX];
 	unsigned n_opens;
 	char **files;
@@ -281,10 +298,11 @@ out_errno:
 	return err;
 }
 
-static int rv_send(int sock, const struct shm_rv_msg *m, const int *fds, unsigned n)
+/* Up to 253 fds (SCM_MAX_FD): the rv command sends more than a daemon takes. */
+static int rv_send_n(int sock, const struct shm_rv_msg *m, const int *fds, unsigned n)
 {
 	union {
-		char buf[CMSG_SPACE(sizeof(int) * (1 + LINKS_MAX))];
+		char buf[CMSG_SPACE(sizeof(int) * 253)];
 		struct cmsghdr align;
 	} u;
 	struct iovec iov = { (void *)m, sizeof(*m) };
@@ -300,6 +318,11 @@ static int rv_send(int sock, const struct shm_rv_msg *m, const int *fds, unsigne
 	cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
 	memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
 	return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof(*m) ? 0 : -EIO;
+}
+
+static int rv_send(int sock, const struct shm_rv_msg *m, const int *fds, unsigned n)
+{
+	return rv_send_n(sock, m, fds, n);
 }
 
 /* The daemon's answer: the length of the message (0 at end of file),
@@ -372,10 +395,18 @@ static int grp_up(const struct opts *o, struct grp *g, unsigned n_rings, struct 
 	if (err)
 		goto out_err;
 	for (i = 0; i < g->links; i++) {
-		g->efd_rx[i] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		g->efd_rx[i] = eventfd(0, o->blocking_efd ? EFD_CLOEXEC : EFD_NONBLOCK | EFD_CLOEXEC);
 		if (g->efd_rx[i] < 0) {
 			err = -errno;
 			goto out_err;
+		}
+		if (o->blocking_efd) {
+			uint64_t max = 0xfffffffffffffffeULL;
+
+			if (write(g->efd_rx[i], &max, sizeof(max)) != sizeof(max)) {
+				err = -errno;
+				goto out_err;
+			}
 		}
 	}
 	g->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -991,6 +1022,107 @@ static int cmd_raw(const struct opts *o)
 }
 
 /* ------------------------------------------------------------------ */
+/* rv: the rendezvous sockets, without a handshake. */
+
+
+static int rv_connect(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+static int cmd_rv(const struct opts *o)
+{
+	char pattern[4096];
+	glob_t gl;
+	unsigned n = 0, closed = 0, refused = 0, i, k;
+	size_t p;
+	int *fds = NULL, nfd = 0, null_fd = -1, rc = 1;
+
+	snprintf(pattern, sizeof(pattern), "%s/smcproxyd-*.sock", o->shm_dir);
+	if (glob(pattern, 0, NULL, &gl) != 0) {
+		peer_say("no rendezvous socket matches %s", pattern);
+		return 1;
+	}
+	fds = calloc((size_t)o->count * gl.gl_pathc, sizeof(*fds));
+	null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (!fds || null_fd < 0)
+		goto out;
+	for (p = 0; p < gl.gl_pathc; p++) {
+		for (i = 0; i < o->count; i++) {
+			int fd = rv_connect(gl.gl_pathv[p]);
+
+			if (fd < 0) {
+				peer_say("connect %s: %s", gl.gl_pathv[p], strerror(-fd));
+				goto out;
+			}
+			if (o->rv_fds) {
+				struct shm_rv_msg m = { .links = 1, .size = 0 };
+				int extra[253];
+
+				memcpy(m.magic, SHM_RV_MAGIC, sizeof(m.magic));
+				memset(m.lgr_id, 0xa5, sizeof(m.lgr_id));
+				for (k = 0; k < o->rv_fds && k < 253; k++)
+					extra[k] = null_fd;
+				if (rv_send_n(fd, &m, extra, k))
+					refused++;
+				close(fd);
+				n++;
+				continue;
+			}
+			fds[nfd++] = fd;
+			n++;
+		}
+	}
+	if (o->rv_fds) {
+		printf("sent %u\n", n - refused);
+		rc = 0;
+		goto out;
+	}
+	/* Silent: who does the daemon close while we hold? */
+	{
+		int64_t deadline = peer_now_ms() + o->hold_ms;
+		bool *gone = calloc((size_t)nfd + 1, sizeof(*gone));
+
+		if (!gone)
+			goto out;
+		while (peer_now_ms() < deadline && closed < (unsigned)nfd) {
+			for (k = 0; k < (unsigned)nfd; k++) {
+				struct pollfd pfd = { .fd = fds[k], .events = POLLIN };
+
+				if (gone[k] || poll(&pfd, 1, 0) != 1)
+					continue;
+				gone[k] = true;
+				closed++;
+			}
+			usleep(20000);
+		}
+		free(gone);
+	}
+	printf("held %u closed-by-daemon %u refused %u\n", n, closed, refused);
+	rc = 0;
+out:
+	for (k = 0; k < (unsigned)nfd; k++)
+		close(fds[k]);
+	free(fds);
+	if (null_fd >= 0)
+		close(null_fd);
+	globfree(&gl);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
 
 void peer_usage(void)
 {
@@ -999,7 +1131,8 @@ void peer_usage(void)
 		"                       [--open DEST:PORT]... [--mark N] [--timeout MS]\n"
 		"       smcpeer raw     --connect ADDR:PORT [--mark N] [--timeout MS] [--half-close] FILE...\n"
 		"       smcpeer links   --connect ADDR:PORT --shm-dir DIR [--psk FILE] [--mark N]\n"
-		"                       [--timeout MS] FILE...\n");
+		"                       [--timeout MS] FILE...\n"
+		"       smcpeer rv      --shm-dir DIR [--count N] [--fds K] [--hold MS]\n");
 	exit(2);
 }
 
@@ -1012,8 +1145,10 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		peer_usage();
 	cmd = argv[1];
-	if (strcmp(cmd, "propose") && strcmp(cmd, "raw") && strcmp(cmd, "links"))
+	if (strcmp(cmd, "propose") && strcmp(cmd, "raw") && strcmp(cmd, "links") &&
+	    strcmp(cmd, "rv"))
 		peer_usage();
+	o.count = 1;
 	o.timeout_ms = strcmp(cmd, "raw") ? 1000 : 300;
 	o.files = calloc((size_t)argc, sizeof(*o.files));
 	if (!o.files)
@@ -1042,6 +1177,14 @@ int main(int argc, char **argv)
 			o.mark = (uint32_t)peer_parse_num(peer_arg_value(&i, argc, argv), UINT32_MAX);
 		} else if (!strcmp(a, "--timeout")) {
 			o.timeout_ms = (int)peer_parse_num(peer_arg_value(&i, argc, argv), 600000);
+		} else if (!strcmp(a, "--blocking-efd")) {
+			o.blocking_efd = true;
+		} else if (!strcmp(a, "--count")) {
+			o.count = (unsigned)peer_parse_num(peer_arg_value(&i, argc, argv), 100000);
+		} else if (!strcmp(a, "--fds")) {
+			o.rv_fds = (unsigned)peer_parse_num(peer_arg_value(&i, argc, argv), 253);
+		} else if (!strcmp(a, "--hold")) {
+			o.hold_ms = (int)peer_parse_num(peer_arg_value(&i, argc, argv), 600000);
 		} else if (!strcmp(a, "--half-close")) {
 			o.half_close = true;
 		} else if (a[0] == '-' && a[1]) {
@@ -1051,9 +1194,11 @@ int main(int argc, char **argv)
 			o.files[o.n_files++] = argv[i];
 		}
 	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strcmp(cmd, "rv"))
+		return o.n_files || (!o.rv_fds && !o.hold_ms) ? (peer_usage(), 2) : cmd_rv(&o);
 	if (!o.have_connect)
 		peer_usage();
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!strcmp(cmd, "propose"))
 		return o.n_files ? (peer_usage(), 2) : cmd_propose(&o);
 	if (!o.n_files)

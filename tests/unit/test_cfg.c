@@ -466,7 +466,7 @@ static void test_unknown_keys(void **state)
 		      "t.json:2:28: links.flows: unknown key (known here: per_peer, "
 		      "max_flows_per_link)\n");
 	expect_errors("{\"peers\": [{\"prefix\": \"10.0.0.0/8\", \"port\": 1}]}",
-		      "t.json:1:37: peers[0].port: unknown key (known here: prefix, control_port)\n");
+		      "t.json:1:37: peers[0].port: unknown key (known here: prefix, control_port, allow)\n");
 	expect_error_prefix("{\"zzzzzzzzzz\": 1}",
 			    "t.json:1:2: zzzzzzzzzz: unknown key (known here: listen, control, peers,");
 }

@@ -907,6 +907,20 @@ static void test_psk_load(void **state)
 	snprintf(path, sizeof(path), "%s/missing", psk_dir);
 	assert_int_equal(clc_psk_load(path, psk, &len), -ENOENT);
 	assert_int_equal(clc_psk_load(psk_dir, psk, &len), -EISDIR);
+	/* Issue 11, finding 7: a secret others may read (or write, or the
+	 * group write) is refused, as ssh refuses such a key. */
+	snprintf(path, sizeof(path), "%s/psk", psk_dir);
+	assert_int_equal(load("0123456789abcdef", 16, psk, &len), 0);
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(clc_psk_load(path, psk, &len), -EPERM);
+	assert_int_equal(chmod(path, 0602), 0);
+	assert_int_equal(clc_psk_load(path, psk, &len), -EPERM);
+	assert_int_equal(chmod(path, 0620), 0);
+	assert_int_equal(clc_psk_load(path, psk, &len), -EPERM);
+	assert_int_equal(clc_psk_load("/dev/null", psk, &len), -EPERM);
+	assert_int_equal(chmod(path, 0640), 0);
+	assert_int_equal(clc_psk_load(path, psk, &len), 0);
+	len = 12345;
 	if (geteuid() != 0) {
 		snprintf(path, sizeof(path), "%s/psk", psk_dir);
 		assert_int_equal(chmod(path, 0), 0);

@@ -101,6 +101,7 @@ struct shm_lgr {
 	int sock;			/* rendezvous, then liveness */
 	struct epset_entry sock_ev;
 	bool up;
+	bool blocked;			/* the peer made a doorbell blocking */
 	struct shm_link links[LGR_LINKS_MAX];
 };
 
@@ -116,14 +117,16 @@ struct shm_worker {
 
 /* A rendezvous connection before its hello named a link group. */
 struct shm_rv {
-	struct list_head node;		/* shm_worker.rvs */
+	struct list_head node;		/* shm_worker.rvs, oldest first */
 	struct loop_defer defer;
 	struct smc_net *net;
 	int fd;
+	uint64_t deadline_ms;		/* its hello must come by then */
 	struct epset_entry ev;
 };
 
 static bool shm_drain(struct shm_link *sl);
+static void shm_rv_expire(struct shm_worker *sw, uint64_t now, bool need_slot);
 
 static struct shm_worker *shm_worker_of(const struct smc_net *net)
 {
@@ -140,13 +143,44 @@ static struct shm_queue *shm_queue(uint8_t *region, unsigned i)
 	return (struct shm_queue *)(void *)(region + SHM_HDR_SIZE + i * SHM_Q_SIZE);
 }
 
-static void shm_ring(struct shm_link *sl)
+/*
+ * Whether a doorbell of this group can be written without sleeping. The
+ * peer shares the open file description of every eventfd we write (its
+ * own, and ours that it holds), so it can clear O_NONBLOCK at any time
+ * and fill the counter: a write would then sleep until the peer reads,
+ * and the worker with it. So the flag is checked before each write, and
+ * a peer that cleared it loses its link group. A peer that clears it in
+ * the few instructions between the check and the write still wins; no
+ * per-call non-blocking write exists for an eventfd.
+ */
+static bool shm_efd_nonblocking(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl >= 0 && (fl & O_NONBLOCK);
+}
+
+/* The peer made a doorbell blocking: a protocol error of its own group. */
+static void shm_blocked(struct shm_link *sl)
+{
+	struct lgr *lgr = sl->sg->lgr;
+
+	counter_inc(&lgr->net->stats->bad_messages);
+	lgr_fail(lgr, -EPROTO);
+}
+
+/* false when the peer made the doorbell blocking: the caller fails the
+ * group at a safe point (the next event on it finds it down). */
+static bool shm_ring(struct shm_link *sl)
 {
 	uint64_t one = 1;
 
+	if (!shm_efd_nonblocking(sl->efd_tx))
+		return false;
 	/* EAGAIN means the counter is already huge: the peer is awake. */
 	if (write(sl->efd_tx, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		return;
+		return true;
+	return true;
 }
 
 /* ------------------------------------------------------------------ */
@@ -189,7 +223,10 @@ static void shm_flush(struct link *lnk)
 		counter_inc(&sl->sg->lgr->net->stats->doorbells_saved);
 		return;
 	}
-	shm_ring(sl);
+	/* Not failed here: the flush hook goes on with this link and
+	 * others. shm_lgr_idle(), before the loop sleeps, fails it. */
+	if (!shm_ring(sl))
+		sl->sg->blocked = true;
 }
 
 /* A message is complete once the peer took it from its queue: the
@@ -223,6 +260,10 @@ static bool shm_lgr_idle(struct lgr *lgr, bool run)
 
 	if (!sg || !sg->up)
 		return false;
+	if (sg->blocked) {
+		shm_blocked(&sg->links[0]);
+		return true;
+	}
 	hdr = (struct shm_hdr *)(void *)sg->local;
 	__atomic_store_n(&hdr->running, 0, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -233,6 +274,11 @@ static bool shm_lgr_idle(struct lgr *lgr, bool run)
 		if (__atomic_load_n(&sl->rxq->prod, __ATOMIC_RELAXED) == sl->rx_cons)
 			continue;
 		if (!run) {
+			/* Our own doorbell, but the peer holds it too. */
+			if (!shm_efd_nonblocking(sl->efd_rx)) {
+				shm_blocked(sl);
+				return true;
+			}
 			if (write(sl->efd_rx, &one, sizeof(one)) < 0 && errno != EAGAIN)
 				continue;
 			continue;
@@ -249,8 +295,12 @@ static bool shm_lgr_idle(struct lgr *lgr, bool run)
  * memory goes at the end of the batch, not here). */
 static bool shm_before_sleep(struct smc_net *net, bool run)
 {
+	struct shm_worker *sw = shm_worker_of(net);
 	struct list_head *pos, *tmp;
 	bool more = false;
+
+	if (sw && !list_empty(&sw->rvs))
+		shm_rv_expire(sw, uv_now(net->loop), false);
 
 	list_for_each_safe(pos, tmp, &net->lgrs) {
 		struct lgr *lgr = list_entry(pos, struct lgr, node);
@@ -429,8 +479,10 @@ static bool shm_drain(struct shm_link *sl)
 			return false;
 	}
 	__atomic_store_n(&sl->rxq->cons, sl->rx_cons, __ATOMIC_SEQ_CST);
-	if (__atomic_exchange_n(&sl->rxq->waiting, 0, __ATOMIC_SEQ_CST))
-		shm_ring(sl);
+	if (__atomic_exchange_n(&sl->rxq->waiting, 0, __ATOMIC_SEQ_CST) && !shm_ring(sl)) {
+		shm_blocked(sl);
+		return false;
+	}
 	link_tx_progress(lnk);
 	return lgr->state != LGR_DOWN;
 }
@@ -556,8 +608,9 @@ static int shm_adopt_peer(struct shm_lgr *sg, const struct shm_rv_msg *m,
 	if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(fds[0], &st) < 0 ||
 	    (uint64_t)st.st_size != m->size)
 		goto out_close;
+	/* Doorbells we could sleep on are refused outright. */
 	for (i = 1; i < n_fds; i++)
-		if (!shm_is_eventfd(fds[i]))
+		if (!shm_is_eventfd(fds[i]) || !shm_efd_nonblocking(fds[i]))
 			goto out_close;
 	sg->peer = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
 	if (sg->peer == MAP_FAILED) {
@@ -622,7 +675,14 @@ static int shm_send_rv(int fd, const struct shm_lgr *sg, const uint8_t *id, uint
 	return sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(m) ? 0 : -EIO;
 }
 
-/* One rendezvous message with its fds; -EAGAIN when none is there yet. */
+/*
+ * One rendezvous message with its fds; -EAGAIN when none is there yet.
+ * Every fd the kernel installs is either returned in fds[] or closed
+ * here, whatever the peer sent: the control buffer's length admits
+ * exactly 1 + LGR_LINKS_MAX fds (CMSG_LEN, not CMSG_SPACE, which rounds
+ * up to room for one more that the kernel would install and nobody
+ * close), and the kernel drops the rest with MSG_CTRUNC.
+ */
 static int shm_recv_rv(int fd, struct shm_rv_msg *m, int *fds, unsigned *n_fds)
 {
 	union {
@@ -630,12 +690,14 @@ static int shm_recv_rv(int fd, struct shm_rv_msg *m, int *fds, unsigned *n_fds)
 		struct cmsghdr align;
 	} u;
 	struct iovec iov = { m, sizeof(*m) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			     .msg_controllen = CMSG_LEN(sizeof(int) * (1 + LGR_LINKS_MAX)) };
 	struct cmsghdr *cm;
 	ssize_t n;
 	unsigned i;
 
+	_Static_assert(CMSG_LEN(sizeof(int) * (1 + LGR_LINKS_MAX)) <= sizeof(u.buf),
+		       "the control length must fit the buffer");
 	*n_fds = 0;
 	n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 	if (n < 0)
@@ -644,8 +706,15 @@ static int shm_recv_rv(int fd, struct shm_rv_msg *m, int *fds, unsigned *n_fds)
 		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
 			unsigned k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 
-			for (i = 0; i < k && *n_fds < 1 + LGR_LINKS_MAX; i++)
-				memcpy(&fds[(*n_fds)++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			for (i = 0; i < k; i++) {
+				int got;
+
+				memcpy(&got, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+				if (*n_fds < 1 + LGR_LINKS_MAX)
+					fds[(*n_fds)++] = got;
+				else
+					close(got);	/* cannot be: closed all the same */
+			}
 		}
 	}
 	if (n != (ssize_t)sizeof(*m) || (mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) ||
@@ -813,6 +882,40 @@ static void shm_on_rv(struct epset_entry *e, uint32_t events)
 	lgr__established(lgr);
 }
 
+/*
+ * Whether the process at the other end of a rendezvous connection may be
+ * a peer daemon: our own user, our group, or root. The socket's mode
+ * already keeps others out; this holds for a socket whose mode an
+ * operator widened, or a connection made before a chmod.
+ */
+static bool shm_peer_cred_ok(int fd)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+		return false;
+	return cr.uid == 0 || cr.uid == geteuid() || cr.gid == getegid();
+}
+
+/*
+ * Connections whose hello is overdue go, oldest first; with every slot
+ * taken the oldest goes anyway, so that silent connections cannot keep a
+ * real peer out (its hello comes right after its connect, so it is never
+ * the oldest for long).
+ */
+static void shm_rv_expire(struct shm_worker *sw, uint64_t now, bool need_slot)
+{
+	while (!list_empty(&sw->rvs)) {
+		struct shm_rv *rv = list_entry(sw->rvs.next, struct shm_rv, node);
+
+		if (now < rv->deadline_ms && !(need_slot && sw->n_rvs >= SHM_RV_MAX))
+			return;
+		counter_inc(&sw->net->stats->bad_messages);
+		shm_rv_free(rv, true);
+	}
+}
+
 static void shm_on_listen(struct epset_entry *e, uint32_t events)
 {
 	struct shm_worker *sw = (struct shm_worker *)((char *)e - offsetof(struct shm_worker, ev));
@@ -824,12 +927,19 @@ static void shm_on_listen(struct epset_entry *e, uint32_t events)
 		fd = accept4(sw->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			return;
-		if (sw->n_rvs >= SHM_RV_MAX || !(rv = calloc(1, sizeof(*rv)))) {
+		if (!shm_peer_cred_ok(fd)) {
+			counter_inc(&net->stats->proposals_refused);
+			close(fd);
+			continue;
+		}
+		shm_rv_expire(sw, uv_now(net->loop), true);
+		if (!(rv = calloc(1, sizeof(*rv)))) {
 			close(fd);
 			continue;
 		}
 		rv->net = net;
 		rv->fd = fd;
+		rv->deadline_ms = uv_now(net->loop) + net->cfg->fallback.connect_timeout_ms;
 		rv->ev.cb = shm_on_rv;
 		list_add_tail(&rv->node, &sw->rvs);
 		sw->n_rvs++;
@@ -862,10 +972,11 @@ static int shm_listen(struct smc_net *net, char *errbuf, size_t errlen)
 		goto out_err;
 	}
 	unlink(sun.sun_path);	/* a dead daemon's with our pid */
-	/* Any local user may connect: a link group id learnt from an
-	 * accepted handshake is what admits a connection. */
+	/* Only our user and group (peer daemons run as the same service
+	 * user): the link group id of an accepted handshake then admits a
+	 * connection, and shm_peer_cred_ok() checks who connected. */
 	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
-	    chmod(sun.sun_path, 0666) < 0 || listen(fd, 64) < 0) {
+	    chmod(sun.sun_path, 0660) < 0 || listen(fd, 64) < 0) {
 		err = -errno;
 		close(fd);
 		goto out_err;
