@@ -128,6 +128,11 @@ int lgr__setup_links(struct lgr *lgr, unsigned links, unsigned max_flows_per_lin
 		return -ENOMEM;
 	}
 	lgr->conns_cap = cap + 1;
+	/* Flows start on the smallest ring, as the kernel's SMC-R starts
+	 * at 16 KiB, and grow when their traffic fills it (conn.c); a peer
+	 * that cannot move rings gets the full size at once. */
+	lgr->ring_init = lgr->ring_move && lgr->ring_size > RMB_INIT_SIZE ?
+			 RMB_INIT_SIZE : lgr->ring_size;
 	lgr->next_index = 1;
 	lgr->n_links = links;
 	lgr->max_flows_per_link = max_flows_per_link;

@@ -21,13 +21,14 @@ void rmb_pool_init(struct rmb_pool *p, uint32_t base, uint32_t size,
 				.budget = budget };
 }
 
-static struct rmb *rmb_carve(struct rmb_pool *p, uint32_t size)
+static struct rmb *rmb_carve(struct rmb_pool *p, uint32_t size, uint64_t reserve)
 {
 	struct rmb *r;
 
 	/* Every class is a multiple of 4 KiB and base is page aligned, so
 	 * every ring starts on a page. */
-	if (p->size - p->carved < size || p->budget->limit - p->budget->used < size)
+	if (p->size - p->carved < size || p->budget->used > p->budget->limit ||
+	    p->budget->limit - p->budget->used < size + reserve)
 		return NULL;
 	r = calloc(1, sizeof(*r));
 	if (!r)
@@ -43,20 +44,21 @@ static struct rmb *rmb_carve(struct rmb_pool *p, uint32_t size)
 	return r;
 }
 
-struct rmb *rmb_get(struct rmb_pool *p, uint32_t want)
+static struct rmb *rmb_get_range(struct rmb_pool *p, uint32_t want, int lowest,
+				  uint64_t reserve)
 {
 	struct rmb *r;
 	int c = rmb_class(want);
 
 	if (c < 0)
 		return NULL;
-	for (; c >= 0; c--) {
+	for (; c >= lowest; c--) {
 		r = p->free[c];
 		if (r) {
 			p->free[c] = r->next;
 			p->n_free--;
 		} else {
-			r = rmb_carve(p, RMB_MIN_SIZE << c);
+			r = rmb_carve(p, RMB_MIN_SIZE << c, reserve);
 		}
 		if (r) {
 			r->next = NULL;
@@ -65,6 +67,20 @@ struct rmb *rmb_get(struct rmb_pool *p, uint32_t want)
 		}
 	}
 	return NULL;
+}
+
+struct rmb *rmb_get(struct rmb_pool *p, uint32_t want)
+{
+	return rmb_get_range(p, want, 0, 0);
+}
+
+struct rmb *rmb_get_spare(struct rmb_pool *p, uint32_t want, uint32_t min)
+{
+	int lowest = rmb_class(min);
+
+	if (lowest < 0)
+		return NULL;
+	return rmb_get_range(p, want, lowest, p->budget->limit / 8);
 }
 
 void rmb_put(struct rmb_pool *p, struct rmb *r)
