@@ -10,6 +10,8 @@
 
 #define RMB_MIN_SIZE	(16u * 1024)	/* smallest size class */
 #define RMB_CLASSES	13		/* 16 KiB .. 64 MiB, powers of two */
+#define RMB_AUTO_MIN	(64ull << 20)	/* buffers.pool auto: RAM / 16, within these */
+#define RMB_AUTO_MAX	(16ull << 30)
 #define RMB_INIT_SIZE	RMB_MIN_SIZE	/* a new flow's ring, when rings move */
 #define RMB_GROW_SHIFT	2		/* a full ring grows 4x (16 KiB -> 1 MiB: 3 moves) */
 

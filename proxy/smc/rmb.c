@@ -1,8 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 #include <stddef.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "rmb.h"
+
+uint64_t rmb_budget_share(uint64_t pool, unsigned n_workers)
+{
+	if (!pool) {
+		long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+
+		pool = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 16 : 0;
+		if (pool < RMB_AUTO_MIN)
+			pool = RMB_AUTO_MIN;
+		if (pool > RMB_AUTO_MAX)
+			pool = RMB_AUTO_MAX;
+	}
+	return pool / (n_workers ? n_workers : 1);
+}
 
 int rmb_class(uint32_t size)
 {
