@@ -170,6 +170,12 @@ void ctl_lgr_stats(json_t *body, const struct proxy_stats *st)
 		"ring_full_remote", (json_int_t)st->ring_full_remote,
 		"rings_grown", (json_int_t)st->rings_grown,
 		"ring_moves_refused", (json_int_t)st->ring_moves_refused));
+	/* The ring budget: summed over workers, the daemon's. */
+	json_object_set_new(body, "rings", json_pack("{s:I, s:I, s:I, s:I}",
+		"budget_bytes", (json_int_t)st->ring_bytes_limit,
+		"carved_bytes", (json_int_t)st->ring_bytes_carved,
+		"in_use_bytes", (json_int_t)st->ring_bytes_in_use,
+		"free_bytes", (json_int_t)(st->ring_bytes_limit - st->ring_bytes_in_use)));
 	json_object_set_new(body, "rdma", json_pack("{s:I, s:I, s:I, s:I}",
 		"link_failures", (json_int_t)st->rdma_link_failures,
 		"async_events", (json_int_t)st->rdma_async_events,

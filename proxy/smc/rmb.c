@@ -56,6 +56,8 @@ static struct rmb *rmb_carve(struct rmb_pool *p, uint32_t size, uint64_t reserve
 	}
 	p->carved += size;
 	p->budget->used += size;
+	if (p->budget->g_carved)
+		counter_add(p->budget->g_carved, size);
 	return r;
 }
 
@@ -78,6 +80,8 @@ static struct rmb *rmb_get_range(struct rmb_pool *p, uint32_t want, int lowest,
 		if (r) {
 			r->next = NULL;
 			p->n_used++;
+			if (p->budget->g_in_use)
+				counter_add(p->budget->g_in_use, r->size);
 			return r;
 		}
 	}
@@ -109,6 +113,8 @@ void rmb_put(struct rmb_pool *p, struct rmb *r)
 	p->free[c] = r;
 	p->n_used--;
 	p->n_free++;
+	if (p->budget->g_in_use)
+		counter_add(p->budget->g_in_use, 0 - (uint64_t)r->size);
 }
 
 void rmb_pool_close(struct rmb_pool *p)
@@ -120,6 +126,8 @@ void rmb_pool_close(struct rmb_pool *p)
 		while ((r = p->free[c])) {
 			p->free[c] = r->next;
 			p->budget->used -= r->size;
+			if (p->budget->g_carved)
+				counter_add(p->budget->g_carved, 0 - (uint64_t)r->size);
 			if (p->ops)
 				p->ops->release(p->ops_ctx, r);
 			free(r);

@@ -28,6 +28,9 @@ per_p=$(( (rss_p - base_p) * 1024 / N ))
 read -r tcp hs < <(it_stat flows.active.tcp lgr.handshakes | tr '\n' ' ')
 echo "  $N idle flows on shm, $hs link groups; RSS per flow: client daemon $per_c B, peer daemon $per_p B"
 [ "$tcp" -eq 0 ] || it_fail "$tcp held flows on tcp"
+read -r budget inuse < <(it_stat rings.budget_bytes rings.in_use_bytes | tr '\n' ' ')
+echo "  client daemon rings: budget $((budget >> 20)) MiB, in use $((inuse >> 20)) MiB"
+[ "$inuse" -ge $((N * 16384)) ] || it_fail "rings.in_use_bytes is $inuse for $N flows"
 [ "$per_c" -le 16384 ] || it_fail "client daemon RSS per idle flow is $per_c bytes (> 16 KiB)"
 [ "$per_p" -le 16384 ] || it_fail "peer daemon RSS per idle flow is $per_p bytes (> 16 KiB)"
 
