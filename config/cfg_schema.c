@@ -42,7 +42,8 @@ static const struct cfg__key buffers_keys[] = {
 	{ "ring", CFG__SIZE, false, CFG__F_POW2, F(buffers.ring),
 	  16 * KiB, 64 * MiB, "\"1MiB\"", NULL },
 	/* Must also be >= ring: checked in cfg.c after both are known. */
-	{ "pool", CFG__SIZE, false, 0, F(buffers.pool), 16 * KiB, 64 * GiB, "\"64MiB\"", NULL },
+	/* 0: auto, from the host's memory (rmb_budget_share()). */
+	{ "pool", CFG__SIZE, false, 0, F(buffers.pool), 0, 64 * GiB, "0", NULL },
 	{ 0 },
 };
 

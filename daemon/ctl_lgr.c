@@ -161,14 +161,22 @@ void ctl_lgr_stats(json_t *body, const struct proxy_stats *st)
 		"destinations", (json_int_t)st->dest_refused,
 		"ports", (json_int_t)st->ports_refused,
 		"bad_messages", (json_int_t)st->bad_messages));
-	json_object_set_new(body, "cdc", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	json_object_set_new(body, "cdc", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"doorbells_saved", (json_int_t)st->doorbells_saved,
 		"sent", (json_int_t)st->cdc_sent,
 		"received", (json_int_t)st->cdc_received,
 		"window_updates", (json_int_t)st->window_updates,
 		"cork_events", (json_int_t)st->cork_events,
 		"ring_full_local", (json_int_t)st->ring_full_local,
-		"ring_full_remote", (json_int_t)st->ring_full_remote));
+		"ring_full_remote", (json_int_t)st->ring_full_remote,
+		"rings_grown", (json_int_t)st->rings_grown,
+		"ring_moves_refused", (json_int_t)st->ring_moves_refused));
+	/* The ring budget: summed over workers, the daemon's. */
+	json_object_set_new(body, "rings", json_pack("{s:I, s:I, s:I, s:I}",
+		"budget_bytes", (json_int_t)st->ring_bytes_limit,
+		"carved_bytes", (json_int_t)st->ring_bytes_carved,
+		"in_use_bytes", (json_int_t)st->ring_bytes_in_use,
+		"free_bytes", (json_int_t)(st->ring_bytes_limit - st->ring_bytes_in_use)));
 	json_object_set_new(body, "rdma", json_pack("{s:I, s:I, s:I, s:I}",
 		"link_failures", (json_int_t)st->rdma_link_failures,
 		"async_events", (json_int_t)st->rdma_async_events,

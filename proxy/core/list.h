@@ -44,4 +44,16 @@ static inline void list_del(struct list_head *n)
 	n->next = n->prev = n;
 }
 
+/* Moves every node of from to the end of to; from is left empty. */
+static inline void list_splice_tail(struct list_head *from, struct list_head *to)
+{
+	if (list_empty(from))
+		return;
+	from->next->prev = to->prev;
+	to->prev->next = from->next;
+	from->prev->next = to;
+	to->prev = from->prev;
+	list_init(from);
+}
+
 #endif

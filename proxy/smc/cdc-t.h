@@ -33,6 +33,12 @@ struct cdc_msg {
 	struct smc_cursor cons;		/* bytes the sender consumed from its own ring */
 	uint8_t prod_flags;		/* CDC_PF_* */
 	uint8_t conn_flags;		/* CDC_CF_* */
+	/* Which ring each cursor is in (ring moves, llc-t.h LLC_RMB_MOVE):
+	 * prod in the receiver's ring of generation prod_gen, cons in the
+	 * sender's own ring of generation cons_gen. Both start at 0 and
+	 * count modulo 256. */
+	uint8_t prod_gen;
+	uint8_t cons_gen;
 };
 
 #endif

@@ -14,7 +14,7 @@
 
 #define CDC_PF_KNOWN	CDC_PF_WRITE_BLOCKED
 #define CDC_CF_KNOWN	(CDC_CF_DONE_WRITING | CDC_CF_CLOSED | CDC_CF_ABORT)
-#define CDC_RESERVED	26	/* first reserved byte; reserved up to the end */
+#define CDC_RESERVED	28	/* first reserved byte; reserved up to the end */
 
 /*
  * Writes the flags as given: the encoder trusts its caller, and a flag bit
@@ -34,6 +34,8 @@ void cdc_encode(const struct cdc_msg *m, uint8_t buf[LINK_MSG_LEN])
 	wire_put32(buf + 20, m->cons.count);
 	buf[24] = m->prod_flags;
 	buf[25] = m->conn_flags;
+	buf[26] = m->prod_gen;
+	buf[27] = m->cons_gen;
 }
 
 int cdc_decode(const uint8_t *buf, size_t len, struct cdc_msg *m)
@@ -53,5 +55,7 @@ int cdc_decode(const uint8_t *buf, size_t len, struct cdc_msg *m)
 	m->cons.count = wire_get32(buf + 20);
 	m->prod_flags = buf[24];
 	m->conn_flags = buf[25];
+	m->prod_gen = buf[26];
+	m->cons_gen = buf[27];
 	return 0;
 }

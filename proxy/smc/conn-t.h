@@ -14,6 +14,7 @@
 #include "core/loop-t.h"
 #include "core/epset-t.h"
 #include "core/list.h"
+#include "llc-t.h"
 #include "rmb-t.h"
 
 struct lgr;
@@ -43,6 +44,7 @@ enum conn_end {
 #define CONN_TX_OPEN	(1u << 0)	/* LLC FLOW_OPEN */
 #define CONN_TX_ACCEPT	(1u << 1)	/* LLC FLOW_ACCEPT */
 #define CONN_TX_CDC	(1u << 2)	/* cursors or flags changed */
+#define CONN_TX_MOVE	(1u << 3)	/* LLC RMB_MOVE: our next ring */
 
 struct conn_ops {
 	/* Once, when the conn stops moving data. decline: the peer's reason
@@ -72,6 +74,11 @@ struct conn {
 	struct smc_cursor rx_prod;	/* peer's producer cursor: data up to here */
 	struct smc_cursor rx_cons;	/* delivered to the socket */
 	struct smc_cursor rx_cons_sent;	/* last consumer cursor we announced */
+	/* Ring moves (smcproxy-protocol(7), "Ring moves"): the larger ring
+	 * offered to the peer, ours until it switches (a CDC of generation
+	 * rx_gen + 1), then it replaces rmb. */
+	struct rmb *rx_next;
+	uint8_t rx_gen;			/* our ring's generation */
 
 	/* Send side: the peer's ring (or its mirror). */
 	uint8_t *tx_ring;
@@ -86,6 +93,14 @@ struct conn {
 	 * carries again only what lies after it. */
 	struct smc_cursor tx_prod_done;
 	uint32_t tx_last_seq;		/* link sequence of our last CDC */
+	/* The peer offered a new ring (tx_next, already attached as
+	 * tx_next_ring/tx_next_priv): nothing more goes into the old one,
+	 * and we switch once the peer consumed all of it. */
+	bool tx_move;
+	uint8_t tx_gen;			/* generation of the peer's ring we write */
+	struct llc_rmb tx_next;
+	uint8_t *tx_next_ring;
+	void *tx_next_priv;
 	bool tx_unacked_valid;		/* tx_last_seq is set */
 
 	/* Flags. */

@@ -16,7 +16,17 @@
  * existing link group (no CLC handshake per flow), and a conn's ring is
  * freed only once the peer said it stopped writing into it (FIN, ABORT or
  * CLOSED), so that a reused ring never receives a late write.
+ *
+ * Rings move (smcproxy-protocol(7), "Ring moves"): a flow starts on a
+ * small ring, and the ring's owner offers a larger one (LLC RMB_MOVE)
+ * when the peer's traffic fills it. The writer stops writing the old ring
+ * at once, switches when the owner consumed all of it (so no byte lies in
+ * the old ring after the switch, and failover replays only into the new
+ * one), and says so in its next CDC (prod_gen). The kernel's SMC-R sizes
+ * an RMB once per connection; this is what lets thousands of idle flows
+ * share a budget while a bulk flow still gets buffers.ring.
  */
+#include <assert.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -88,15 +98,17 @@ static uint32_t conn_rx_avail(const struct conn *c)
 	return (uint32_t)cursor_diff(c->rx_cons, c->rx_prod, conn_rx_size(c));
 }
 
-/* Room left in the peer's ring. */
+/* Room left in the peer's ring; none while it moves. */
 static uint32_t conn_tx_space(const struct conn *c)
 {
+	if (c->tx_move)
+		return 0;
 	return c->tx_size - (uint32_t)cursor_diff(c->tx_cons, c->tx_prod, c->tx_size);
 }
 
 static int conn_init_rx(struct conn *c, struct lgr *lgr)
 {
-	c->rmb = rmb_get(&lgr->rmbs, lgr->ring_size);
+	c->rmb = rmb_get(&lgr->rmbs, lgr->ring_init);
 	if (!c->rmb)
 		return -ENOMEM;
 	c->rx_ring = lgr->region + c->rmb->offset;
@@ -248,6 +260,24 @@ static void conn_reap(struct loop_defer *d)
 	c->ops->closed(c);
 }
 
+/* The peer's next ring, attached when it was offered and never used. */
+static void conn_drop_next(struct conn *c)
+{
+	uint8_t *ring = c->tx_ring;
+	void *priv = c->tx_priv;
+
+	if (!c->tx_next_ring && !c->tx_next_priv)
+		return;
+	c->tx_ring = c->tx_next_ring;
+	c->tx_priv = c->tx_next_priv;
+	c->lgr->ops->conn_detach(c);
+	c->tx_ring = ring;
+	c->tx_priv = priv;
+	c->tx_next_ring = NULL;
+	c->tx_next_priv = NULL;
+	c->tx_move = false;
+}
+
 /*
  * Frees the token, the ring and the transport's per-conn state once
  * nothing can still refer to them: our last message posted, and the peer
@@ -272,8 +302,11 @@ static void conn_maybe_release(struct conn *c)
 		lgr_conn_del(lgr, c);
 	if (c->tx_ring || c->tx_priv)
 		lgr->ops->conn_detach(c);
+	conn_drop_next(c);
 	rmb_put(&lgr->rmbs, c->rmb);
 	c->rmb = NULL;
+	rmb_put(&lgr->rmbs, c->rx_next);
+	c->rx_next = NULL;
 	list_del(&c->wait_node);
 	loop_defer(lgr->net->core, &c->defer, conn_reap);
 }
@@ -399,6 +432,10 @@ void conn_move_link(struct conn *c, struct link *to)
 	if (!conn_is_opener(c) && c->peer_token && !c->peer_heard && !c->end_sent &&
 	    !c->abort_pending)
 		work |= CONN_TX_ACCEPT;
+	/* An offered ring the peer has not switched to: the offer may have
+	 * died with the link. A second one is a no-op to the peer. */
+	if (c->rx_next && c->state == CONN_ACTIVE && !c->end_sent && !c->abort_pending)
+		work |= CONN_TX_MOVE;
 	if (work)
 		link_conn_work(c, work);
 }
@@ -526,6 +563,130 @@ void conn_on_decline(struct conn *c, unsigned reason)
 	conn_maybe_release(c);
 }
 
+/* ------------------------------------------------------------------ */
+/* Ring moves. */
+
+/*
+ * Our ring filled (or the peer said it waits on it): offer a larger one,
+ * RMB_GROW_SHIFT classes up to the group's ring_size, if the budget has
+ * one to spare (rmb_get_spare(): growing never takes the last of the
+ * budget that new flows' small rings need). One offer at a time; none
+ * once the peer finished writing.
+ */
+static void conn_grow(struct conn *c)
+{
+	struct lgr *lgr = c->lgr;
+	uint32_t size = c->rmb->size, want;
+	struct rmb *r;
+
+	if (!lgr->ring_move || c->rx_next || c->state != CONN_ACTIVE || c->peer_fin ||
+	    size >= lgr->ring_size)
+		return;
+	want = size << RMB_GROW_SHIFT;
+	if (want > lgr->ring_size || want < size)
+		want = lgr->ring_size;
+	r = rmb_get_spare(&lgr->rmbs, want, size << 1);
+	if (!r)
+		return;
+	c->rx_next = r;
+	counter_inc(&conn_net(c)->stats->rings_grown);
+	link_conn_work(c, CONN_TX_MOVE);
+}
+
+/* The peer switched to our next ring: the old one, all consumed, is free
+ * for the next flow; cursors start again at the new ring's start. */
+static void conn_rx_switch(struct conn *c)
+{
+	struct smc_cursor zero = { 0, 0 };
+
+	rmb_put(&c->lgr->rmbs, c->rmb);
+	c->rmb = c->rx_next;
+	c->rx_next = NULL;
+	c->rx_ring = c->lgr->region + c->rmb->offset;
+	c->rx_prod = c->rx_cons = c->rx_cons_sent = zero;
+	c->rx_gen++;
+}
+
+/*
+ * Switches our writes to the peer's next ring once the peer consumed
+ * everything in the old one: then the peer surely has every byte we wrote
+ * (tx_prod_done may jump to tx_prod), nothing of the old ring is left to
+ * replay on a failover, and the transport's hold on it can go (rdma keeps
+ * the mirror until its writes completed). The CDC that follows tells the
+ * peer, even with no data to announce.
+ */
+static void conn_tx_switch(struct conn *c)
+{
+	struct smc_cursor zero = { 0, 0 };
+
+	if (!c->tx_move || !cursor_equal(c->tx_cons, c->tx_prod))
+		return;
+	if (c->tx_ring || c->tx_priv)
+		c->lgr->ops->conn_detach(c);
+	c->tx_ring = c->tx_next_ring;
+	c->tx_priv = c->tx_next_priv;
+	c->tx_next_ring = NULL;
+	c->tx_next_priv = NULL;
+	c->tx_size = c->tx_next.size;
+	c->tx_peer_off = c->tx_next.offset;
+	c->tx_prod = c->tx_prod_sent = c->tx_cons = c->tx_prod_done = zero;
+	c->tx_gen++;
+	c->tx_move = false;
+	c->write_blocked = false;
+	link_conn_work(c, CONN_TX_CDC);
+}
+
+/*
+ * The peer offers a new ring for our writes. A repeat (a failover resends
+ * the offer) is a no-op; a generation out of turn breaks the protocol. A
+ * ring outside the peer's region resets the flow; one we cannot attach
+ * (rdma: no mirror of that size left) is not taken: the flow goes on in
+ * the old ring, and the peer frees the offered one when the flow ends.
+ */
+void conn_on_move(struct conn *c, const struct llc_rmb_move *m)
+{
+	uint8_t *ring = c->tx_ring;
+	void *priv = c->tx_priv;
+	int err;
+
+	if (c->state != CONN_ACTIVE || !c->lgr->ring_move)
+		return;
+	if (m->gen == c->tx_gen || c->tx_move)
+		return;
+	if (m->gen != (uint8_t)(c->tx_gen + 1)) {
+		conn_reset(c, CONN_END_PROTOCOL, -EPROTO);
+		return;
+	}
+	c->tx_ring = NULL;
+	c->tx_priv = NULL;
+	err = c->lgr->ops->conn_attach(c, &m->rmb);
+	c->tx_next_ring = c->tx_ring;
+	c->tx_next_priv = c->tx_priv;
+	c->tx_ring = ring;
+	c->tx_priv = priv;
+	if (err == -EINVAL) {
+		conn_reset(c, CONN_END_PROTOCOL, -EPROTO);
+		return;
+	}
+	if (err) {
+		counter_inc(&conn_net(c)->stats->ring_moves_refused);
+		return;
+	}
+	c->tx_move = true;
+	c->tx_next = m->rmb;
+	conn_tx_switch(c);
+	if (!c->tx_move) {
+		if (c->in_pending)
+			conn_fill(c);
+	} else {
+		/* Bytes still in the old ring: the peer's next window update
+		 * switches us, and a write-blocked note asks it for that at
+		 * once rather than after a tenth of the ring. */
+		c->write_blocked = true;
+		link_conn_work(c, CONN_TX_CDC);
+	}
+}
+
 /*
  * A CDC message: the peer's producer cursor (new bytes in our ring), its
  * consumer cursor (room in its ring), and flags. A cursor behind the one
@@ -536,6 +697,7 @@ void conn_on_decline(struct conn *c, unsigned reason)
 void conn_on_cdc(struct conn *c, const struct cdc_msg *m)
 {
 	struct proxy_stats *st = conn_net(c)->stats;
+	bool prod_stale = false, cons_stale = false, grow = false;
 	uint32_t rx_size;
 	int64_t d;
 
@@ -565,29 +727,57 @@ void conn_on_cdc(struct conn *c, const struct cdc_msg *m)
 	if (c->state == CONN_CLOSED || c->state == CONN_OPENING)
 		return;
 
+	/* Which rings the cursors are in: ours of now, or the next one the
+	 * peer just switched to (it only does once we consumed all of this
+	 * one), or the one before (a message older than the switch, resent
+	 * after a failover: its cursor is stale). */
+	if (m->prod_gen != c->rx_gen) {
+		if (c->rx_next && m->prod_gen == (uint8_t)(c->rx_gen + 1)) {
+			if (!cursor_equal(c->rx_cons, c->rx_prod))
+				goto out_proto;
+			conn_rx_switch(c);
+		} else if (m->prod_gen == (uint8_t)(c->rx_gen - 1)) {
+			prod_stale = true;
+		} else {
+			goto out_proto;
+		}
+	}
+	if (m->cons_gen != c->tx_gen) {
+		if (m->cons_gen != (uint8_t)(c->tx_gen - 1))
+			goto out_proto;
+		cons_stale = true;
+	}
 	rx_size = conn_rx_size(c);
-	if (!cursor_valid(m->prod, rx_size) || !cursor_valid(m->cons, c->tx_size))
+	if ((!prod_stale && !cursor_valid(m->prod, rx_size)) ||
+	    (!cons_stale && !cursor_valid(m->cons, c->tx_size)))
 		goto out_proto;
-	d = cursor_diff(c->rx_prod, m->prod, rx_size);
+	d = prod_stale ? 0 : cursor_diff(c->rx_prod, m->prod, rx_size);
 	if (d > 0) {
 		if (c->peer_fin || cursor_diff(c->rx_cons, m->prod, rx_size) > rx_size)
 			goto out_proto;
 		c->rx_prod = m->prod;
-		if (conn_rx_avail(c) == rx_size)
+		if (conn_rx_avail(c) == rx_size) {
 			counter_inc(&st->ring_full_local);
+			grow = true;
+		}
 	}
-	d = cursor_diff(c->tx_cons, m->cons, c->tx_size);
+	d = cons_stale ? 0 : cursor_diff(c->tx_cons, m->cons, c->tx_size);
 	if (d > 0) {
 		if (cursor_diff(m->cons, c->tx_prod, c->tx_size) < 0)
 			goto out_proto;
 		c->tx_cons = m->cons;
 		c->write_blocked = false;	/* room again: nothing to tell */
+		conn_tx_switch(c);
 	}
-	if (m->prod_flags & CDC_PF_WRITE_BLOCKED)
+	if (m->prod_flags & CDC_PF_WRITE_BLOCKED) {
 		c->peer_write_blocked = true;
+		grow = true;
+	}
 	if ((m->conn_flags & CDC_CF_DONE_WRITING) && !c->peer_fin)
 		c->peer_fin = true;
 	c->last_active_ms = uv_now(conn_net(c)->loop);
+	if (grow)
+		conn_grow(c);
 
 	if (c->state == CONN_ACTIVE) {
 		conn_drain(c);
@@ -635,12 +825,24 @@ void conn_build_msg(struct conn *c, unsigned work, uint8_t msg[LINK_MSG_LEN])
 		m.accept.rmb.size = c->rmb->size;
 		m.accept.rmb.key = c->rmb->key;
 		llc_encode(&m, msg);
+	} else if (work == CONN_TX_MOVE) {
+		struct llc_msg m = { .type = LLC_RMB_MOVE };
+
+		assert(c->rx_next);
+		m.move.token = c->peer_token;
+		m.move.gen = (uint8_t)(c->rx_gen + 1);
+		m.move.rmb.offset = c->rx_next->offset;
+		m.move.rmb.size = c->rx_next->size;
+		m.move.rmb.key = c->rx_next->key;
+		llc_encode(&m, msg);
 	} else {
 		struct cdc_msg m = {
 			.seq = c->link->cdc_seq++,
 			.token = c->peer_token,
 			.prod = c->tx_prod,
 			.cons = c->rx_cons,
+			.prod_gen = c->tx_gen,
+			.cons_gen = c->rx_gen,
 		};
 
 		if (c->write_blocked)
@@ -750,7 +952,7 @@ static void conn_fill(struct conn *c)
 		int cnt = 1;
 
 		if (!space) {
-			if (!c->write_blocked)
+			if (!c->write_blocked && !c->tx_move)
 				counter_inc(&conn_net(c)->stats->ring_full_remote);
 			c->in_pending = true;
 			c->write_blocked = true;
@@ -859,7 +1061,7 @@ static void conn_drain(struct conn *c)
 	 * peer that said it is blocked on us. */
 	freed = (uint32_t)cursor_diff(c->rx_cons_sent, c->rx_cons, size);
 	if (freed && !c->app_shut &&
-	    (freed >= size / 10 || c->peer_write_blocked)) {
+	    (freed >= size / 10 || c->peer_write_blocked || c->rx_next)) {
 		c->peer_write_blocked = false;
 		if (!(c->tx_work & CONN_TX_CDC))
 			counter_inc(&conn_net(c)->stats->window_updates);

@@ -44,6 +44,7 @@ int conn_take_fd(struct conn *c);
 void conn_on_accept(struct conn *c, const struct llc_flow_accept *m);
 void conn_on_decline(struct conn *c, unsigned reason);
 void conn_on_cdc(struct conn *c, const struct cdc_msg *m);
+void conn_on_move(struct conn *c, const struct llc_rmb_move *m);
 /* From the link's send path: builds the message for one CONN_TX_* bit. */
 void conn_build_msg(struct conn *c, unsigned work, uint8_t msg[LINK_MSG_LEN]);
 /* One of c's messages was posted. */

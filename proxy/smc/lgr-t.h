@@ -82,7 +82,9 @@ struct lgr {
 	struct link links[LGR_LINKS_MAX];
 	unsigned n_links;
 	unsigned max_flows_per_link;
-	uint32_t ring_size;		/* our rings; the peer's come with each flow */
+	uint32_t ring_size;		/* our rings' largest size; the peer's come with each flow */
+	uint32_t ring_init;		/* a new flow's ring (ring_size without ring_move) */
+	bool ring_move;			/* both sides move rings (CLC_FEAT_RING_MOVE) */
 
 	/* Local memory: the region the peer writes into. */
 	uint8_t *region;

@@ -129,6 +129,11 @@ int lgr__setup_links(struct lgr *lgr, unsigned links, unsigned max_flows_per_lin
 		return -ENOMEM;
 	}
 	lgr->conns_cap = cap + 1;
+	/* Flows start on the smallest ring, as the kernel's SMC-R starts
+	 * at 16 KiB, and grow when their traffic fills it (conn.c); a peer
+	 * that cannot move rings gets the full size at once. */
+	lgr->ring_init = lgr->ring_move && lgr->ring_size > RMB_INIT_SIZE ?
+			 RMB_INIT_SIZE : lgr->ring_size;
 	lgr->next_index = 1;
 	lgr->n_links = links;
 	lgr->max_flows_per_link = max_flows_per_link;
@@ -222,53 +227,69 @@ struct conn *lgr_conn_find(struct lgr *lgr, uint32_t token)
 /* ------------------------------------------------------------------ */
 /* Client side. */
 
-static struct lgr *lgr_find_client(struct smc_net *net, const struct sockaddr *peer)
+/* Whether lgr can take one more flow now: an active link with room. */
+static bool lgr_has_room(const struct lgr *lgr)
 {
-	struct list_head *pos;
+	unsigned i;
 
-	list_for_each(pos, &net->lgrs) {
-		struct lgr *lgr = list_entry(pos, struct lgr, node);
-
-		if (lgr->role == LGR_ROLE_CLIENT && lgr->state != LGR_DOWN &&
-		    addr_equal((struct sockaddr *)&lgr->peer, peer))
-			return lgr;
-	}
-	return NULL;
+	if (lgr->state != LGR_ACTIVE)
+		return false;
+	for (i = 0; i < lgr->n_links; i++)
+		if (lgr->links[i].state == LINK_ACTIVE &&
+		    lgr->links[i].n_conns < lgr->max_flows_per_link)
+			return true;
+	return false;
 }
 
-struct lgr *lgr_for_dest(struct smc_net *net, const struct sockaddr *dest,
-			 size_t pfx_idx, enum fallback_reason *reason)
+/*
+ * The client group a new flow to peer should use: an active one with
+ * room, else one whose handshake runs (the flow waits for it), else NULL:
+ * with *neg the peer's unexpired negative entry, if any (expired ones
+ * are freed here). Groups to one peer are many when one is full, as the
+ * kernel's SMC-R opens another link group when one has no room.
+ */
+static struct lgr *lgr_find_client(struct smc_net *net, const struct sockaddr *peer,
+				   uint64_t now, struct lgr **neg)
 {
-	uint16_t port = net->cfg->peers[pfx_idx].control_port;
-	uint64_t now = uv_now(net->loop);
-	struct sockaddr_storage peer;
+	struct list_head *pos, *tmp;
+	struct lgr *pending = NULL;
+
+	*neg = NULL;
+	list_for_each_safe(pos, tmp, &net->lgrs) {
+		struct lgr *lgr = list_entry(pos, struct lgr, node);
+
+		if (lgr->role != LGR_ROLE_CLIENT || lgr->state == LGR_DOWN ||
+		    !addr_equal((struct sockaddr *)&lgr->peer, peer))
+			continue;
+		if (lgr->state == LGR_NEGATIVE) {
+			if (now < lgr->neg_until_ms) {
+				*neg = lgr;
+			} else if (list_empty(&lgr->waiting)) {
+				list_del(&lgr->node);
+				net->n_lgrs--;
+				lgr__free(lgr);
+			}
+			continue;
+		}
+		if (lgr_has_room(lgr))
+			return lgr;
+		if (lgr->state != LGR_ACTIVE && !pending)
+			pending = lgr;
+	}
+	return pending;
+}
+
+/* A new client group to peer, its handshake started; NULL with *reason. */
+static struct lgr *lgr_new_client(struct smc_net *net, const struct sockaddr *peer,
+				  uint64_t now, enum fallback_reason *reason)
+{
 	struct lgr *lgr;
 
-	memcpy(&peer, dest, addr_len(dest));
-	if (peer.ss_family == AF_INET)
-		((struct sockaddr_in *)&peer)->sin_port = htons(port);
-	else
-		((struct sockaddr_in6 *)&peer)->sin6_port = htons(port);
-
-	lgr = lgr_find_client(net, (struct sockaddr *)&peer);
-	if (lgr && lgr->state == LGR_NEGATIVE) {
-		if (now < lgr->neg_until_ms) {
-			counter_inc(&net->stats->negative_cache_hits);
-			*reason = lgr->neg_reason;
-			return NULL;
-		}
-		list_del(&lgr->node);
-		net->n_lgrs--;
-		lgr__free(lgr);
-		lgr = NULL;
-	}
-	if (lgr)
-		return lgr;
 	if (!net->lgr_transports) {
 		*reason = FB_NO_LINK;	/* nothing to offer (rdma without a device) */
 		return NULL;
 	}
-	lgr = lgr__new(net, LGR_ROLE_CLIENT, (struct sockaddr *)&peer);
+	lgr = lgr__new(net, LGR_ROLE_CLIENT, peer);
 	if (!lgr) {
 		*reason = FB_DECL_NO_MEMORY;
 		return NULL;
@@ -282,14 +303,69 @@ struct lgr *lgr_for_dest(struct smc_net *net, const struct sockaddr *dest,
 	return lgr;
 }
 
-/* Parked flows go on: over the group, or over TCP with reason. */
+struct lgr *lgr_for_dest(struct smc_net *net, const struct sockaddr *dest,
+			 size_t pfx_idx, enum fallback_reason *reason)
+{
+	uint16_t port = net->cfg->peers[pfx_idx].control_port;
+	uint64_t now = uv_now(net->loop);
+	struct sockaddr_storage peer;
+	struct lgr *lgr, *neg;
+
+	memcpy(&peer, dest, addr_len(dest));
+	if (peer.ss_family == AF_INET)
+		((struct sockaddr_in *)&peer)->sin_port = htons(port);
+	else
+		((struct sockaddr_in6 *)&peer)->sin6_port = htons(port);
+
+	lgr = lgr_find_client(net, (struct sockaddr *)&peer, now, &neg);
+	if (lgr)
+		return lgr;
+	/* Every group to the peer is full; a negative entry says a new one
+	 * would fail (the peer declined or did not answer lately). */
+	if (neg) {
+		counter_inc(&net->stats->negative_cache_hits);
+		*reason = neg->neg_reason;
+		return NULL;
+	}
+	if (!net->lgr_transports) {
+		*reason = FB_NO_LINK;	/* nothing to offer (rdma without a device) */
+		return NULL;
+	}
+	return lgr_new_client(net, (struct sockaddr *)&peer, now, reason);
+}
+
+/*
+ * Parked flows go on: over the group, or over TCP with reason. A group
+ * that came up with more flows waiting than it has room for hands the
+ * rest to another group to the peer (one with room, one in its
+ * handshake, or a new one), so a burst of new flows opens as many groups
+ * as it needs instead of falling back with max_flows.
+ */
 static void lgr_release_waiting(struct lgr *lgr, enum fallback_reason reason)
 {
+	struct smc_net *net = lgr->net;
+
 	while (!list_empty(&lgr->waiting)) {
 		struct lgr_waiter *w = list_entry(lgr->waiting.next, struct lgr_waiter, node);
+		struct lgr *to = lgr, *neg;
+		enum fallback_reason why = reason;
 
+		if (reason == FB_NONE && !lgr_has_room(lgr)) {
+			uint64_t now = uv_now(net->loop);
+
+			to = lgr_find_client(net, (struct sockaddr *)&lgr->peer, now, &neg);
+			if (!to && !neg)
+				to = lgr_new_client(net, (struct sockaddr *)&lgr->peer, now, &why);
+			else if (!to)
+				why = neg->neg_reason;
+			if (to && to->state != LGR_ACTIVE) {
+				/* All of them wait for that one. */
+				list_splice_tail(&lgr->waiting, &to->waiting);
+				return;
+			}
+		}
 		list_del(&w->node);
-		w->ready(w, reason == FB_NONE ? lgr : NULL, reason);
+		w->ready(w, why == FB_NONE ? to : NULL, why);
 	}
 }
 

@@ -172,7 +172,7 @@ static void hs_client_propose(struct lgr *lgr)
 	struct clc_msg m = { .hdr.type = CLC_PROPOSAL };
 	struct clc_proposal *pr = &m.proposal;
 
-	pr->features = net->psk_len ? CLC_FEAT_PSK : 0;
+	pr->features = (net->psk_len ? CLC_FEAT_PSK : 0) | CLC_FEAT_RING_MOVE;
 	pr->transports = net->lgr_transports;
 	memcpy(pr->host_id, net->host_id, CLC_HOST_ID_LEN);
 	if (getrandom(pr->nonce, sizeof(pr->nonce), 0) != sizeof(pr->nonce)) {
@@ -231,6 +231,7 @@ static void hs_client_on_accept(struct lgr *lgr, const struct clc_accept *a)
 	memcpy(lgr->id, a->lgr_id, CLC_LGR_ID_LEN);
 	memcpy(lgr->peer_host_id, a->host_id, CLC_HOST_ID_LEN);
 	lgr->ring_size = pr->ring_size;
+	lgr->ring_move = a->features & CLC_FEAT_RING_MOVE;
 	if (lgr__setup_links(lgr, a->links, a->max_flows_per_link)) {
 		hs_decline(lgr, CLC_DECL_NO_MEMORY);
 		return;
@@ -302,6 +303,7 @@ static void hs_server_on_proposal(struct lgr *lgr, const struct clc_proposal *pr
 		pr->max_flows_per_link : net->cfg->links.max_flows_per_link;
 	lgr->hs.prop = *pr;
 	lgr->ring_size = (uint32_t)net->cfg->buffers.ring;
+	lgr->ring_move = pr->features & CLC_FEAT_RING_MOVE;
 	memcpy(lgr->peer_host_id, pr->host_id, CLC_HOST_ID_LEN);
 	if (lgr__setup_links(lgr, links, flows)) {
 		hs_decline(lgr, CLC_DECL_NO_MEMORY);
@@ -312,7 +314,7 @@ static void hs_server_on_proposal(struct lgr *lgr, const struct clc_proposal *pr
 		hs_decline(lgr, clc_decline_of_errno(err));
 		return;
 	}
-	a->features = net->psk_len ? CLC_FEAT_PSK : 0;
+	a->features = (net->psk_len ? CLC_FEAT_PSK : 0) | (lgr->ring_move ? CLC_FEAT_RING_MOVE : 0);
 	memcpy(a->host_id, net->host_id, CLC_HOST_ID_LEN);
 	if (getrandom(a->nonce, sizeof(a->nonce), 0) != sizeof(a->nonce)) {
 		hs_decline(lgr, CLC_DECL_INTERNAL);

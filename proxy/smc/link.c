@@ -44,7 +44,7 @@ static int link_post(struct link *lnk, const uint8_t msg[LINK_MSG_LEN])
  * there is room: 0 when all went, -EAGAIN when the queue filled. */
 static int link_post_conn(struct link *lnk, struct conn *c)
 {
-	static const unsigned order[] = { CONN_TX_OPEN, CONN_TX_ACCEPT, CONN_TX_CDC };
+	static const unsigned order[] = { CONN_TX_OPEN, CONN_TX_ACCEPT, CONN_TX_MOVE, CONN_TX_CDC };
 	uint8_t msg[LINK_MSG_LEN];
 	unsigned i;
 	int err;
@@ -307,6 +307,11 @@ void link_rx(struct link *lnk, const uint8_t *msg, size_t len)
 			c = lgr_conn_find(lgr, m.decline.token);
 			if (c)
 				conn_on_decline(c, m.decline.reason);
+			return;
+		case LLC_RMB_MOVE:
+			c = lgr_conn_find(lgr, m.move.token);
+			if (c)
+				conn_on_move(c, &m.move);
 			return;
 		case LLC_TEST_LINK:
 		case LLC_TEST_LINK_RSP:

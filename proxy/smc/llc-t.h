@@ -16,6 +16,7 @@ enum llc_type {
 	LLC_FLOW_OPEN = 0x20,		/* opener -> acceptor */
 	LLC_FLOW_ACCEPT = 0x21,		/* acceptor -> opener */
 	LLC_FLOW_DECLINE = 0x22,	/* acceptor -> opener */
+	LLC_RMB_MOVE = 0x23,		/* a ring's owner -> its writer: a new ring */
 	LLC_TEST_LINK = 0x30,		/* keepalive request */
 	LLC_TEST_LINK_RSP = 0x31,
 };
@@ -49,6 +50,20 @@ struct llc_flow_decline {
 	uint8_t reason;			/* enum clc_decline */
 };
 
+/*
+ * The owner of a flow's receive ring offers the writer a new one (a larger
+ * ring for a flow whose traffic filled the old one). The writer switches
+ * once the owner consumed everything in the old ring, and says so with
+ * CDC prod_gen == gen; until then both rings are the owner's. Where SMC
+ * has no such message: the kernel sizes a connection's RMB once, at its
+ * CLC handshake.
+ */
+struct llc_rmb_move {
+	uint32_t token;			/* the writer's token for the flow */
+	uint8_t gen;			/* the new ring's generation */
+	struct llc_rmb rmb;		/* the new ring */
+};
+
 struct llc_test_link {
 	uint32_t cookie;		/* echoed in the response */
 };
@@ -59,6 +74,7 @@ struct llc_msg {
 		struct llc_flow_open open;
 		struct llc_flow_accept accept;
 		struct llc_flow_decline decline;
+		struct llc_rmb_move move;
 		struct llc_test_link test;
 	};
 };

@@ -20,6 +20,7 @@
 #define LLC_OPEN_END	40
 #define LLC_ACCEPT_END	24
 #define LLC_DECLINE_END	9
+#define LLC_MOVE_END	24
 #define LLC_TEST_END	8
 
 static bool rmb_ok(const struct llc_rmb *rmb)
@@ -59,6 +60,13 @@ void llc_encode(const struct llc_msg *m, uint8_t buf[LINK_MSG_LEN])
 	case LLC_FLOW_DECLINE:
 		wire_put32(buf + 4, m->decline.token);
 		buf[8] = m->decline.reason;
+		break;
+	case LLC_RMB_MOVE:
+		wire_put32(buf + 4, m->move.token);
+		buf[8] = m->move.gen;
+		wire_put32(buf + 12, m->move.rmb.offset);
+		wire_put32(buf + 16, m->move.rmb.size);
+		wire_put32(buf + 20, m->move.rmb.key);
 		break;
 	case LLC_TEST_LINK:
 	case LLC_TEST_LINK_RSP:
@@ -123,6 +131,19 @@ int llc_decode(const uint8_t *buf, size_t len, struct llc_msg *m)
 		if (m->decline.reason == CLC_DECL_NONE || m->decline.reason >= CLC_DECL__MAX)
 			return -EBADMSG;
 		end = LLC_DECLINE_END;
+		break;
+	case LLC_RMB_MOVE:
+		/* Bytes 9..11 are reserved (zero), as the tail is. */
+		if (buf[9] || buf[10] || buf[11])
+			return -EBADMSG;
+		m->move.token = wire_get32(buf + 4);
+		m->move.gen = buf[8];
+		m->move.rmb.offset = wire_get32(buf + 12);
+		m->move.rmb.size = wire_get32(buf + 16);
+		m->move.rmb.key = wire_get32(buf + 20);
+		if (m->move.token == 0 || !rmb_ok(&m->move.rmb))
+			return -EBADMSG;
+		end = LLC_MOVE_END;
 		break;
 	case LLC_TEST_LINK:
 	case LLC_TEST_LINK_RSP:

@@ -17,6 +17,7 @@
 #include "link.h"
 #include "net.h"
 #include "policy.h"
+#include "rmb.h"
 #include "transport.h"
 
 static struct smc_net *net_of_hook(struct loop_hook *h, size_t off)
@@ -230,7 +231,10 @@ int smc_net_init(struct smc_net *net, char *errbuf, size_t errlen)
 	list_init(&net->lgrs);
 	list_init(&net->kick_links);
 	smc_net_set_cfg(net, cfg);
-	net->rmb_budget.limit = cfg->buffers.pool;
+	net->rmb_budget.limit = rmb_budget_share(cfg->buffers.pool, net->n_workers);
+	net->rmb_budget.g_carved = &net->stats->ring_bytes_carved;
+	net->rmb_budget.g_in_use = &net->stats->ring_bytes_in_use;
+	counter_add(&net->stats->ring_bytes_limit, net->rmb_budget.limit);
 	smc_net_init_transports(net, smc_net_read_host_id(net->host_id));
 	if (cfg->auth.psk_file[0]) {
 		err = clc_psk_load(cfg->auth.psk_file, net->psk, &net->psk_len);

@@ -8,8 +8,14 @@
 
 #include <stdint.h>
 
+#include "core/counter.h"
+
 #define RMB_MIN_SIZE	(16u * 1024)	/* smallest size class */
 #define RMB_CLASSES	13		/* 16 KiB .. 64 MiB, powers of two */
+#define RMB_AUTO_MIN	(64ull << 20)	/* buffers.pool auto: RAM / 16, within these */
+#define RMB_AUTO_MAX	(16ull << 30)
+#define RMB_INIT_SIZE	RMB_MIN_SIZE	/* a new flow's ring, when rings move */
+#define RMB_GROW_SHIFT	2		/* a full ring grows 4x (16 KiB -> 1 MiB: 3 moves) */
 
 /* One ring, carved once from a link group's region and reused after. */
 struct rmb {
@@ -31,10 +37,13 @@ struct rmb_ops {
 	void (*release)(void *ctx, struct rmb *r);
 };
 
-/* The rings all link groups of one worker may hold: buffers.pool. */
+/* The rings all link groups of one worker may hold: its share of
+ * buffers.pool. The gauges, when set, show it to the stats thread. */
 struct rmb_budget {
 	uint64_t limit;
 	uint64_t used;			/* carved bytes, free or not */
+	counter_t *g_carved;		/* = used */
+	counter_t *g_in_use;		/* bytes of rings flows hold */
 };
 
 /*

@@ -16,6 +16,20 @@ void rmb_pool_init(struct rmb_pool *p, uint32_t base, uint32_t size,
  * ring costs the flow its link. NULL when not even RMB_MIN_SIZE is left.
  */
 struct rmb *rmb_get(struct rmb_pool *p, uint32_t want);
+/*
+ * A ring for a flow that grows: of want bytes or, short of it, of a
+ * smaller class no less than min. Carving new memory for it leaves an
+ * eighth of the budget untouched, for the small rings of new flows: a
+ * flow grows with what is spare, never at the cost of another's link.
+ */
+struct rmb *rmb_get_spare(struct rmb_pool *p, uint32_t want, uint32_t min);
+/*
+ * A worker's share of the daemon's ring budget (buffers.pool, 0: auto, a
+ * sixteenth of the host's memory, 64 MiB to 16 GiB), split evenly among
+ * n_workers (0 counts as 1): each worker's flows draw on its own share,
+ * so the data path takes no lock.
+ */
+uint64_t rmb_budget_share(uint64_t pool, unsigned n_workers);
 /* Back on its free list for the next flow. NULL is ignored. */
 void rmb_put(struct rmb_pool *p, struct rmb *r);
 /* Frees every ring (all must have been put back) and returns the budget. */

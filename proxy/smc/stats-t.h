@@ -47,6 +47,11 @@ struct proxy_stats {
 	counter_t cork_events;		/* sends held back by autocork */
 	counter_t ring_full_local;	/* our receive ring filled: the peer waited */
 	counter_t ring_full_remote;	/* the peer's ring filled: we stopped reading */
+	counter_t ring_bytes_limit;	/* gauge: this worker's share of buffers.pool */
+	counter_t ring_bytes_carved;	/* gauge: rings carved from it, in use or cached */
+	counter_t ring_bytes_in_use;	/* gauge: rings flows hold */
+	counter_t rings_grown;		/* our ring of a flow replaced by a larger one */
+	counter_t ring_moves_refused;	/* the peer's new ring not taken (no mirror) */
 	counter_t flows_reset_link;	/* flows reset because their link group failed */
 	counter_t doorbells_saved;	/* shm: the peer was running, no doorbell needed */
 	/* rdma */

@@ -41,7 +41,8 @@ static bool check_cdc(const uint8_t *buf, size_t len)
 	    back.token != m.token || back.prod.wrap != m.prod.wrap ||
 	    back.prod.count != m.prod.count || back.cons.wrap != m.cons.wrap ||
 	    back.cons.count != m.cons.count || back.prod_flags != m.prod_flags ||
-	    back.conn_flags != m.conn_flags)
+	    back.conn_flags != m.conn_flags || back.prod_gen != m.prod_gen ||
+	    back.cons_gen != m.cons_gen)
 		abort();
 	return true;
 }

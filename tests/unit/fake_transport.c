@@ -478,6 +478,8 @@ void world_peer_cdc(struct world *w, struct wflow *f, uint8_t prod_flags,
 		.cons = f->peer_cons,
 		.prod_flags = prod_flags,
 		.conn_flags = conn_flags,
+		.prod_gen = f->peer_prod_gen,
+		.cons_gen = f->peer_cons_gen,
 	};
 
 	conn_on_cdc(&f->c, &m);

@@ -133,6 +133,9 @@ struct wflow {
 	struct smc_cursor peer_prod;
 	/* What the peer consumed of the ring our flow writes into. */
 	struct smc_cursor peer_cons;
+	/* The generations the peer's CDCs name (ring moves): of our ring
+	 * its producer cursor is in, of its ring its consumer cursor is. */
+	uint8_t peer_prod_gen, peer_cons_gen;
 	/* Set by the test: ended() takes the socket of a declined flow, as
 	 * flow.c does to go on over TCP; taken_fd is it (-1: none). */
 	bool take_fd;

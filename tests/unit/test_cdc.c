@@ -67,6 +67,8 @@ static void sample_cdc(struct cdc_msg *m)
 	m->cons.count = 0xffff;
 	m->prod_flags = CDC_PF_WRITE_BLOCKED;
 	m->conn_flags = CDC_CF_DONE_WRITING | CDC_CF_ABORT;
+	m->prod_gen = 3;
+	m->cons_gen = 0xfe;
 }
 
 static void assert_cdc_equal(const struct cdc_msg *a, const struct cdc_msg *b)
@@ -79,6 +81,8 @@ static void assert_cdc_equal(const struct cdc_msg *a, const struct cdc_msg *b)
 	assert_int_equal(a->cons.count, b->cons.count);
 	assert_int_equal(a->prod_flags, b->prod_flags);
 	assert_int_equal(a->conn_flags, b->conn_flags);
+	assert_int_equal(a->prod_gen, b->prod_gen);
+	assert_int_equal(a->cons_gen, b->cons_gen);
 }
 
 static void test_cdc_wire(void **state)
@@ -91,6 +95,7 @@ static void test_cdc_wire(void **state)
 		0xff, 0xff, 0xff, 0xfe,		/* cons.wrap */
 		0x00, 0x00, 0xff, 0xff,		/* cons.count */
 		0x01, 0x05,			/* WRITE_BLOCKED; FIN|RST */
+		0x03, 0xfe,			/* prod_gen, cons_gen */
 	};
 	uint8_t want[LINK_MSG_LEN], buf[LINK_MSG_LEN];
 	struct cdc_msg m, back;
@@ -172,7 +177,7 @@ static void test_cdc_rejects(void **state)
 	}
 	buf[25] = 0;
 	/* Each reserved byte, with a low and a high bit. */
-	for (size_t off = 26; off < LINK_MSG_LEN; off++) {
+	for (size_t off = 28; off < LINK_MSG_LEN; off++) {
 		buf[off] = 0x01;
 		assert_int_equal(cdc_dec(buf, LINK_MSG_LEN, &m), -EBADMSG);
 		buf[off] = 0x80;
@@ -226,11 +231,19 @@ static void llc_cases(struct llc_case *c, size_t *n)
 		0x00, 0x07, 0x00, 0x03,
 		0x03,				/* max_flows */
 	};
+	static const uint8_t move[] = {
+		0x23, 0x40, 0x00, 0x00,
+		0x00, 0x02, 0x00, 0x09,		/* the writer's token */
+		0x02, 0x00, 0x00, 0x00,		/* gen 2, reserved */
+		0x00, 0x30, 0x00, 0x00,		/* rmb.offset */
+		0x00, 0x01, 0x00, 0x00,		/* rmb.size 64 KiB */
+		0x00, 0x00, 0x00, 0x07,		/* rmb.key */
+	};
 	static const uint8_t test[] = { 0x30, 0x40, 0x00, 0x00, 0xde, 0xad, 0xbe, 0xef };
 	static const uint8_t rsp[] = { 0x31, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01 };
 	size_t i = 0;
 
-	memset(c, 0, 6 * sizeof(*c));
+	memset(c, 0, 7 * sizeof(*c));
 	c[i].m.type = LLC_FLOW_OPEN;
 	c[i].m.open.token = 0x00070003;
 	c[i].m.open.rmb.offset = 0x10000;
@@ -271,6 +284,16 @@ static void llc_cases(struct llc_case *c, size_t *n)
 	c[i].head_len = sizeof(decline);
 	c[i++].end = 9;
 
+	c[i].m.type = LLC_RMB_MOVE;
+	c[i].m.move.token = 0x00020009;
+	c[i].m.move.gen = 2;
+	c[i].m.move.rmb.offset = 0x300000;
+	c[i].m.move.rmb.size = 64 << 10;
+	c[i].m.move.rmb.key = 7;
+	memcpy(c[i].head, move, sizeof(move));
+	c[i].head_len = sizeof(move);
+	c[i++].end = 24;
+
 	c[i].m.type = LLC_TEST_LINK;
 	c[i].m.test.cookie = 0xdeadbeef;
 	memcpy(c[i].head, test, sizeof(test));
@@ -288,7 +311,7 @@ static void llc_cases(struct llc_case *c, size_t *n)
 static void test_llc_wire(void **state)
 {
 	uint8_t want[LINK_MSG_LEN], buf[LINK_MSG_LEN];
-	struct llc_case c[6];
+	struct llc_case c[7];
 	struct llc_msg back;
 	size_t n;
 
@@ -310,7 +333,7 @@ static void test_llc_round_trips(void **state)
 	static const uint32_t sizes[] = { 16 << 10, 32 << 10, 1 << 20, 64u << 20 };
 	static const uint8_t reasons[] = { 1, 2, 3, 4, 5, 6, 7 };
 	uint8_t buf[LINK_MSG_LEN], again[LINK_MSG_LEN];
-	struct llc_case c[6];
+	struct llc_case c[7];
 	struct llc_msg back;
 	size_t n;
 
@@ -341,7 +364,7 @@ static void test_llc_round_trips(void **state)
 static void test_llc_family4_encode(void **state)
 {
 	uint8_t buf[LINK_MSG_LEN];
-	struct llc_case c[6];
+	struct llc_case c[7];
 	struct llc_msg back;
 	size_t n;
 
@@ -363,7 +386,7 @@ static void test_llc_rejects(void **state)
 		(64u << 20) - 1, 128u << 20, 1u << 31, 0xffffffff,
 	};
 	uint8_t buf[LINK_MSG_LEN + 1];
-	struct llc_case c[6];
+	struct llc_case c[7];
 	struct llc_msg m;
 	size_t n;
 
@@ -454,6 +477,30 @@ static void test_llc_rejects(void **state)
 		buf[8] = (uint8_t)r;
 		assert_int_equal(llc_dec(buf, LINK_MSG_LEN, &m), r >= 1 && r <= 7 ? 0 : -EBADMSG);
 	}
+
+	/* RMB_MOVE: the reserved bytes inside its fields, token 0 (no flow
+	 * has it), a ring size that is not a class; any generation goes. */
+	for (size_t off = 9; off < 12; off++) {
+		llc_encode(&c[4].m, buf);
+		buf[off] = 0x01;
+		assert_int_equal(llc_dec(buf, LINK_MSG_LEN, &m), -EBADMSG);
+	}
+	for (size_t s = 0; s < ARRAY_SIZE(bad_sizes); s++) {
+		c[4].m.move.rmb.size = bad_sizes[s];
+		llc_encode(&c[4].m, buf);
+		assert_int_equal(llc_dec(buf, LINK_MSG_LEN, &m), -EBADMSG);
+	}
+	c[4].m.move.rmb.size = 16 << 10;
+	c[4].m.move.token = 0;
+	llc_encode(&c[4].m, buf);
+	assert_int_equal(llc_dec(buf, LINK_MSG_LEN, &m), -EBADMSG);
+	c[4].m.move.token = 1;
+	for (unsigned g = 0; g < 256; g++) {
+		c[4].m.move.gen = (uint8_t)g;
+		llc_encode(&c[4].m, buf);
+		assert_int_equal(llc_dec(buf, LINK_MSG_LEN, &m), 0);
+		assert_int_equal(m.move.gen, g);
+	}
 }
 
 /* Only the five LLC types decode, and not the CDC type: each decoder
@@ -461,14 +508,14 @@ static void test_llc_rejects(void **state)
 static void test_types_disjoint(void **state)
 {
 	uint8_t buf[LINK_MSG_LEN];
-	struct llc_case c[6];
+	struct llc_case c[7];
 	struct cdc_msg cm;
 	struct llc_msg m;
 	size_t n;
 
 	(void)state;
 	llc_cases(c, &n);
-	llc_encode(&c[4].m, buf);	/* TEST_LINK: no field to judge */
+	llc_encode(&c[5].m, buf);	/* TEST_LINK: no field to judge */
 	for (unsigned t = 0; t < 256; t++) {
 		bool known = t == LLC_TEST_LINK || t == LLC_TEST_LINK_RSP;
 

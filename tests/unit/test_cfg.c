@@ -216,7 +216,7 @@ static void test_defaults_values(void **state)
 		.mark = 5459267,
 		.workers = 0,
 		.links = { .per_peer = 2, .max_flows_per_link = 255 },
-		.buffers = { .ring = 1 * MiB, .pool = 64 * MiB },
+		.buffers = { .ring = 1 * MiB, .pool = 0 },
 		.autocork = { .enabled = true, .max_bytes = 64 * KiB },
 		.cq = { .pool = 0, .poll_budget = 16 },
 		.shm = { .dir = "/run/smcproxy" },
@@ -394,7 +394,7 @@ static void test_small_values(void **state)
 	cfg_free(c);
 
 	c = load_ok("{\"transport\": \"tcp\", \"log\": {\"level\": \"warning\"},"
-		    " \"stats\": {\"mode\": 432}, \"buffers\": {\"ring\": \"64MiB\"}}");
+		    " \"stats\": {\"mode\": 432}, \"buffers\": {\"ring\": \"64MiB\", \"pool\": \"64MiB\"}}");
 	assert_int_equal(c->transport, CFG_TRANSPORT_TCP);
 	assert_int_equal(c->log.level, LOG_WARNING);
 	assert_int_equal(c->stats.mode, 0660);

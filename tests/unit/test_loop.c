@@ -207,9 +207,9 @@ static void test_busy_poll_off(void **state)
 
 /* On: after an event the loop polls (the hooks and the set) instead of
  * sleeping; a poll that finds work extends the window; once the window
- * passed with nothing found the loop sleeps again (the timer at 100 ms
- * still fires on time, and the polls are bounded by the 2 ms window, not
- * by the whole 100 ms). */
+ * passed with nothing found the loop sleeps again: the timer at 300 ms
+ * still fires, and the fruitless polls take the 2 ms window, not the whole
+ * 300 ms (bounds loose enough for a loaded machine). */
 static void test_busy_poll_window(void **state)
 {
 	struct rig *r = rig_new();
@@ -218,7 +218,7 @@ static void test_busy_poll_window(void **state)
 	loop_set_busy_poll(&r->l, 2000, 100);
 	r->poll_found = 3;
 	assert_int_equal(write(r->efd, &one, sizeof(one)), sizeof(one));
-	uv_timer_start(&r->stop, on_stop, 100, 0);
+	uv_timer_start(&r->stop, on_stop, 300, 0);
 	loop_run(&r->l);
 	polls = counter_get(&r->l.stats.polls);
 	idle_ns = counter_get(&r->l.stats.poll_ns);
@@ -226,15 +226,15 @@ static void test_busy_poll_window(void **state)
 	assert_true(r->polls >= 4);		/* 3 that found work, then empty ones */
 	assert_int_equal(polls, r->polls);
 	assert_int_equal(counter_get(&r->l.stats.poll_hits), 3);	/* the hook found 3 */
-	/* Fruitless polling stopped after the window: far less than the
-	 * 100 ms the loop ran. */
-	assert_true(idle_ns < 40 * 1000000ull);
-	assert_true(counter_get(&r->l.stats.sleeps) >= 1);
+	/* Fruitless polling stopped after the window and the loop slept
+	 * again: before the event and after the window. */
+	assert_true(idle_ns < 200 * 1000000ull);
+	assert_true(counter_get(&r->l.stats.sleeps) >= 2);
 	rig_free(r);
 }
 
-/* The budget: with 1 % of a CPU (10 ms a second) and a window longer
- * than that, fruitless polling stops at the budget and the loop sleeps. */
+/* The budget: with 1 % of a CPU (10 ms a second) and a window of 100 ms,
+ * fruitless polling stops at the budget and the loop sleeps. */
 static void test_busy_poll_budget(void **state)
 {
 	struct rig *r = rig_new();
@@ -242,10 +242,10 @@ static void test_busy_poll_budget(void **state)
 
 	loop_set_busy_poll(&r->l, 100000, 1);
 	assert_int_equal(write(r->efd, &one, sizeof(one)), sizeof(one));
-	uv_timer_start(&r->stop, on_stop, 60, 0);
+	uv_timer_start(&r->stop, on_stop, 300, 0);
 	loop_run(&r->l);
 	assert_true(counter_get(&r->l.stats.poll_budget_hits) >= 1);
-	assert_true(counter_get(&r->l.stats.poll_ns) < 20 * 1000000ull);
+	assert_true(counter_get(&r->l.stats.poll_ns) < 90 * 1000000ull);
 	rig_free(r);
 }
 

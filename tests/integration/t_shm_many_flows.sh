@@ -1,0 +1,55 @@
+#!/bin/bash
+# Guards issue 10's flow counts on the default buffers: 10,000 concurrent idle flows between two daemons all go over shm (rings start at 16 KiB, a full link group makes another, one budget per daemon), with the daemons' memory per idle flow reported and bounded; then 20,000 short connections, 200 at a time, all over shm too.
+# it-timeout: 180
+. "$(dirname "$0")/lib.sh"
+it_init "$@"
+it_setup_shm
+
+rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+# The held flows' client ends stay idle: no byte is exchanged after the
+# connect, so the flows cost only what the daemons keep per flow.
+N=10000
+# A first flow brings up a group, so the baseline has the daemons' own
+# memory (loops, workers, the first region's queues) in it.
+it_run --flows 1 --size 1KiB --timeout 20 >/dev/null || it_fail "first flow failed"
+base_c=$(rss_kib "$DAEMON_PID")
+base_p=$(rss_kib "$PEER_PID")
+ip netns exec "$NS_C" "$FLOWCHECK" hold --connect "$S4:$SPORT" --count $N --seconds 90 \
+	>"$IT_DIR/hold.out" 2>&1 &
+hold=$!
+IT_PIDS+=("$hold")
+it_wait_stat flows.active.shm -eq $N 60 ||
+	it_fail "$(it_stat flows.active.shm) of $N held flows on shm; fallback: $(it_ctl --json stats | tr -d '\n' | grep -o '"fallback": *{[^}]*}')"
+sleep 1
+rss_c=$(rss_kib "$DAEMON_PID")
+rss_p=$(rss_kib "$PEER_PID")
+per_c=$(( (rss_c - base_c) * 1024 / N ))
+per_p=$(( (rss_p - base_p) * 1024 / N ))
+read -r tcp hs < <(it_stat flows.active.tcp lgr.handshakes | tr '\n' ' ')
+echo "  $N idle flows on shm, $hs link groups; RSS per flow: client daemon $per_c B, peer daemon $per_p B"
+[ "$tcp" -eq 0 ] || it_fail "$tcp held flows on tcp"
+read -r budget inuse < <(it_stat rings.budget_bytes rings.in_use_bytes | tr '\n' ' ')
+echo "  client daemon rings: budget $((budget >> 20)) MiB, in use $((inuse >> 20)) MiB"
+[ "$inuse" -ge $((N * 16384)) ] || it_fail "rings.in_use_bytes is $inuse for $N flows"
+[ "$per_c" -le 16384 ] || it_fail "client daemon RSS per idle flow is $per_c bytes (> 16 KiB)"
+[ "$per_p" -le 16384 ] || it_fail "peer daemon RSS per idle flow is $per_p bytes (> 16 KiB)"
+
+# With every group of the held flows full, new flows still get the link.
+out=$(it_run --flows 1000 --concurrency 200 --size 1KiB --timeout 60)
+rc=$?
+[ $rc -eq 0 ] || it_fail "flows next to the held ones: $(printf '%s\n' "$out" | grep -E '^flows:')"
+kill "$hold" 2>/dev/null
+wait "$hold" 2>/dev/null
+it_wait_stat flows.active.shm -eq 0 30 || it_fail "the held flows did not end"
+
+# 20,000 short connections, never more than 200 open: rings of ended
+# flows come back at once.
+out=$(it_run --flows 20000 --concurrency 200 --size 1KiB --timeout 150)
+rc=$?
+printf '%s\n' "$out" | grep -E '^(flows|time):' | sed 's/^/  /'
+[ $rc -eq 0 ] || it_fail "short connections: $(printf '%s\n' "$out" | grep -E '^flows:')"
+read -r cshm ctcp < <(it_stat flows.closed.shm flows.closed.tcp | tr '\n' ' ')
+echo "  client daemon: closed.shm $cshm closed.tcp $ctcp"
+[ "$ctcp" -eq 0 ] || it_fail "$ctcp flows fell back to tcp"
+[ "$cshm" -eq $((1 + N + 1000 + 20000)) ] || it_fail "flows.closed.shm is $cshm"
+it_pass "$N idle flows and 20000 short connections all on shm; RSS per idle flow $per_c / $per_p B"
