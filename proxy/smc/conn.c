@@ -768,7 +768,12 @@ static void conn_fill(struct conn *c)
 			uint32_t len = (uint32_t)n;
 			int err;
 
-			if (len > first) {
+			/* Not on a link that goes down at the end of the
+			 * batch: the move writes [tx_prod_done, tx_prod) again
+			 * on the survivor (conn_moved). */
+			if (link_failing(c->link)) {
+				err = 0;
+			} else if (len > first) {
 				err = c->lgr->ops->write(c, off, first);
 				if (!err)
 					err = c->lgr->ops->write(c, 0, len - first);
@@ -777,8 +782,9 @@ static void conn_fill(struct conn *c)
 			}
 			if (err) {
 				/* Bytes that did not reach the peer must not be
-				 * announced: the link group is lost. */
-				lgr_fail(c->lgr, err);
+				 * announced: the link group is lost (at the end
+				 * of the batch; nothing is posted on it now). */
+				lgr_fail_sched(c->lgr, err);
 				return;
 			}
 			c->tx_prod = cursor_add(c->tx_prod, len, c->tx_size);

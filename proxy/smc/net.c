@@ -23,16 +23,20 @@ static struct smc_net *net_of_hook(struct loop_hook *h, size_t off)
 	return (struct smc_net *)((char *)h - off);
 }
 
-/* End of a batch: ring the doorbells of links that posted, one per link
- * however many flows wrote. */
+/* End of a batch: the failures the batch raised (lgr.h, "Failure"), then
+ * the doorbells of links that posted, one per link however many flows
+ * wrote; a doorbell the transport refuses schedules one more failure. */
 void smc_net__flush(struct smc_net *net)
 {
-	while (!list_empty(&net->kick_links)) {
-		struct link *lnk = list_entry(net->kick_links.next, struct link, kick_node);
+	do {
+		lgr__run_sched(net);
+		while (!list_empty(&net->kick_links)) {
+			struct link *lnk = list_entry(net->kick_links.next, struct link, kick_node);
 
-		list_del(&lnk->kick_node);
-		link_flush(lnk);
-	}
+			list_del(&lnk->kick_node);
+			link_flush(lnk);
+		}
+	} while (!list_empty(&net->lgrs_sched));
 }
 
 static bool smc_net_on_batch_end(struct loop_hook *h, bool run)
@@ -188,6 +192,7 @@ int smc_net_init(struct smc_net *net, char *errbuf, size_t errlen)
 	net->control_fd = -1;
 	list_init(&net->lgrs);
 	list_init(&net->kick_links);
+	list_init(&net->lgrs_sched);
 	smc_net_set_cfg(net, cfg);
 	net->rmb_budget.limit = cfg->buffers.pool;
 	smc_net_init_transports(net, smc_net_read_host_id(net->host_id));

@@ -988,6 +988,7 @@ static void test_declines_move_survivor_fails(void **state)
 	link_post_decline(L(w, 0), 0x00020002, CLC_DECL_POLICY);
 	f1->post_err = -EIO;
 	lgr_link_down(L(w, 0), -ETIMEDOUT);
+	world_batch_end(w);		/* the failure it scheduled runs */
 	assert_int_equal(w->stats.lgr_failures, 1);
 	assert_int_equal(f->ended, CONN_END_LINK_DOWN + 1);
 	w->lgr = NULL;			/* freed at the end of the batch */
@@ -1008,6 +1009,7 @@ static void test_survivor_post_failure_fails_group(void **state)
 
 	world_fake(w, 1)->post_err = -EIO;
 	lgr_link_down(L(w, 0), -ETIMEDOUT);
+	world_batch_end(w);		/* the failure it scheduled runs */
 	assert_int_equal(w->stats.lgr_failures, 1);
 	assert_int_equal(a->ended, CONN_END_LINK_DOWN + 1);
 	assert_int_equal(b->ended, CONN_END_LINK_DOWN + 1);
@@ -1259,6 +1261,7 @@ static void test_post_test_failure(void **state)
 
 	world_fake(w, 1)->post_err = -EIO;
 	link_post_test(L(w, 1), 1);
+	world_batch_end(w);		/* the failure it scheduled runs */
 	assert_int_equal(w->stats.lgr_failures, 1);
 	assert_int_equal(w->lgr_event_err, -EIO);
 	w->lgr = NULL;

@@ -123,7 +123,7 @@ struct shm_rv {
 	struct epset_entry ev;
 };
 
-static bool shm_drain(struct shm_link *sl);
+static void shm_drain(struct shm_link *sl);
 
 static struct shm_worker *shm_worker_of(const struct smc_net *net)
 {
@@ -239,14 +239,13 @@ static bool shm_lgr_idle(struct lgr *lgr, bool run)
 		}
 		__atomic_store_n(&hdr->running, 1, __ATOMIC_RELAXED);
 		ran = true;
-		if (!shm_drain(sl))
-			return true;	/* the group failed: sg is gone */
+		shm_drain(sl);
 	}
 	return ran;
 }
 
-/* Every active shm group of the worker; each may fail meanwhile (its
- * memory goes at the end of the batch, not here). */
+/* Every active shm group of the worker; a failure one finds runs at the
+ * end of the batch, in the round this asks for. */
 static bool shm_before_sleep(struct smc_net *net, bool run)
 {
 	struct list_head *pos, *tmp;
@@ -366,9 +365,9 @@ const struct smc_transport_ops shm_ops = {
  * peer waiting for that (queue full, or autocork) gets a doorbell. Then
  * our own sends may go on: the same doorbell says the peer consumed ours.
  */
-/* Takes every message queued on sl's link; false when the group failed
- * meanwhile (sl is gone with it). */
-static bool shm_drain(struct shm_link *sl)
+/* Takes every message queued on sl's link. A failure it finds only
+ * fails the group at the end of the batch (lgr.h): sl stays till then. */
+static void shm_drain(struct shm_link *sl)
 {
 	struct link *lnk = sl->lnk;
 	struct lgr *lgr = lnk->lgr;
@@ -385,21 +384,18 @@ static bool shm_drain(struct shm_link *sl)
 	prod = __atomic_load_n(&sl->rxq->prod, __ATOMIC_ACQUIRE);
 	if (prod - sl->rx_cons > SHM_SLOTS) {
 		counter_inc(&lgr->net->stats->bad_messages);
-		lgr_fail(lgr, -EPROTO);
-		return false;
+		lgr_fail_sched(lgr, -EPROTO);
+		return;
 	}
 	while (sl->rx_cons != prod) {
 		memcpy(msg, sl->rxq->slots[sl->rx_cons % SHM_SLOTS], sizeof(msg));
 		sl->rx_cons++;
 		link_rx(lnk, msg, sizeof(msg));
-		if (lgr->state == LGR_DOWN)
-			return false;
 	}
 	__atomic_store_n(&sl->rxq->cons, sl->rx_cons, __ATOMIC_SEQ_CST);
 	if (__atomic_exchange_n(&sl->rxq->waiting, 0, __ATOMIC_SEQ_CST))
 		shm_ring(sl);
 	link_tx_progress(lnk);
-	return lgr->state != LGR_DOWN;
 }
 
 static void shm_on_doorbell(struct epset_entry *e, uint32_t events)
@@ -641,7 +637,7 @@ static void shm_on_sock(struct epset_entry *e, uint32_t events)
 		if (recv(sg->sock, &c, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN &&
 		    !(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
 			return;
-		lgr_fail(lgr, -ECONNRESET);
+		lgr_fail_sched(lgr, -ECONNRESET);
 		return;
 	}
 	/* Client: the server's answer to our hello. */
