@@ -67,6 +67,19 @@ struct shm_queue {
 
 #define SHM_Q_SIZE	((sizeof(struct shm_queue) + 4095) & ~(size_t)4095)
 
+/* The region's layout, which the peer daemon shares (it maps ours). */
+_Static_assert((SHM_SLOTS & (SHM_SLOTS - 1)) == 0, "SHM_SLOTS a power of two: indices wrap as uint32_t");
+_Static_assert(sizeof(((struct shm_queue *)0)->slots[0]) == LINK_MSG_LEN, "a slot holds one link message");
+_Static_assert(offsetof(struct shm_queue, cons) - offsetof(struct shm_queue, prod) >= 64 &&
+	       offsetof(struct shm_queue, waiting) - offsetof(struct shm_queue, cons) >= 64 &&
+	       offsetof(struct shm_queue, slots) % 64 == 0,
+	       "each index on a cache line of its own, slots aligned");
+_Static_assert(sizeof(struct shm_hdr) <= SHM_HDR_SIZE && SHM_HDR_SIZE % 4096 == 0,
+	       "the header fits its page");
+_Static_assert(SHM_Q_SIZE % 4096 == 0, "queues, and so the rings after them, start on a page");
+_Static_assert(SHM_HDR_SIZE + LGR_LINKS_MAX * SHM_Q_SIZE < SHM_RING_MAX,
+	       "queues of the most links leave room for rings (shm_rmb_base() fits 32 bits)");
+
 /* What each side sends at rendezvous, with its memfd and one eventfd per
  * link as SCM_RIGHTS. */
 struct shm_rv_msg {
@@ -76,6 +89,10 @@ struct shm_rv_msg {
 	uint32_t size;			/* of the memfd */
 	uint32_t status;		/* reply: 0, or a decline reason */
 };
+
+_Static_assert(offsetof(struct shm_rv_msg, links) == 8 + CLC_LGR_ID_LEN &&
+	       sizeof(struct shm_rv_msg) == offsetof(struct shm_rv_msg, status) + 4,
+	       "the rendezvous message has no padding");
 
 struct shm_lgr;
 
