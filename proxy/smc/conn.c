@@ -17,6 +17,7 @@
  * freed only once the peer said it stopped writing into it (FIN, ABORT or
  * CLOSED), so that a reused ring never receives a late write.
  */
+#include <assert.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -82,16 +83,24 @@ static uint32_t conn_rx_size(const struct conn *c)
 	return c->rmb->size;
 }
 
-/* Bytes announced in our ring and not yet delivered. */
+/* Bytes announced in our ring and not yet delivered. conn_on_cdc() takes
+ * no producer cursor behind our consumer or more than a ring ahead. */
 static uint32_t conn_rx_avail(const struct conn *c)
 {
-	return (uint32_t)cursor_diff(c->rx_cons, c->rx_prod, conn_rx_size(c));
+	int64_t n = cursor_diff(c->rx_cons, c->rx_prod, conn_rx_size(c));
+
+	assert(n >= 0 && n <= conn_rx_size(c));
+	return (uint32_t)n;
 }
 
-/* Room left in the peer's ring. */
+/* Room left in the peer's ring. We never produce more than it holds, and
+ * conn_on_cdc() takes no consumer cursor beyond what we produced. */
 static uint32_t conn_tx_space(const struct conn *c)
 {
-	return c->tx_size - (uint32_t)cursor_diff(c->tx_cons, c->tx_prod, c->tx_size);
+	int64_t used = cursor_diff(c->tx_cons, c->tx_prod, c->tx_size);
+
+	assert(used >= 0 && used <= c->tx_size);
+	return c->tx_size - (uint32_t)used;
 }
 
 static int conn_init_rx(struct conn *c, struct lgr *lgr)
@@ -369,8 +378,9 @@ void conn_move_link(struct conn *c, struct link *to)
 	bool fin_unsure = c->fin_sent && unacked;
 
 	link_conn_forget(c);
+	assert(from->n_conns > 0 && to != from);
 	from->n_conns--;
-	to->n_conns++;
+	to->n_conns++;		/* beyond max_flows_per_link, maybe: a move is not refused */
 	c->link = to;
 	c->tx_work = 0;
 	if (c->tx_unacked_valid && !unacked)

@@ -157,6 +157,7 @@ static int lgr_token_alloc(struct lgr *lgr, struct conn *c)
 			lgr->conns[idx] = c;
 			c->token = idx | (uint32_t)lgr->gen[idx] << 16;
 			lgr->n_conns++;
+			assert(lgr->n_conns < lgr->conns_cap);
 			list_add_tail(&c->lgr_node, &lgr->conn_list);
 			return 0;
 		}
@@ -178,6 +179,7 @@ int lgr_conn_add_on(struct lgr *lgr, struct conn *c, struct link *lnk)
 		return err;
 	c->link = lnk;
 	lnk->n_conns++;
+	assert(lnk->n_conns <= lgr->max_flows_per_link);
 	lgr->flows_total++;
 	return 0;
 }
@@ -210,6 +212,7 @@ void lgr_conn_del(struct lgr *lgr, struct conn *c)
 	if (idx < lgr->conns_cap && lgr->conns[idx] == c)
 		lgr->conns[idx] = NULL;
 	c->token = 0;
+	assert(c->link->n_conns > 0 && lgr->n_conns > 0);
 	c->link->n_conns--;
 	lgr->n_conns--;
 	list_del(&c->lgr_node);
@@ -311,6 +314,7 @@ void lgr__established(struct lgr *lgr)
 {
 	struct smc_net *net = lgr->net;
 
+	assert(lgr->state == LGR_HANDSHAKE || lgr->state == LGR_RENDEZVOUS);
 	lgr->state = LGR_ACTIVE;
 	lgr__hs_close(lgr);
 	if (lgr->role == LGR_ROLE_CLIENT)
@@ -325,6 +329,7 @@ void lgr__handshake_failed(struct lgr *lgr, enum fallback_reason reason)
 {
 	struct smc_net *net = lgr->net;
 
+	assert(lgr->state == LGR_HANDSHAKE || lgr->state == LGR_RENDEZVOUS);
 	lgr_release(lgr);
 	if (lgr->role == LGR_ROLE_SERVER) {
 		lgr->state = LGR_DOWN;
@@ -432,6 +437,7 @@ void lgr_fail(struct lgr *lgr, int err)
 		lgr__handshake_failed(lgr, fallback_of_errno(err));
 		return;
 	}
+	assert(lgr->state == LGR_ACTIVE);
 	lgr->state = LGR_DOWN;
 	lgr->fail_err = err;
 	counter_inc(&net->stats->lgr_failures);

@@ -6,6 +6,7 @@
  * newest cursors, a busy flow never has more than one CDC waiting, and a
  * full queue (SMC: no free send WR slot) costs no memory.
  */
+#include <assert.h>
 #include <errno.h>
 
 #include "cdc.h"
@@ -29,10 +30,15 @@ bool link_failing(const struct link *lnk)
 	return lnk->state != LINK_ACTIVE || lnk->down_sched || lgr_failing(lnk->lgr);
 }
 
+/* Every caller asked tx_room() just before (not asked again here: shm's
+ * answer comes from the peer's memory), and none posts on a failing link. */
 static int link_post(struct link *lnk, const uint8_t msg[LINK_MSG_LEN])
 {
 	struct lgr *lgr = lnk->lgr;
-	int err = lgr->ops->post(lnk, msg);
+	int err;
+
+	assert(!link_failing(lnk));
+	err = lgr->ops->post(lnk, msg);
 
 	if (err)
 		return err;
