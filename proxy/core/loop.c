@@ -107,6 +107,7 @@ void loop_hook_add(struct loop *l, enum loop_phase phase, struct loop_hook *h)
 
 void loop_defer(struct loop *l, struct loop_defer *d, void (*fn)(struct loop_defer *d))
 {
+	assert(fn);
 	d->fn = fn;
 	list_add_tail(&d->node, &l->grave);
 }
@@ -259,6 +260,7 @@ static void loop_on_handle_closed(uv_handle_t *h)
 
 void loop_close_handle(struct loop *l, uv_handle_t *h)
 {
+	assert(!uv_is_closing(h));
 	h->data = l;
 	l->open_handles++;
 	uv_close(h, loop_on_handle_closed);

@@ -16,6 +16,19 @@
 #define CDC_CF_KNOWN	(CDC_CF_DONE_WRITING | CDC_CF_CLOSED | CDC_CF_ABORT)
 #define CDC_RESERVED	28	/* first reserved byte; reserved up to the end */
 
+/* The layout the codec writes, checked where the compiler can: the flags
+ * and the two ring generations are the last fields, and a CDC fits one
+ * link slot whose size its length byte holds. */
+_Static_assert(20 + 4 + 2 + 2 == CDC_RESERVED,
+	       "CDC: cons.count at 20, then two flag bytes and two ring generations");
+_Static_assert(sizeof(((struct cdc_msg *)0)->prod_gen) == 1 &&
+	       sizeof(((struct cdc_msg *)0)->cons_gen) == 1, "ring generations are one byte each");
+_Static_assert(CDC_RESERVED <= LINK_MSG_LEN, "a CDC fits one link slot");
+_Static_assert(LINK_MSG_LEN <= UINT8_MAX, "byte 1 holds the slot's length");
+_Static_assert(sizeof(((struct cdc_msg *)0)->prod.count) == 4 &&
+	       sizeof(((struct cdc_msg *)0)->seq) == 2, "CDC fields: 32-bit cursors, 16-bit seq");
+_Static_assert((CDC_PF_KNOWN | CDC_CF_KNOWN) <= UINT8_MAX, "the flags are one byte each");
+
 /*
  * Writes the flags as given: the encoder trusts its caller, and a flag bit
  * we do not define would be refused by the peer's decoder, which is where

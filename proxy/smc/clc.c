@@ -109,6 +109,20 @@ static int tlvs_get(const uint8_t *p, size_t len, struct clc_addr *addr)
 	return 0;
 }
 
+/* The fixed layouts, field by field as the codec writes them below. */
+_Static_assert(6 + 2 == CLC_HDR_LEN, "header: magic, version, type, then the length");
+_Static_assert(CLC_MSG_MAX <= UINT16_MAX, "the header's length is 16 bits");
+_Static_assert(16 + CLC_HOST_ID_LEN == 32 && 32 + CLC_NONCE_LEN == 48,
+	       "parameters: host id at 16, nonce at 32, ring size at 48");
+_Static_assert(54 + 2 == CLC_PROPOSAL_LEN, "proposal: max flows per link is its last field");
+_Static_assert(56 + CLC_LGR_ID_LEN == 72 && 72 + CLC_MAC_LEN == CLC_ACCEPT_LEN,
+	       "accept: the parameters, the group id at 56, then the MAC");
+_Static_assert(8 + CLC_MAC_LEN == CLC_CONFIRM_LEN, "confirm: the MAC after the header");
+_Static_assert(8 + 1 + 3 == CLC_DECLINE_LEN, "decline: a reason byte and three zero bytes");
+_Static_assert(CLC_ACCEPT_LEN <= CLC_MSG_MAX && CLC_PROPOSAL_LEN <= CLC_MSG_MAX,
+	       "fixed parts fit the longest message");
+_Static_assert(CLC_ADDR_MAX <= UINT8_MAX, "a TLV's length is one byte");
+
 /* Bytes 8..55, common to proposal and accept but for the transport byte. */
 static void params_put(uint8_t *p, uint32_t features, uint8_t transport,
 		       const uint8_t *host_id, const uint8_t *nonce, uint32_t ring_size,

@@ -92,18 +92,28 @@ static uint32_t conn_rx_size(const struct conn *c)
 	return c->rmb->size;
 }
 
-/* Bytes announced in our ring and not yet delivered. */
+/* Bytes announced in our ring and not yet delivered. conn_on_cdc() takes
+ * no producer cursor behind our consumer or more than a ring ahead. */
 static uint32_t conn_rx_avail(const struct conn *c)
 {
-	return (uint32_t)cursor_diff(c->rx_cons, c->rx_prod, conn_rx_size(c));
+	int64_t n = cursor_diff(c->rx_cons, c->rx_prod, conn_rx_size(c));
+
+	assert(n >= 0 && n <= conn_rx_size(c));
+	return (uint32_t)n;
 }
 
-/* Room left in the peer's ring; none while it moves. */
+/* Room left in the peer's ring; none while it moves. We never produce
+ * more than it holds, and conn_on_cdc() takes no consumer cursor beyond
+ * what we produced. */
 static uint32_t conn_tx_space(const struct conn *c)
 {
+	int64_t used;
+
 	if (c->tx_move)
 		return 0;
-	return c->tx_size - (uint32_t)cursor_diff(c->tx_cons, c->tx_prod, c->tx_size);
+	used = cursor_diff(c->tx_cons, c->tx_prod, c->tx_size);
+	assert(used >= 0 && used <= c->tx_size);
+	return c->tx_size - (uint32_t)used;
 }
 
 static int conn_init_rx(struct conn *c, struct lgr *lgr)
@@ -402,8 +412,9 @@ void conn_move_link(struct conn *c, struct link *to)
 	bool fin_unsure = c->fin_sent && unacked;
 
 	link_conn_forget(c);
+	assert(from->n_conns > 0 && to != from);
 	from->n_conns--;
-	to->n_conns++;
+	to->n_conns++;		/* beyond max_flows_per_link, maybe: a move is not refused */
 	c->link = to;
 	c->tx_work = 0;
 	if (c->tx_unacked_valid && !unacked)
@@ -970,7 +981,12 @@ static void conn_fill(struct conn *c)
 			uint32_t len = (uint32_t)n;
 			int err;
 
-			if (len > first) {
+			/* Not on a link that goes down at the end of the
+			 * batch: the move writes [tx_prod_done, tx_prod) again
+			 * on the survivor (conn_moved). */
+			if (link_failing(c->link)) {
+				err = 0;
+			} else if (len > first) {
 				err = c->lgr->ops->write(c, off, first);
 				if (!err)
 					err = c->lgr->ops->write(c, 0, len - first);
@@ -979,8 +995,9 @@ static void conn_fill(struct conn *c)
 			}
 			if (err) {
 				/* Bytes that did not reach the peer must not be
-				 * announced: the link group is lost. */
-				lgr_fail(c->lgr, err);
+				 * announced: the link group is lost (at the end
+				 * of the batch; nothing is posted on it now). */
+				lgr_fail_sched(c->lgr, err);
 				return;
 			}
 			c->tx_prod = cursor_add(c->tx_prod, len, c->tx_size);

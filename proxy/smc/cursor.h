@@ -9,6 +9,7 @@
 #ifndef SMCPROXY_CURSOR_H
 #define SMCPROXY_CURSOR_H
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -19,10 +20,13 @@ static inline bool cursor_valid(struct smc_cursor c, uint32_t size)
 	return c.count < size;
 }
 
-/* c advanced by n bytes, n <= size. */
+/* c advanced by n bytes, n <= size. Our own cursors only: a peer's is
+ * checked with cursor_valid() first. */
 static inline struct smc_cursor cursor_add(struct smc_cursor c, uint32_t n, uint32_t size)
 {
 	uint64_t count = (uint64_t)c.count + n;
+
+	assert(c.count < size && n <= size);
 
 	if (count >= size) {
 		count -= size;

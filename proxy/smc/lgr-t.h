@@ -103,6 +103,13 @@ struct lgr {
 	uint64_t flows_total;
 	uint64_t bytes_tx, bytes_rx;
 	int fail_err;			/* why it went down */
+	/* A failure raised inside a receive, completion or post path waits
+	 * for the end of the batch (lgr.h, "Failure"): fail_sched is its
+	 * first error (0: none), and the group is on net->lgrs_sched while
+	 * sched says so (a failure, or links to take down). */
+	int fail_sched;
+	bool sched;
+	struct list_head sched_node;
 	struct loop_defer defer;
 };
 

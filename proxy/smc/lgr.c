@@ -6,6 +6,7 @@
  * the handshake, and a peer that declined or did not answer is not asked
  * again for fallback.negative_ttl.
  */
+#include <assert.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -69,6 +70,7 @@ struct lgr *lgr__new(struct smc_net *net, enum lgr_role role, const struct socka
 	list_init(&lgr->waiting);
 	list_init(&lgr->conn_list);
 	list_init(&lgr->connecting);
+	list_init(&lgr->sched_node);
 	if (getrandom(lgr->id, sizeof(lgr->id), 0) != sizeof(lgr->id)) {
 		free(lgr);
 		return NULL;
@@ -82,6 +84,10 @@ struct lgr *lgr__new(struct smc_net *net, enum lgr_role role, const struct socka
 /* Releases everything but the struct: fds, memory, conn tables. */
 static void lgr_release(struct lgr *lgr)
 {
+	if (lgr->sched) {
+		list_del(&lgr->sched_node);
+		lgr->sched = false;
+	}
 	lgr__hs_close(lgr);
 	if (lgr->ops) {
 		lgr->ops->lgr_close(lgr);
@@ -157,6 +163,7 @@ static int lgr_token_alloc(struct lgr *lgr, struct conn *c)
 			lgr->conns[idx] = c;
 			c->token = idx | (uint32_t)lgr->gen[idx] << 16;
 			lgr->n_conns++;
+			assert(lgr->n_conns < lgr->conns_cap);
 			list_add_tail(&c->lgr_node, &lgr->conn_list);
 			return 0;
 		}
@@ -168,7 +175,8 @@ int lgr_conn_add_on(struct lgr *lgr, struct conn *c, struct link *lnk)
 {
 	int err;
 
-	if (lgr->state != LGR_ACTIVE || lnk->state != LINK_ACTIVE)
+	if (lgr->state != LGR_ACTIVE || lnk->state != LINK_ACTIVE || lgr->fail_sched ||
+	    lnk->down_sched)
 		return -ENOLINK;
 	if (lnk->n_conns >= lgr->max_flows_per_link)
 		return -ENOSPC;
@@ -177,6 +185,7 @@ int lgr_conn_add_on(struct lgr *lgr, struct conn *c, struct link *lnk)
 		return err;
 	c->link = lnk;
 	lnk->n_conns++;
+	assert(lnk->n_conns <= lgr->max_flows_per_link);
 	lgr->flows_total++;
 	return 0;
 }
@@ -189,7 +198,8 @@ int lgr_conn_add(struct lgr *lgr, struct conn *c)
 	for (i = 0; i < lgr->n_links; i++) {
 		struct link *lnk = &lgr->links[i];
 
-		if (lnk->state != LINK_ACTIVE || lnk->n_conns >= lgr->max_flows_per_link)
+		if (lnk->state != LINK_ACTIVE || lnk->down_sched ||
+		    lnk->n_conns >= lgr->max_flows_per_link)
 			continue;
 		if (!best || lnk->n_conns < best->n_conns)
 			best = lnk;
@@ -208,6 +218,7 @@ void lgr_conn_del(struct lgr *lgr, struct conn *c)
 	if (idx < lgr->conns_cap && lgr->conns[idx] == c)
 		lgr->conns[idx] = NULL;
 	c->token = 0;
+	assert(c->link->n_conns > 0 && lgr->n_conns > 0);
 	c->link->n_conns--;
 	lgr->n_conns--;
 	list_del(&c->lgr_node);
@@ -380,6 +391,7 @@ void lgr__established(struct lgr *lgr)
 {
 	struct smc_net *net = lgr->net;
 
+	assert(lgr->state == LGR_HANDSHAKE || lgr->state == LGR_RENDEZVOUS);
 	lgr->state = LGR_ACTIVE;
 	lgr__hs_close(lgr);
 	if (lgr->role == LGR_ROLE_CLIENT)
@@ -394,6 +406,7 @@ void lgr__handshake_failed(struct lgr *lgr, enum fallback_reason reason)
 {
 	struct smc_net *net = lgr->net;
 
+	assert(lgr->state == LGR_HANDSHAKE || lgr->state == LGR_RENDEZVOUS);
 	lgr_release(lgr);
 	if (lgr->role == LGR_ROLE_SERVER) {
 		lgr->state = LGR_DOWN;
@@ -512,10 +525,13 @@ void lgr_fail(struct lgr *lgr, int err)
 
 	if (lgr->state == LGR_DOWN || lgr->state == LGR_NEGATIVE)
 		return;
+	if (lgr->fail_sched)
+		err = lgr->fail_sched;	/* raised first, earlier in the batch */
 	if (lgr->state == LGR_HANDSHAKE || lgr->state == LGR_RENDEZVOUS) {
 		lgr__handshake_failed(lgr, fallback_of_errno(err));
 		return;
 	}
+	assert(lgr->state == LGR_ACTIVE);
 	lgr->state = LGR_DOWN;
 	lgr->fail_err = err;
 	counter_inc(&net->stats->lgr_failures);
@@ -549,17 +565,20 @@ void lgr_link_down(struct link *lnk, int err)
 
 	if (lnk->state == LINK_DOWN || lgr->state == LGR_DOWN || lgr->state == LGR_NEGATIVE)
 		return;
+	if (lnk->down_sched)
+		err = lnk->down_sched;	/* raised first, earlier in the batch */
 	lnk->state = LINK_DOWN;
 	list_del(&lnk->kick_node);
 	lnk->kick = false;
-	if (lgr->state != LGR_ACTIVE) {
+	if (lgr->state != LGR_ACTIVE || lgr->fail_sched) {
 		lgr_fail(lgr, err);
 		return;
 	}
+	/* Not onto a link that goes down too at the end of this batch. */
 	for (i = 0; i < lgr->n_links; i++) {
 		struct link *l = &lgr->links[i];
 
-		if (l->state == LINK_ACTIVE && (!to || l->n_conns < to->n_conns))
+		if (l->state == LINK_ACTIVE && !l->down_sched && (!to || l->n_conns < to->n_conns))
 			to = l;
 	}
 	if (!to) {
@@ -570,8 +589,8 @@ void lgr_link_down(struct link *lnk, int err)
 	lgr_report(lgr, LGR_EV_LINK_FAILOVER, err);
 	/* Declines the dead link still owed go on the survivor. Each was
 	 * counted in declines_sent when it was first posted, and
-	 * link_post_decline() counts again. A failed post fails the group
-	 * and releases it (lgr->ops too): stop there. */
+	 * link_post_decline() counts again. A failed post only schedules the
+	 * group's failure (lgr.h), and what follows is a no-op on it. */
 	n_decl = lnk->n_decline_q;
 	lnk->n_decline_q = 0;
 	for (i = 0; i < n_decl; i++) {
@@ -579,8 +598,6 @@ void lgr_link_down(struct link *lnk, int err)
 
 		counter_dec(&net->stats->declines_sent[reason < CLC_DECL__MAX ? reason : 0]);
 		link_post_decline(to, lnk->decline_q[i].token, reason);
-		if (lgr->state != LGR_ACTIVE)
-			return;
 	}
 	/* Limits per link do not hold up a move: flows are not refused. */
 	list_for_each_safe(pos, tmp, &lgr->conn_list) {
@@ -590,8 +607,60 @@ void lgr_link_down(struct link *lnk, int err)
 			continue;
 		counter_inc(&net->stats->flows_moved);
 		conn_move_link(c, to);
-		if (lgr->state != LGR_ACTIVE)
-			return;	/* the survivor failed meanwhile */
+	}
+}
+
+static void lgr_sched(struct lgr *lgr)
+{
+	if (lgr->sched)
+		return;
+	lgr->sched = true;
+	list_add_tail(&lgr->sched_node, &lgr->net->lgrs_sched);
+}
+
+void lgr_fail_sched(struct lgr *lgr, int err)
+{
+	assert(err != 0);
+	if (lgr->fail_sched || lgr->state == LGR_DOWN || lgr->state == LGR_NEGATIVE)
+		return;		/* going already: the first error stands */
+	lgr->fail_sched = err;
+	lgr_sched(lgr);
+}
+
+void lgr_link_down_sched(struct link *lnk, int err)
+{
+	struct lgr *lgr = lnk->lgr;
+
+	assert(err != 0);
+	if (lnk->down_sched || lnk->state != LINK_ACTIVE || lgr->state == LGR_DOWN ||
+	    lgr->state == LGR_NEGATIVE)
+		return;
+	lnk->down_sched = err;
+	lnk->down_done = lgr->ops->tx_done(lnk);
+	lgr_sched(lgr);
+}
+
+/*
+ * The end of the batch: each scheduled group fails, or loses the links
+ * scheduled to go down. Either may schedule more (a survivor's post
+ * fails), which this runs too. A group that went down by other means
+ * meanwhile left the list in lgr_release().
+ */
+void lgr__run_sched(struct smc_net *net)
+{
+	while (!list_empty(&net->lgrs_sched)) {
+		struct lgr *lgr = list_entry(net->lgrs_sched.next, struct lgr, sched_node);
+		unsigned i;
+
+		list_del(&lgr->sched_node);
+		lgr->sched = false;
+		if (lgr->fail_sched) {
+			lgr_fail(lgr, lgr->fail_sched);
+			continue;
+		}
+		for (i = 0; i < lgr->n_links; i++)
+			if (lgr->links[i].down_sched && lgr->links[i].state == LINK_ACTIVE)
+				lgr_link_down(&lgr->links[i], lgr->links[i].down_sched);
 	}
 }
 

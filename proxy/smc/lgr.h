@@ -39,17 +39,49 @@ struct conn *lgr_conn_find(struct lgr *lgr, uint32_t token);
 /* A FLOW_OPEN from the peer (server role). */
 void lgr_on_flow_open(struct link *lnk, const struct llc_flow_open *m);
 /*
+ * Failure. A failure found inside a receive, completion or post path (a
+ * post or a write the transport refused, a message that breaks the
+ * protocol, a completion in error, the peer gone) is only recorded there,
+ * with lgr_fail_sched() or lgr_link_down_sched(), as the kernel's
+ * smcr_link_down_cond_sched() does: the call returns into a world where
+ * every conn, link and group is still whole, and its caller need not look
+ * whether the group went down under it. From then on nothing is posted on
+ * the group (or the link): link_conn_work() and the other link calls are
+ * no-ops, and messages that still arrive for a failing group are dropped.
+ * The real lgr_fail() or lgr_link_down() runs at the end of the batch, in
+ * the SMC layer's LOOP_BATCH_END hook, before the doorbells and before the
+ * batch's deferred frees; a failure raised there again (a survivor's post)
+ * runs in the same hook. Only callers at a safe point (the housekeeping
+ * timer, shutdown, an operator's command) call lgr_fail() and
+ * lgr_link_down() themselves.
+ */
+
+/*
  * The link group is lost: its flows are reset (those still opening go on
  * over TCP), its memory released. A client group becomes a negative entry
  * only if it never came up; after a failure the next flow proposes again.
+ * At a safe point only (above); a failure already scheduled runs now, with
+ * its own first error.
  */
 void lgr_fail(struct lgr *lgr, int err);
 /*
  * One link is lost (its transport says so): its flows move to the least
  * loaded surviving link and resume from the last cursor the peer
- * confirmed; with no link left the group fails.
+ * confirmed; with no link left, or with the group's failure scheduled, the
+ * group fails. At a safe point only.
  */
 void lgr_link_down(struct link *lnk, int err);
+/*
+ * lgr_fail() and lgr_link_down() at the end of this batch, from anywhere:
+ * only the first error of a group or link is kept and reported (err != 0).
+ */
+void lgr_fail_sched(struct lgr *lgr, int err);
+void lgr_link_down_sched(struct link *lnk, int err);
+/* Whether lgr is down or goes down at the end of this batch. */
+static inline bool lgr_failing(const struct lgr *lgr)
+{
+	return lgr->fail_sched || lgr->state == LGR_DOWN;
+}
 
 /* Deadlines (handshakes, opening and connecting flows, expired negative
  * entries); called from the proxy's housekeeping timer. */
@@ -83,6 +115,9 @@ void lgr__handshake_failed(struct lgr *lgr, enum fallback_reason reason);
 /* Sizes the link group's local state for links and flows, after the
  * handshake agreed on them. */
 int lgr__setup_links(struct lgr *lgr, unsigned links, unsigned max_flows_per_link);
+/* The failures scheduled in this batch, from the SMC layer's end of
+ * batch (net.c), until none is left. */
+void lgr__run_sched(struct smc_net *net);
 /* Client: connects to the peer's control port (lgr->peer) and proposes. */
 void lgr__hs_start_client(struct lgr *lgr);
 void lgr__hs_close(struct lgr *lgr);

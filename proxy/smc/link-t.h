@@ -34,6 +34,11 @@ struct link {
 		uint8_t reason;
 	} decline_q[16];
 	unsigned n_decline_q;
+	/* lgr_link_down_sched(): the first error (0: none), and what the
+	 * transport's tx_done() said then, where the flows' replay starts
+	 * (the transport may let go of the link before the batch ends). */
+	int down_sched;
+	uint32_t down_done;
 	void *tp;			/* the transport's */
 	uint64_t msgs_tx, msgs_rx, bytes_tx, bytes_rx;
 };

@@ -6,6 +6,7 @@
  * newest cursors, a busy flow never has more than one CDC waiting, and a
  * full queue (SMC: no free send WR slot) costs no memory.
  */
+#include <assert.h>
 #include <errno.h>
 
 #include "cdc.h"
@@ -24,10 +25,20 @@ void link_init(struct link *lnk, struct lgr *lgr, unsigned idx)
 	list_init(&lnk->draining);
 }
 
+bool link_failing(const struct link *lnk)
+{
+	return lnk->state != LINK_ACTIVE || lnk->down_sched || lgr_failing(lnk->lgr);
+}
+
+/* Every caller asked tx_room() just before (not asked again here: shm's
+ * answer comes from the peer's memory), and none posts on a failing link. */
 static int link_post(struct link *lnk, const uint8_t msg[LINK_MSG_LEN])
 {
 	struct lgr *lgr = lnk->lgr;
-	int err = lgr->ops->post(lnk, msg);
+	int err;
+
+	assert(!link_failing(lnk));
+	err = lgr->ops->post(lnk, msg);
 
 	if (err)
 		return err;
@@ -58,7 +69,7 @@ static int link_post_conn(struct link *lnk, struct conn *c)
 		c->tx_work &= ~order[i];
 		err = link_post(lnk, msg);
 		if (err) {
-			lgr_fail(lnk->lgr, err);
+			lgr_fail_sched(lnk->lgr, err);
 			return err;
 		}
 	}
@@ -68,8 +79,8 @@ static int link_post_conn(struct link *lnk, struct conn *c)
 /* Work waits for room or a completion: have the transport tell us. */
 static void link_want_progress(struct link *lnk)
 {
-	if (lnk->want_progress)
-		return;		/* asked already, and not answered yet */
+	if (lnk->want_progress || link_failing(lnk))
+		return;		/* asked already, and not answered yet; or going */
 	lnk->want_progress = true;
 	lnk->lgr->ops->want_progress(lnk);
 	/* A completion that came between our check and the request would
@@ -81,16 +92,18 @@ void link_conn_work(struct conn *c, unsigned work)
 {
 	struct link *lnk = c->link;
 
-	if (c->lgr->state == LGR_DOWN)
+	if (lgr_failing(c->lgr))
 		return;
 	c->tx_work |= work;
-	if (!list_empty(&c->tx_node))
-		return;			/* already waiting its turn */
+	/* Already waiting its turn, or on a link that goes down at the end
+	 * of the batch: the move takes the work along. */
+	if (!list_empty(&c->tx_node) || link_failing(lnk))
+		return;
 	if (list_empty(&lnk->tx_wait) && link_post_conn(lnk, c) == 0) {
 		conn_tx_posted(c);
 		return;
 	}
-	if (c->tx_work && lnk->lgr->state != LGR_DOWN) {
+	if (c->tx_work && !link_failing(lnk)) {
 		list_add_tail(&c->tx_node, &lnk->tx_wait);
 		link_want_progress(lnk);
 	}
@@ -110,13 +123,17 @@ void link_post_decline(struct link *lnk, uint32_t token, unsigned reason)
 	struct llc_msg m = { .type = LLC_FLOW_DECLINE };
 	uint8_t msg[LINK_MSG_LEN];
 
+	if (lgr_failing(lgr))
+		return;		/* the peer's flows go with the group */
 	counter_inc(&lgr->net->stats->declines_sent[reason < CLC_DECL__MAX ? reason : 0]);
-	if (list_empty(&lnk->tx_wait) && !lnk->n_decline_q && lgr->ops->tx_room(lnk)) {
+	/* A link that goes down keeps it for the survivor (lgr_link_down()). */
+	if (!link_failing(lnk) && list_empty(&lnk->tx_wait) && !lnk->n_decline_q &&
+	    lgr->ops->tx_room(lnk)) {
 		m.decline.token = token;
 		m.decline.reason = (uint8_t)reason;
 		llc_encode(&m, msg);
 		if (link_post(lnk, msg))
-			lgr_fail(lgr, -EIO);
+			lgr_fail_sched(lgr, -EIO);
 		return;
 	}
 	/* With the queue full and this backlog too, the opener's deadline
@@ -135,21 +152,23 @@ void link_post_test(struct link *lnk, uint32_t cookie)
 	struct llc_msg m = { .type = LLC_TEST_LINK, .test.cookie = cookie };
 	uint8_t msg[LINK_MSG_LEN];
 
-	if (lnk->state != LINK_ACTIVE || !list_empty(&lnk->tx_wait) || lnk->n_decline_q ||
+	if (link_failing(lnk) || !list_empty(&lnk->tx_wait) || lnk->n_decline_q ||
 	    !lnk->lgr->ops->tx_room(lnk))
 		return;		/* busy: its traffic tests it already */
 	llc_encode(&m, msg);
 	if (link_post(lnk, msg))
-		lgr_fail(lnk->lgr, -EIO);
+		lgr_fail_sched(lnk->lgr, -EIO);
 }
 
 bool link_conn_unacked(const struct conn *c)
 {
 	struct link *lnk = c->link;
+	uint32_t done;
 
 	if (!c->tx_unacked_valid)
 		return false;
-	return (int32_t)(c->tx_last_seq - lnk->lgr->ops->tx_done(lnk)) >= 0;
+	done = lnk->down_sched ? lnk->down_done : lnk->lgr->ops->tx_done(lnk);
+	return (int32_t)(c->tx_last_seq - done) >= 0;
 }
 
 void link_drain(struct conn *c)
@@ -198,8 +217,6 @@ static void link_uncork(struct link *lnk)
 		list_del(&c->cork_node);
 		c->corked = false;
 		conn_tx_progress(c);
-		if (lnk->lgr->state == LGR_DOWN)
-			return;
 	}
 }
 
@@ -210,6 +227,8 @@ static void link_run(struct link *lnk)
 	struct lgr *lgr = lnk->lgr;
 	uint8_t msg[LINK_MSG_LEN];
 
+	if (link_failing(lnk))
+		return;		/* its work moves, or goes with the group */
 	while (lnk->n_decline_q && lgr->ops->tx_room(lnk)) {
 		struct llc_msg m = { .type = LLC_FLOW_DECLINE };
 		unsigned i;
@@ -218,7 +237,7 @@ static void link_run(struct link *lnk)
 		m.decline.reason = lnk->decline_q[0].reason;
 		llc_encode(&m, msg);
 		if (link_post(lnk, msg)) {
-			lgr_fail(lgr, -EIO);
+			lgr_fail_sched(lgr, -EIO);
 			return;
 		}
 		for (i = 1; i < lnk->n_decline_q; i++)
@@ -232,12 +251,8 @@ static void link_run(struct link *lnk)
 			break;
 		list_del(&c->tx_node);
 		conn_tx_posted(c);
-		if (lgr->state == LGR_DOWN)
-			return;
 	}
 	link_uncork(lnk);
-	if (lgr->state == LGR_DOWN)
-		return;
 	link_run_draining(lnk);
 	/* Still waiting for room or completions: ask to be told. */
 	if (!list_empty(&lnk->tx_wait) || lnk->n_decline_q || !list_empty(&lnk->corked) ||
@@ -257,6 +272,10 @@ void link_tx_progress(struct link *lnk)
  * look for completions that raced a progress request. */
 void link_flush(struct link *lnk)
 {
+	if (link_failing(lnk)) {
+		lnk->kick = false;	/* its transport may be gone */
+		return;
+	}
 	if (lnk->kick) {
 		lnk->kick = false;
 		lnk->lgr->ops->flush(lnk);
@@ -273,6 +292,8 @@ void link_rx(struct link *lnk, const uint8_t *msg, size_t len)
 	struct conn *c;
 
 	lnk->msgs_rx++;
+	if (lgr->fail_sched)
+		return;		/* the group goes at the end of the batch, its flows too */
 	if (len && msg[0] == CDC_MSG_TYPE) {
 		struct cdc_msg m;
 
@@ -321,5 +342,5 @@ void link_rx(struct link *lnk, const uint8_t *msg, size_t len)
 out_bad:
 	/* A peer that sends garbage loses the link group, not the daemon. */
 	counter_inc(&st->bad_messages);
-	lgr_fail(lgr, -EPROTO);
+	lgr_fail_sched(lgr, -EPROTO);
 }

@@ -15,6 +15,9 @@
 #include "link-t.h"
 
 void link_init(struct link *lnk, struct lgr *lgr, unsigned idx);
+/* Whether nothing may be posted on lnk: it or its group is down, or goes
+ * down at the end of this batch (lgr.h, "Failure"). */
+bool link_failing(const struct link *lnk);
 /* Work for c (CONN_TX_*): posted now if the queue has room, else later. */
 void link_conn_work(struct conn *c, unsigned work);
 /* Forgets c's pending work and cork (it is going away). */

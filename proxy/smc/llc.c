@@ -23,6 +23,19 @@
 #define LLC_MOVE_END	24
 #define LLC_TEST_END	8
 
+/* Each message's last field ends where its reserved bytes begin, and every
+ * message fits one link slot. */
+_Static_assert(20 + sizeof(((struct llc_flow_open *)0)->addr) == 36 && 36 + 4 == LLC_OPEN_END,
+	       "FLOW_OPEN: the address (16 bytes at 20), then the rmb key");
+_Static_assert(20 + 4 == LLC_ACCEPT_END, "FLOW_ACCEPT: the rmb key is its last field");
+_Static_assert(8 + 1 == LLC_DECLINE_END, "FLOW_DECLINE: one reason byte at 8");
+_Static_assert(4 + 4 == LLC_TEST_END, "TEST_LINK: a 32-bit cookie at 4");
+_Static_assert(LLC_OPEN_END <= LINK_MSG_LEN && LLC_ACCEPT_END <= LINK_MSG_LEN &&
+	       LLC_DECLINE_END <= LINK_MSG_LEN && LLC_TEST_END <= LINK_MSG_LEN,
+	       "every LLC message fits one link slot");
+_Static_assert(LINK_MSG_LEN <= UINT8_MAX, "byte 1 holds the slot's length");
+_Static_assert(CLC_DECL__MAX - 1 <= UINT8_MAX, "a decline reason is one byte");
+
 static bool rmb_ok(const struct llc_rmb *rmb)
 {
 	return rmb_class(rmb->size) >= 0;	/* a size class of the ring pool */

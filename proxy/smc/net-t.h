@@ -103,7 +103,8 @@ struct smc_net {
 	char tp_off[SMC_TRANSPORT_SLOTS][128];	/* why it is off, for the log */
 
 	struct list_head kick_links;	/* links with posts to flush */
-	struct loop_hook flush_hook;	/* LOOP_BATCH_END: flushes kick_links */
+	struct list_head lgrs_sched;	/* groups with a failure for the batch's end */
+	struct loop_hook flush_hook;	/* LOOP_BATCH_END: lgrs_sched, kick_links */
 	struct loop_hook sleep_hook;	/* LOOP_BEFORE_SLEEP: the transports' look */
 	struct loop_hook poll_hook;	/* LOOP_POLL: the transports' busy poll */
 	uv_timer_t lgr_timer;		/* lgr_sweep(), while there are groups */

@@ -25,16 +25,20 @@ static struct smc_net *net_of_hook(struct loop_hook *h, size_t off)
 	return (struct smc_net *)((char *)h - off);
 }
 
-/* End of a batch: ring the doorbells of links that posted, one per link
- * however many flows wrote. */
+/* End of a batch: the failures the batch raised (lgr.h, "Failure"), then
+ * the doorbells of links that posted, one per link however many flows
+ * wrote; a doorbell the transport refuses schedules one more failure. */
 void smc_net__flush(struct smc_net *net)
 {
-	while (!list_empty(&net->kick_links)) {
-		struct link *lnk = list_entry(net->kick_links.next, struct link, kick_node);
+	do {
+		lgr__run_sched(net);
+		while (!list_empty(&net->kick_links)) {
+			struct link *lnk = list_entry(net->kick_links.next, struct link, kick_node);
 
-		list_del(&lnk->kick_node);
-		link_flush(lnk);
-	}
+			list_del(&lnk->kick_node);
+			link_flush(lnk);
+		}
+	} while (!list_empty(&net->lgrs_sched));
 }
 
 static bool smc_net_on_batch_end(struct loop_hook *h, bool run)
@@ -230,6 +234,7 @@ int smc_net_init(struct smc_net *net, char *errbuf, size_t errlen)
 	net->control_fd = -1;
 	list_init(&net->lgrs);
 	list_init(&net->kick_links);
+	list_init(&net->lgrs_sched);
 	smc_net_set_cfg(net, cfg);
 	net->rmb_budget.limit = rmb_budget_share(cfg->buffers.pool, net->n_workers);
 	net->rmb_budget.g_carved = &net->stats->ring_bytes_carved;

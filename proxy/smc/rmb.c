@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <assert.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -109,6 +110,9 @@ void rmb_put(struct rmb_pool *p, struct rmb *r)
 	if (!r)
 		return;
 	c = rmb_class(r->size);
+	/* One of p's rings: carved from it, and in use. */
+	assert(c >= 0 && p->n_used > 0 && r->offset >= p->base && r->offset < p->carved &&
+	       r->size <= p->carved - r->offset);
 	r->next = p->free[c];
 	p->free[c] = r;
 	p->n_used--;

@@ -264,6 +264,14 @@ void world_batch_end(struct world *w)
 	}
 }
 
+static bool world_on_batch_end(struct loop_hook *h, bool run)
+{
+	struct world *w = (struct world *)((char *)h - offsetof(struct world, sched_hook));
+
+	lgr__run_sched(&w->net);
+	return false;
+}
+
 struct world *world_new_links(uint32_t rx_ring, uint32_t region,
 			      uint32_t cork_max, unsigned links)
 {
@@ -285,6 +293,9 @@ struct world *world_new_links(uint32_t rx_ring, uint32_t region,
 				   .control_fd = -1 };
 	list_init(&w->net.lgrs);
 	list_init(&w->net.kick_links);
+	list_init(&w->net.lgrs_sched);
+	w->sched_hook.fn = world_on_batch_end;
+	loop_hook_add(&w->core, LOOP_BATCH_END, &w->sched_hook);
 	w->net.cork = (struct cork_params){ .enabled = true, .max_bytes = cork_max };
 	w->net.rmb_budget.limit = region;
 

@@ -159,6 +159,10 @@ struct world {
 	/* smc_net_ops.lgr_event: how often each event came, the last err. */
 	unsigned lgr_events[LGR_EV_LINK_FAILOVER + 1];
 	int lgr_event_err;
+	/* The loop's end of batch runs the failures the batch scheduled, as
+	 * the SMC layer's hook does (the doorbells wait for
+	 * world_batch_end()). */
+	struct loop_hook sched_hook;
 };
 
 /* The fake of link i. */
@@ -176,9 +180,9 @@ static inline struct wflow *wflow_of(struct conn *c)
  * what the flow code told their owner. */
 extern const struct conn_ops world_conn_ops;
 
-/* What the loop does at the end of every batch of events: ring the
- * doorbells of links that posted (the SMC layer's hook), then free what
- * the batch let go of. */
+/* What the loop does at the end of every batch of events: run the
+ * failures the batch scheduled and ring the doorbells of links that
+ * posted (the SMC layer's hook), then free what the batch let go of. */
 void world_batch_end(struct world *w);
 
 /*

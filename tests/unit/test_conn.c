@@ -782,7 +782,6 @@ static void test_accept_token_zero_is_bad_message(void **state)
 	llc_encode(&acc, msg);
 	link_rx(w->lnk, msg, sizeof(msg));
 	assert_int_equal(w->stats.bad_messages, 1);
-	assert_int_equal(w->stats.lgr_failures, 1);
 	assert_int_not_equal(f->c.state, CONN_ACTIVE);
 	/* The decline that followed it finds no flow to mark. */
 	dec.decline.token = f->c.token;
@@ -791,6 +790,8 @@ static void test_accept_token_zero_is_bad_message(void **state)
 	link_rx(w->lnk, msg, sizeof(msg));
 	w->lgr = NULL;			/* freed at the end of the batch */
 	world_batch_end(w);
+	/* The group failed there, once (lgr.h, "Failure"). */
+	assert_int_equal(w->stats.lgr_failures, 1);
 	/* Gone on over TCP once, as an open the group never carried. */
 	assert_int_equal(f->ended, CONN_END_DECLINED + 1);
 	assert_int_equal(f->n_ended, 1);
@@ -873,6 +874,137 @@ static void test_open_unanswered_fails_group(void **state)
 	assert_int_equal(w->net.rmb_budget.used, 0);
 }
 
+/* ------------------------------------------------------------------ */
+/* Failures found inside a receive path wait for the end of the batch
+ * (lgr.h, "Failure"). */
+
+/* A CDC from the peer: n new bytes in f's ring, and "blocked on you",
+ * which asks for our window update at once. */
+static void rx_blocked_cdc(struct world *w, struct wflow *f, const char *b, uint32_t n)
+{
+	uint8_t msg[LINK_MSG_LEN];
+	struct cdc_msg m;
+
+	world_peer_write(w, f, (const uint8_t *)b, n);
+	m = (struct cdc_msg){ .token = f->c.token, .prod = f->peer_prod,
+			      .prod_flags = CDC_PF_WRITE_BLOCKED };
+	cdc_encode(&m, msg);
+	link_rx(w->lnk, msg, sizeof(msg));
+}
+
+/*
+ * The window update that the first of several received messages asks for
+ * cannot be posted. Every conn stays as it was (nothing ended, nothing
+ * freed, the group up), nothing more is posted, and the messages after it
+ * are dropped; when the batch ends the group fails once, with that error.
+ */
+static void test_post_failure_mid_rx_deferred(void **state)
+{
+	struct world *w = *state;
+	struct wflow *a = world_open(w, 0, RING), *b = world_open(w, 1, RING);
+	uint8_t buf[3];
+
+	w->fake.post_err = -EIO;
+	rx_blocked_cdc(w, a, "abc", 3);
+	assert_true(lgr_failing(w->lgr));
+	assert_int_equal(w->lgr->state, LGR_ACTIVE);
+	assert_int_equal(a->c.state, CONN_ACTIVE);
+	assert_int_equal(b->c.state, CONN_ACTIVE);
+	assert_int_equal(a->ended + b->ended, 0);
+	assert_int_equal(w->stats.lgr_failures, 0);
+	assert_int_equal(w->lgr_events[LGR_EV_FAILED], 0);
+	app_read_exact(w, a, buf, 3);		/* delivered before the post */
+
+	w->fake.post_err = 0;			/* a post now would be logged */
+	rx_blocked_cdc(w, b, "xyz", 3);
+	rx_blocked_cdc(w, a, "def", 3);
+	assert_int_equal(b->c.rx_prod.count, 0);
+	assert_int_equal(a->c.rx_prod.count, 3);
+	assert_int_equal(w->fake.n_msgs, 0);
+	assert_int_equal(w->stats.cdc_received, 1);
+	assert_int_equal(a->ended + b->ended, 0);
+	assert_int_equal(w->lgr->rmbs.n_used, 2);
+
+	w->lgr = NULL;				/* freed at the end of the batch */
+	world_batch_end(w);
+	assert_int_equal(w->stats.lgr_failures, 1);
+	assert_int_equal(w->lgr_events[LGR_EV_FAILED], 1);
+	assert_int_equal(w->lgr_event_err, -EIO);
+	assert_int_equal(a->ended, CONN_END_LINK_DOWN + 1);
+	assert_int_equal(b->ended, CONN_END_LINK_DOWN + 1);
+	assert_int_equal(a->n_ended + b->n_ended, 2);
+	assert_int_equal(a->closed + b->closed, 2);
+	assert_int_equal(w->net.rmb_budget.used, 0);
+	assert_int_equal(w->fake.n_msgs, 0);
+}
+
+/* A failure raised twice in a batch (and a bad message after it) is
+ * reported once, with the first error; a synchronous lgr_fail() at a safe
+ * point runs it at once, also with the first error, and nothing is left
+ * for the end of the batch. */
+static void test_failure_raised_twice_reported_once(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f = world_open(w, 0, RING);
+	uint8_t msg[LINK_MSG_LEN] = { 0xff };
+
+	lgr_fail_sched(w->lgr, -ECONNRESET);
+	lgr_fail_sched(w->lgr, -EPROTO);
+	link_rx(w->lnk, msg, sizeof(msg));
+	assert_int_equal(w->stats.bad_messages, 0);
+	assert_int_equal(f->ended, 0);
+	lgr_fail(w->lgr, -ESHUTDOWN);
+	assert_int_equal(w->stats.lgr_failures, 1);
+	assert_int_equal(w->lgr_events[LGR_EV_FAILED], 1);
+	assert_int_equal(w->lgr_event_err, -ECONNRESET);
+	assert_int_equal(f->n_ended, 1);
+	assert_true(list_empty(&w->net.lgrs_sched));
+	w->lgr = NULL;
+	world_batch_end(w);
+	assert_int_equal(w->stats.lgr_failures, 1);
+	assert_int_equal(w->lgr_events[LGR_EV_FAILED], 1);
+	assert_int_equal(f->closed, 1);
+}
+
+/*
+ * The group fails while a flow is being opened on it: conn_open() returns
+ * into a world where its flow is whole (its owner hears nothing yet, so it
+ * can take the conn), a second open in the same batch is refused at once
+ * (it goes on over TCP), and at the end of the batch the first goes on
+ * over TCP as a declined flow does, once.
+ */
+static void test_open_on_failing_group(void **state)
+{
+	struct world *w = *state;
+	struct sockaddr_storage dest = world_dest();
+	struct wflow *f, g = { .app = -1 };
+	int fd;
+
+	w->fake.post_err = -EIO;
+	f = world_open_only(w, 0, 0, 0);	/* conn_open() returned 0 */
+	f->take_fd = true;
+	assert_int_equal(f->ended, 0);
+	assert_true(lgr_failing(w->lgr));
+	assert_int_equal(w->lgr->n_conns, 1);
+
+	fd = world_socket(&g.app, 0, 0);
+	assert_int_equal(conn_open(&g.c, w->lgr, fd, (struct sockaddr *)&dest,
+				   &world_conn_ops), -ENOLINK);
+	assert_int_equal(g.ended, 0);
+	assert_int_equal(w->lgr->n_conns, 1);
+	close(fd);
+	close(g.app);
+
+	w->lgr = NULL;
+	world_batch_end(w);
+	assert_int_equal(f->ended, CONN_END_DECLINED + 1);
+	assert_int_equal(f->n_ended, 1);
+	assert_true(f->taken_fd >= 0);
+	assert_int_equal(f->closed, 1);
+	assert_int_equal(w->stats.lgr_failures, 1);
+	assert_int_equal(w->net.rmb_budget.used, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -904,6 +1036,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_link_group_failure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_timeout_falls_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_unanswered_fails_group, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_post_failure_mid_rx_deferred, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failure_raised_twice_reported_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_on_failing_group, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("conn", tests, NULL, NULL);

@@ -988,6 +988,7 @@ static void test_declines_move_survivor_fails(void **state)
 	link_post_decline(L(w, 0), 0x00020002, CLC_DECL_POLICY);
 	f1->post_err = -EIO;
 	lgr_link_down(L(w, 0), -ETIMEDOUT);
+	world_batch_end(w);		/* the failure it scheduled runs */
 	assert_int_equal(w->stats.lgr_failures, 1);
 	assert_int_equal(f->ended, CONN_END_LINK_DOWN + 1);
 	w->lgr = NULL;			/* freed at the end of the batch */
@@ -1008,6 +1009,7 @@ static void test_survivor_post_failure_fails_group(void **state)
 
 	world_fake(w, 1)->post_err = -EIO;
 	lgr_link_down(L(w, 0), -ETIMEDOUT);
+	world_batch_end(w);		/* the failure it scheduled runs */
 	assert_int_equal(w->stats.lgr_failures, 1);
 	assert_int_equal(a->ended, CONN_END_LINK_DOWN + 1);
 	assert_int_equal(b->ended, CONN_END_LINK_DOWN + 1);
@@ -1259,10 +1261,104 @@ static void test_post_test_failure(void **state)
 
 	world_fake(w, 1)->post_err = -EIO;
 	link_post_test(L(w, 1), 1);
+	world_batch_end(w);		/* the failure it scheduled runs */
 	assert_int_equal(w->stats.lgr_failures, 1);
 	assert_int_equal(w->lgr_event_err, -EIO);
 	w->lgr = NULL;
 	world_batch_end(w);
+}
+
+/* ------------------------------------------------------------------ */
+/* A link failure found in a completion handler (lgr.h, "Failure"). */
+
+/* The last CDC link f carried for the flow the peer calls token. */
+static struct cdc_msg last_cdc_for(const struct fake *f, uint32_t token)
+{
+	unsigned i = f->n_msgs;
+
+	while (i--) {
+		if (f->msgs[i].b[0] == CDC_MSG_TYPE && fake_cdc(f, i).token == token)
+			return fake_cdc(f, i);
+	}
+	fail_msg("no CDC for %08x", token);
+	return fake_cdc(f, 0);
+}
+
+/*
+ * lgr_link_down_sched(), as rdma calls it from a completion: until the
+ * batch ends the flow stays where it is and the link is whole, a new flow
+ * goes on the other link, and a second report changes nothing. At the end
+ * of the batch the flow moves once, with the first error, and replays
+ * from what had completed when the failure was found, though the
+ * transport let go of the link since (rdma clears lnk->tp, and a link
+ * without one says everything completed).
+ */
+static void test_link_down_sched_at_batch_end(void **state)
+{
+	struct world *w = *state;
+	struct fake *f1 = world_fake(w, 1);
+	struct wflow *f = open_on(w, 0, 0), *h = open_on(w, 1, 1), *g;
+
+	app_send(w, f, "0123456789", 10);
+	assert_int_equal(w->fake.n_msgs, 1);		/* its CDC, not completed */
+	lgr_link_down_sched(L(w, 0), -ETIMEDOUT);
+	lgr_link_down_sched(L(w, 0), -EIO);
+	w->fake.done = L(w, 0)->tx_seq;
+	assert_int_equal(L(w, 0)->state, LINK_ACTIVE);
+	assert_ptr_equal(f->c.link, L(w, 0));
+	assert_true(link_failing(L(w, 0)));
+	assert_false(link_failing(L(w, 1)));
+	assert_int_equal(w->stats.link_failovers, 0);
+	/* Least loaded is a tie: not the link that goes. */
+	g = world_open_only(w, 2, 0, 0);
+	assert_ptr_equal(g->c.link, L(w, 1));
+
+	world_batch_end(w);
+	assert_int_equal(L(w, 0)->state, LINK_DOWN);
+	assert_ptr_equal(f->c.link, L(w, 1));
+	assert_int_equal(f->ended, 0);
+	assert_int_equal(h->ended, 0);
+	assert_int_equal(w->stats.link_failovers, 1);
+	assert_int_equal(w->lgr_events[LGR_EV_LINK_FAILOVER], 1);
+	assert_int_equal(w->lgr_event_err, -ETIMEDOUT);
+	assert_int_equal(f1->moved_calls, 1);
+	assert_int_equal(f1->rewritten, 10);
+	assert_cursor(last_cdc_for(f1, PEER_TOKEN).prod, 0, 10);
+	world_batch_end(w);
+	assert_int_equal(w->stats.link_failovers, 1);
+}
+
+/*
+ * Bytes the application sends while the flow's link waits to go down are
+ * read into the ring but not written over that link, nor announced there:
+ * the move writes them on the survivor and announces them after.
+ */
+static void test_write_on_failing_link_waits_for_move(void **state)
+{
+	struct world *w = *state;
+	struct fake *f1 = world_fake(w, 1);
+	struct wflow *f = open_on(w, 0, 0);
+	uint8_t *full = random_bytes(RING, 7);
+	struct cdc_msg m = { .token = f->c.token, .cons = { 1, 0 } };
+	unsigned writes, msgs;
+
+	app_send(w, f, full, RING);			/* the peer's ring is full */
+	assert_true(f->c.write_blocked);
+	assert_int_equal(write(f->app, "abcdef", 6), 6);
+	lgr_link_down_sched(L(w, 0), -EIO);
+	writes = w->fake.n_writes;
+	msgs = w->fake.n_msgs;
+	conn_on_cdc(&f->c, &m);				/* the peer took it all */
+	assert_int_equal(f->c.bytes_tx, RING + 6);
+	assert_int_equal(w->fake.n_writes, writes);
+	assert_int_equal(w->fake.n_msgs, msgs);
+
+	world_batch_end(w);
+	assert_ptr_equal(f->c.link, L(w, 1));
+	assert_int_equal(f1->rewritten, 6);
+	assert_memory_equal(peer_ring(w, f), "abcdef", 6);
+	assert_cursor(last_cdc_for(f1, PEER_TOKEN).prod, 1, 6);
+	free(full);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1418,6 +1514,8 @@ int main(void)
 		T2(test_post_test_idle),
 		T2(test_post_test_busy),
 		T2(test_post_test_failure),
+		T2(test_link_down_sched_at_batch_end),
+		T2(test_write_on_failing_link_waits_for_move),
 		T1(test_repeated_cdc_is_noop),
 		T1(test_repeated_closed_is_noop),
 		T1(test_repeated_abort_is_noop),

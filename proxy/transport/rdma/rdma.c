@@ -444,7 +444,8 @@ static void rdma_on_recv(struct cq_entry *e, const struct ibv_wc *wc)
 	if (rl->rg->lgr->state == LGR_RENDEZVOUS && rl->rg->lgr->role == LGR_ROLE_SERVER)
 		rg_implicit_up(rl->rg);
 	link_rx(rl->lnk, rl->bufs + (rl->sq_depth + s->i) * LINK_MSG_LEN, wc->byte_len);
-	/* link_rx may have failed the link or its whole group. */
+	/* link_rx() only schedules failures (lgr.h), so the link is still up;
+	 * a draining one must not take a receive after its marker, though. */
 	if (rl->state != RL_DRAINING && rl_post_recv(rl, s->i))
 		rdma_link_down(rl, -EIO);
 }
@@ -881,8 +882,9 @@ static int rg_set_peer(struct rdma_lgr *rg, const struct rdma_pd *pd)
 /*
  * A link is gone: failure (err), or its group is closing (err 0). Its QP
  * goes to the error state, the peer learns by rdma_cm, and the markers go
- * in; the memory waits for them. The group moves the link's flows
- * elsewhere, or fails when none is left.
+ * in; the memory waits for them. At the end of the batch the group moves
+ * the link's flows elsewhere, or fails when none is left: this runs inside
+ * completion and rdma_cm handlers (lgr.h, "Failure").
  */
 static void rdma_link_down(struct rdma_link *rl, int err)
 {
@@ -945,11 +947,11 @@ static void rdma_link_down(struct rdma_link *rl, int err)
 	} else {
 		rdma_link_free(rl);	/* never had a QP: nothing in the CQ */
 	}
-	/* The link still answers tx_done() with what really completed while
-	 * its flows move: that is where their replay starts. */
+	/* The link still answers tx_done() with what really completed when
+	 * its failure is scheduled: that is where its flows' replay starts. */
 	if (lnk && err) {
 		counter_inc(&dev->net->stats->rdma_link_failures);
-		lgr_link_down(lnk, err);
+		lgr_link_down_sched(lnk, err);
 	}
 	if (lnk)
 		lnk->tp = NULL;
@@ -1342,8 +1344,6 @@ static void rdma_keepalive(struct smc_net *net)
 				continue;
 			rl->last_tx_ms = now;	/* once per period even if it found no room */
 			link_post_test(rl->lnk, (uint32_t)now);
-			if (lgr->state != LGR_ACTIVE)
-				break;
 		}
 	}
 }
@@ -1401,7 +1401,7 @@ static void rdma_sweep(struct smc_net *net, uint64_t now)
 
 		if (lgr->ops != &rdma_ops || !rg || lgr->state != LGR_ACTIVE)
 			continue;
-		for (i = 0; i < lgr->n_links && lgr->ops == &rdma_ops; i++)
+		for (i = 0; i < lgr->n_links; i++)
 			if (rg->links[i])
 				rdma_link_down(rg->links[i], -ENETDOWN);
 	}

@@ -13,6 +13,18 @@
 #include "rdma_pd.h"
 #include "core/wire.h"
 
+/* The layouts the codecs write, field by field. */
+_Static_assert(4 + CLC_LGR_ID_LEN == 20, "private data: the group id at 4, the region's address at 20");
+_Static_assert(20 + sizeof(((struct rdma_pd *)0)->addr) == 28 &&
+	       28 + sizeof(((struct rdma_pd *)0)->rkey) == 32 &&
+	       32 + sizeof(((struct rdma_pd *)0)->size) == RDMA_PD_LEN,
+	       "private data: address, rkey, then the size as its last field");
+_Static_assert(RDMA_PD_LEN <= 56, "a RoCE connect request carries 56 bytes of private data");
+_Static_assert(sizeof(((struct rdma_pd *)0)->lgr_id) == CLC_LGR_ID_LEN, "the group id, whole");
+_Static_assert(4 + sizeof(((struct rdma_tlv *)0)->gid) == RDMA_TLV_LEN, "RDMA_ADDR: the gid is its last field");
+_Static_assert(RDMA_TLV_LEN <= RDMA_TLV_MAX && RDMA_TLV_MAX <= CLC_ADDR_MAX,
+	       "our RDMA_ADDR fits what we take and an address TLV");
+
 void rdma_pd_encode(const struct rdma_pd *pd, uint8_t out[RDMA_PD_LEN])
 {
 	memcpy(out, RDMA_PD_MAGIC, 2);

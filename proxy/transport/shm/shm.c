@@ -67,6 +67,19 @@ struct shm_queue {
 
 #define SHM_Q_SIZE	((sizeof(struct shm_queue) + 4095) & ~(size_t)4095)
 
+/* The region's layout, which the peer daemon shares (it maps ours). */
+_Static_assert((SHM_SLOTS & (SHM_SLOTS - 1)) == 0, "SHM_SLOTS a power of two: indices wrap as uint32_t");
+_Static_assert(sizeof(((struct shm_queue *)0)->slots[0]) == LINK_MSG_LEN, "a slot holds one link message");
+_Static_assert(offsetof(struct shm_queue, cons) - offsetof(struct shm_queue, prod) >= 64 &&
+	       offsetof(struct shm_queue, waiting) - offsetof(struct shm_queue, cons) >= 64 &&
+	       offsetof(struct shm_queue, slots) % 64 == 0,
+	       "each index on a cache line of its own, slots aligned");
+_Static_assert(sizeof(struct shm_hdr) <= SHM_HDR_SIZE && SHM_HDR_SIZE % 4096 == 0,
+	       "the header fits its page");
+_Static_assert(SHM_Q_SIZE % 4096 == 0, "queues, and so the rings after them, start on a page");
+_Static_assert(SHM_HDR_SIZE + LGR_LINKS_MAX * SHM_Q_SIZE < SHM_RING_MAX,
+	       "queues of the most links leave room for rings (shm_rmb_base() fits 32 bits)");
+
 /* What each side sends at rendezvous, with its memfd and one eventfd per
  * link as SCM_RIGHTS. */
 struct shm_rv_msg {
@@ -76,6 +89,10 @@ struct shm_rv_msg {
 	uint32_t size;			/* of the memfd */
 	uint32_t status;		/* reply: 0, or a decline reason */
 };
+
+_Static_assert(offsetof(struct shm_rv_msg, links) == 8 + CLC_LGR_ID_LEN &&
+	       sizeof(struct shm_rv_msg) == offsetof(struct shm_rv_msg, status) + 4,
+	       "the rendezvous message has no padding");
 
 struct shm_lgr;
 
@@ -125,7 +142,7 @@ struct shm_rv {
 	struct epset_entry ev;
 };
 
-static bool shm_drain(struct shm_link *sl);
+static void shm_drain(struct shm_link *sl);
 static void shm_rv_expire(struct shm_worker *sw, uint64_t now, bool need_slot);
 
 static struct shm_worker *shm_worker_of(const struct smc_net *net)
@@ -166,11 +183,11 @@ static void shm_blocked(struct shm_link *sl)
 	struct lgr *lgr = sl->sg->lgr;
 
 	counter_inc(&lgr->net->stats->bad_messages);
-	lgr_fail(lgr, -EPROTO);
+	lgr_fail_sched(lgr, -EPROTO);
 }
 
 /* false when the peer made the doorbell blocking: the caller fails the
- * group at a safe point (the next event on it finds it down). */
+ * group (shm_blocked(): at the end of the batch). */
 static bool shm_ring(struct shm_link *sl)
 {
 	uint64_t one = 1;
@@ -285,14 +302,13 @@ static bool shm_lgr_idle(struct lgr *lgr, bool run)
 		}
 		__atomic_store_n(&hdr->running, 1, __ATOMIC_RELAXED);
 		ran = true;
-		if (!shm_drain(sl))
-			return true;	/* the group failed: sg is gone */
+		shm_drain(sl);
 	}
 	return ran;
 }
 
-/* Every active shm group of the worker; each may fail meanwhile (its
- * memory goes at the end of the batch, not here). */
+/* Every active shm group of the worker; a failure one finds runs at the
+ * end of the batch, in the round this asks for. */
 static bool shm_before_sleep(struct smc_net *net, bool run)
 {
 	struct shm_worker *sw = shm_worker_of(net);
@@ -313,8 +329,8 @@ static bool shm_before_sleep(struct smc_net *net, bool run)
 
 /*
  * Busy polling: say we run (peers then skip the doorbell: the next poll
- * finds their messages), and take what the queues hold. A group may fail
- * meanwhile; its memory goes at the end of the batch.
+ * finds their messages), and take what the queues hold. A group that
+ * fails meanwhile is torn down at the end of the batch.
  */
 static bool shm_poll(struct smc_net *net)
 {
@@ -326,7 +342,8 @@ static bool shm_poll(struct smc_net *net)
 		struct lgr *lgr = list_entry(pos, struct lgr, node);
 		struct shm_lgr *sg = lgr->tp;
 
-		if (lgr->state != LGR_ACTIVE || lgr->ops != &shm_ops || !sg || !sg->up)
+		if (lgr->state != LGR_ACTIVE || lgr->ops != &shm_ops || !sg || !sg->up ||
+		    lgr_failing(lgr))
 			continue;
 		__atomic_store_n(&((struct shm_hdr *)(void *)sg->local)->running, 1,
 				 __ATOMIC_RELAXED);
@@ -336,8 +353,7 @@ static bool shm_poll(struct smc_net *net)
 			if (__atomic_load_n(&sl->rxq->prod, __ATOMIC_RELAXED) == sl->rx_cons)
 				continue;
 			found = true;
-			if (!shm_drain(sl))
-				break;	/* the group failed: sg is gone */
+			shm_drain(sl);	/* a failure it finds runs at the batch's end */
 		}
 	}
 	return found;
@@ -449,9 +465,9 @@ const struct smc_transport_ops shm_ops = {
  * peer waiting for that (queue full, or autocork) gets a doorbell. Then
  * our own sends may go on: the same doorbell says the peer consumed ours.
  */
-/* Takes every message queued on sl's link; false when the group failed
- * meanwhile (sl is gone with it). */
-static bool shm_drain(struct shm_link *sl)
+/* Takes every message queued on sl's link. A failure it finds only
+ * fails the group at the end of the batch (lgr.h): sl stays till then. */
+static void shm_drain(struct shm_link *sl)
 {
 	struct link *lnk = sl->lnk;
 	struct lgr *lgr = lnk->lgr;
@@ -468,23 +484,20 @@ static bool shm_drain(struct shm_link *sl)
 	prod = __atomic_load_n(&sl->rxq->prod, __ATOMIC_ACQUIRE);
 	if (prod - sl->rx_cons > SHM_SLOTS) {
 		counter_inc(&lgr->net->stats->bad_messages);
-		lgr_fail(lgr, -EPROTO);
-		return false;
+		lgr_fail_sched(lgr, -EPROTO);
+		return;
 	}
 	while (sl->rx_cons != prod) {
 		memcpy(msg, sl->rxq->slots[sl->rx_cons % SHM_SLOTS], sizeof(msg));
 		sl->rx_cons++;
 		link_rx(lnk, msg, sizeof(msg));
-		if (lgr->state == LGR_DOWN)
-			return false;
 	}
 	__atomic_store_n(&sl->rxq->cons, sl->rx_cons, __ATOMIC_SEQ_CST);
 	if (__atomic_exchange_n(&sl->rxq->waiting, 0, __ATOMIC_SEQ_CST) && !shm_ring(sl)) {
 		shm_blocked(sl);
-		return false;
+		return;
 	}
 	link_tx_progress(lnk);
-	return lgr->state != LGR_DOWN;
 }
 
 static void shm_on_doorbell(struct epset_entry *e, uint32_t events)
@@ -743,7 +756,7 @@ static void shm_on_sock(struct epset_entry *e, uint32_t events)
 		if (recv(sg->sock, &c, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN &&
 		    !(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
 			return;
-		lgr_fail(lgr, -ECONNRESET);
+		lgr_fail_sched(lgr, -ECONNRESET);
 		return;
 	}
 	/* Client: the server's answer to our hello. */
