@@ -19,6 +19,7 @@
 #include "fallback.h"
 #include "lgr.h"
 #include "link.h"
+#include "liveness.h"
 #include "net.h"
 #include "rmb.h"
 
@@ -304,6 +305,7 @@ void lgr__established(struct lgr *lgr)
 	struct smc_net *net = lgr->net;
 
 	lgr->state = LGR_ACTIVE;
+	liveness_start(lgr, uv_now(net->loop));
 	lgr__hs_close(lgr);
 	if (lgr->role == LGR_ROLE_CLIENT)
 		counter_inc(&net->stats->lgr_handshakes);

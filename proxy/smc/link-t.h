@@ -34,6 +34,13 @@ struct link {
 		uint8_t reason;
 	} decline_q[16];
 	unsigned n_decline_q;
+	/* Liveness (liveness.c): when the peer was last heard on this link
+	 * and when we last asked it with a TEST_LINK; a TEST_LINK_RSP we owe
+	 * and had no room for. */
+	uint64_t last_rx_ms;
+	uint64_t last_test_ms;
+	bool test_rsp_owed;
+	uint32_t test_rsp_cookie;
 	void *tp;			/* the transport's */
 	uint64_t msgs_tx, msgs_rx, bytes_tx, bytes_rx;
 };

@@ -104,6 +104,7 @@ struct smc_net {
 	struct loop_hook flush_hook;	/* LOOP_BATCH_END: flushes kick_links */
 	struct loop_hook sleep_hook;	/* LOOP_BEFORE_SLEEP: the transports' look */
 	uv_timer_t lgr_timer;		/* lgr_sweep(), while there are groups */
+	uint64_t live_sweep_ms;		/* liveness_sweep()'s last run */
 	bool timer_open;
 };
 

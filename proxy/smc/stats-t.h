@@ -47,6 +47,7 @@ struct proxy_stats {
 	counter_t ring_full_local;	/* our receive ring filled: the peer waited */
 	counter_t ring_full_remote;	/* the peer's ring filled: we stopped reading */
 	counter_t flows_reset_link;	/* flows reset because their link group failed */
+	counter_t links_silent;		/* links down: the peer said nothing for links.dead_after */
 	counter_t doorbells_saved;	/* shm: the peer was running, no doorbell needed */
 	/* rdma */
 	counter_t link_failovers;	/* links lost with a survivor to move flows to */
