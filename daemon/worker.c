@@ -148,10 +148,10 @@ static void worker_on_lgr_event(struct proxy *p, enum lgr_event ev,
 		break;
 	case LGR_EV_NO_GROUP:
 		/* At most once per peer and negative_ttl: the cache holds it. */
-		log_notice("%sno link group to %s (%s): its flows use TCP for %llu ms",
+		log_notice("%sno link group to %s (%s%s%s): its flows use TCP for %llu ms",
 			   worker_tag(w, t, sizeof(t)), peer,
-			   fallback_reason_name(lgr->neg_reason),
-			   (unsigned long long)p->cfg->fallback.negative_ttl_ms);
+			   fallback_reason_name(lgr->neg_reason), lgr->why[0] ? ": " : "",
+			   lgr->why, (unsigned long long)p->cfg->fallback.negative_ttl_ms);
 		break;
 	case LGR_EV_FAILED:
 		/* A peer can fail the groups it proposes at will. */

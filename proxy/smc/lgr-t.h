@@ -101,6 +101,9 @@ struct lgr {
 	uint64_t flows_total;
 	uint64_t bytes_tx, bytes_rx;
 	int fail_err;			/* why it went down */
+	/* A transport's account of why its rendezvous failed, for the log
+	 * (fallback reason no_rendezvous); "" when it has none. */
+	char why[320];
 	struct loop_defer defer;
 };
 
