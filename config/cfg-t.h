@@ -68,6 +68,7 @@ struct cfg {
 	struct {
 		unsigned per_peer;
 		unsigned max_flows_per_link;
+		uint64_t dead_after_ms;	/* a link's peer silent this long: down */
 	} links;
 	struct {
 		uint64_t ring;

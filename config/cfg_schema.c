@@ -35,6 +35,9 @@ static const struct cfg__key links_keys[] = {
 	{ "per_peer", CFG__UINT, false, 0, F(links.per_peer), 1, 16, "2", NULL },
 	{ "max_flows_per_link", CFG__UINT, false, 0, F(links.max_flows_per_link),
 	  1, 65535, "255", NULL },
+	/* Live: each sweep reads it. Not 0: a silent peer must have a bound. */
+	{ "dead_after", CFG__DURATION, true, 0, F(links.dead_after_ms), 1 * SEC, HOUR,
+	  "\"15s\"", NULL },
 	{ 0 },
 };
 

@@ -123,11 +123,21 @@ static void worker_on_proxy_event(struct proxy *p, enum proxy_event ev,
 	}
 }
 
+/* Why a link went down, for the log: a silent peer says how long. */
+static const char *worker_link_err(const struct proxy *p, int err, char *buf, size_t len)
+{
+	if (err != -EHOSTDOWN)
+		return strerror(-err);
+	snprintf(buf, len, "the peer said nothing for %llu ms (links.dead_after)",
+		 (unsigned long long)p->cfg->links.dead_after_ms);
+	return buf;
+}
+
 static void worker_on_lgr_event(struct proxy *p, enum lgr_event ev,
 				const struct lgr *lgr, int err)
 {
 	struct worker *w = p->data;
-	char a[ADDR_STRLEN], t[24];
+	char a[ADDR_STRLEN], t[24], e[80];
 	const char *peer = addr_format((const struct sockaddr *)&lgr->peer, a, sizeof(a));
 
 	switch (ev) {
@@ -138,10 +148,10 @@ static void worker_on_lgr_event(struct proxy *p, enum lgr_event ev,
 		break;
 	case LGR_EV_NO_GROUP:
 		/* At most once per peer and negative_ttl: the cache holds it. */
-		log_notice("%sno link group to %s (%s): its flows use TCP for %llu ms",
+		log_notice("%sno link group to %s (%s%s%s): its flows use TCP for %llu ms",
 			   worker_tag(w, t, sizeof(t)), peer,
-			   fallback_reason_name(lgr->neg_reason),
-			   (unsigned long long)p->cfg->fallback.negative_ttl_ms);
+			   fallback_reason_name(lgr->neg_reason), lgr->why[0] ? ": " : "",
+			   lgr->why, (unsigned long long)p->cfg->fallback.negative_ttl_ms);
 		break;
 	case LGR_EV_FAILED:
 		/* A peer can fail the groups it proposes at will. */
@@ -150,12 +160,14 @@ static void worker_on_lgr_event(struct proxy *p, enum lgr_event ev,
 			break;
 		log_warn("%slink group %s %s failed: %s; its flows were reset",
 			 worker_tag(w, t, sizeof(t)),
-			 lgr->role == LGR_ROLE_CLIENT ? "to" : "from", peer, strerror(-err));
+			 lgr->role == LGR_ROLE_CLIENT ? "to" : "from", peer,
+			 worker_link_err(p, err, e, sizeof(e)));
 		break;
 	case LGR_EV_LINK_FAILOVER:
 		log_warn("%sa link of link group %s %s failed: %s; its flows moved to another link",
 			 worker_tag(w, t, sizeof(t)),
-			 lgr->role == LGR_ROLE_CLIENT ? "to" : "from", peer, strerror(-err));
+			 lgr->role == LGR_ROLE_CLIENT ? "to" : "from", peer,
+			 worker_link_err(p, err, e, sizeof(e)));
 		break;
 	}
 }

@@ -36,6 +36,7 @@ const char *fallback_reason_name(enum fallback_reason r)
 		[FB_NONE] = "none", [FB_NO_PEER] = "no_peer",
 		[FB_TRANSPORT_TCP] = "transport_tcp", [FB_NO_LINK] = "no_link",
 		[FB_PEER_UNREACHABLE] = "peer_unreachable",
+		[FB_NO_RENDEZVOUS] = "no_rendezvous",
 		[FB_DECL_NO_DEVICE] = "no_device", [FB_DECL_VERSION] = "version_mismatch",
 		[FB_DECL_MAX_FLOWS] = "max_flows", [FB_DECL_NO_MEMORY] = "out_of_memory",
 		[FB_DECL_POLICY] = "policy", [FB_DECL_TIMEOUT] = "timeout",

@@ -62,7 +62,7 @@ enum clc_decline {
  * types are skipped, so that a newer peer can add fields.
  */
 enum clc_tlv {
-	CLC_TLV_SHM_NAME = 1,		/* shm: rendezvous socket basename */
+	CLC_TLV_SHM_NAME = 1,		/* shm: rendezvous socket path (or basename) */
 	CLC_TLV_RDMA_ADDR = 2,		/* rdma: its RDMA_ADDR */
 };
 #define CLC_ADDRS_MAX		2	/* the highest address TLV type */

@@ -31,6 +31,7 @@ enum fallback_reason {
 	FB_TRANSPORT_TCP,	/* "transport": "tcp" in the config */
 	FB_NO_LINK,		/* no link transport is available to the peer */
 	FB_PEER_UNREACHABLE,	/* the peer's control port refused or is unreachable */
+	FB_NO_RENDEZVOUS,	/* the handshake named a rendezvous we cannot reach */
 	/* The handshake failed: the peer declined, or we did (its answer was
 	 * wrong). Same order as enum clc_decline. */
 	FB_DECL_NO_DEVICE,

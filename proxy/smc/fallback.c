@@ -32,5 +32,8 @@ enum fallback_reason fallback_of_decline(unsigned reason)
 
 enum fallback_reason fallback_of_errno(int err)
 {
+	/* Local only: the peer accepted, we cannot reach where it waits. */
+	if (err == -EADDRNOTAVAIL)
+		return FB_NO_RENDEZVOUS;
 	return fallback_of_decline(clc_decline_of_errno(err));
 }

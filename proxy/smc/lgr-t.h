@@ -110,6 +110,9 @@ struct lgr {
 	int fail_sched;
 	bool sched;
 	struct list_head sched_node;
+	/* A transport's account of why its rendezvous failed, for the log
+	 * (fallback reason no_rendezvous); "" when it has none. */
+	char why[320];
 	struct loop_defer defer;
 };
 

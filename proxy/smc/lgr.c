@@ -20,6 +20,7 @@
 #include "fallback.h"
 #include "lgr.h"
 #include "link.h"
+#include "liveness.h"
 #include "net.h"
 #include "policy.h"
 #include "rmb.h"
@@ -393,6 +394,7 @@ void lgr__established(struct lgr *lgr)
 
 	assert(lgr->state == LGR_HANDSHAKE || lgr->state == LGR_RENDEZVOUS);
 	lgr->state = LGR_ACTIVE;
+	liveness_start(lgr, uv_now(net->loop));
 	lgr__hs_close(lgr);
 	if (lgr->role == LGR_ROLE_CLIENT)
 		counter_inc(&net->stats->lgr_handshakes);

@@ -39,6 +39,13 @@ struct link {
 	 * (the transport may let go of the link before the batch ends). */
 	int down_sched;
 	uint32_t down_done;
+	/* Liveness (liveness.c): when the peer was last heard on this link
+	 * and when we last asked it with a TEST_LINK; a TEST_LINK_RSP we owe
+	 * and had no room for. */
+	uint64_t last_rx_ms;
+	uint64_t last_test_ms;
+	bool test_rsp_owed;
+	uint32_t test_rsp_cookie;
 	void *tp;			/* the transport's */
 	uint64_t msgs_tx, msgs_rx, bytes_tx, bytes_rx;
 };

@@ -152,9 +152,33 @@ void link_post_test(struct link *lnk, uint32_t cookie)
 	struct llc_msg m = { .type = LLC_TEST_LINK, .test.cookie = cookie };
 	uint8_t msg[LINK_MSG_LEN];
 
-	if (link_failing(lnk) || !list_empty(&lnk->tx_wait) || lnk->n_decline_q ||
-	    !lnk->lgr->ops->tx_room(lnk))
-		return;		/* busy: its traffic tests it already */
+	/* Ahead of flows waiting for room: an LLC message has no order to
+	 * keep with them, and a link whose queue never empties is just the
+	 * one whose peer may have stopped reading it. */
+	if (link_failing(lnk) || lnk->state != LINK_ACTIVE || !lnk->lgr->ops->tx_room(lnk))
+		return;		/* no room: asked again at the next sweep */
+	llc_encode(&m, msg);
+	if (link_post(lnk, msg))
+		lgr_fail_sched(lnk->lgr, -EIO);
+}
+
+/* The answer to a TEST_LINK; without room now, once there is (link_run()).
+ * Only the newest cookie is kept: the asker needs to hear something, not
+ * an answer per question. */
+static void link_post_test_rsp(struct link *lnk, uint32_t cookie)
+{
+	struct llc_msg m = { .type = LLC_TEST_LINK_RSP, .test.cookie = cookie };
+	uint8_t msg[LINK_MSG_LEN];
+
+	if (link_failing(lnk) || lnk->state != LINK_ACTIVE)
+		return;
+	if (!lnk->lgr->ops->tx_room(lnk)) {
+		lnk->test_rsp_owed = true;
+		lnk->test_rsp_cookie = cookie;
+		link_want_progress(lnk);
+		return;
+	}
+	lnk->test_rsp_owed = false;
 	llc_encode(&m, msg);
 	if (link_post(lnk, msg))
 		lgr_fail_sched(lnk->lgr, -EIO);
@@ -229,6 +253,9 @@ static void link_run(struct link *lnk)
 
 	if (link_failing(lnk))
 		return;		/* its work moves, or goes with the group */
+	if (lnk->test_rsp_owed && lgr->ops->tx_room(lnk)) {
+		link_post_test_rsp(lnk, lnk->test_rsp_cookie);
+	}
 	while (lnk->n_decline_q && lgr->ops->tx_room(lnk)) {
 		struct llc_msg m = { .type = LLC_FLOW_DECLINE };
 		unsigned i;
@@ -256,7 +283,7 @@ static void link_run(struct link *lnk)
 	link_run_draining(lnk);
 	/* Still waiting for room or completions: ask to be told. */
 	if (!list_empty(&lnk->tx_wait) || lnk->n_decline_q || !list_empty(&lnk->corked) ||
-	    !list_empty(&lnk->draining))
+	    !list_empty(&lnk->draining) || lnk->test_rsp_owed)
 		link_want_progress(lnk);
 }
 
@@ -281,7 +308,7 @@ void link_flush(struct link *lnk)
 		lnk->lgr->ops->flush(lnk);
 	}
 	if (!list_empty(&lnk->tx_wait) || lnk->n_decline_q || !list_empty(&lnk->corked) ||
-	    !list_empty(&lnk->draining))
+	    !list_empty(&lnk->draining) || lnk->test_rsp_owed)
 		link_run(lnk);
 }
 
@@ -292,6 +319,8 @@ void link_rx(struct link *lnk, const uint8_t *msg, size_t len)
 	struct conn *c;
 
 	lnk->msgs_rx++;
+	/* Anything the peer says proves it alive (liveness.c). */
+	lnk->last_rx_ms = uv_now(lgr->net->loop);
 	if (lgr->fail_sched)
 		return;		/* the group goes at the end of the batch, its flows too */
 	if (len && msg[0] == CDC_MSG_TYPE) {
@@ -335,8 +364,10 @@ void link_rx(struct link *lnk, const uint8_t *msg, size_t len)
 				conn_on_move(c, &m.move);
 			return;
 		case LLC_TEST_LINK:
+			link_post_test_rsp(lnk, m.test.cookie);
+			return;
 		case LLC_TEST_LINK_RSP:
-			return;	/* liveness comes from the transport for now */
+			return;	/* heard: that was all it was for */
 		}
 	}
 out_bad:

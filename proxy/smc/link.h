@@ -25,9 +25,10 @@ void link_conn_forget(struct conn *c);
 /* Declines a FLOW_OPEN that got no conn. */
 void link_post_decline(struct link *lnk, uint32_t token, unsigned reason);
 /*
- * A TEST_LINK on an idle link, when its queue has room: over RDMA the
- * peer's acknowledgement (or the retry error when it is gone) is the
- * answer, so an idle link to a vanished host fails instead of lingering.
+ * A TEST_LINK, when the link's queue has room (whether or not flows wait
+ * for it: a busy link proves nothing of the peer daemon). The peer answers
+ * with a TEST_LINK_RSP, and any message heard keeps the link alive
+ * (liveness.c); over RDMA a vanished host also makes the send fail.
  */
 void link_post_test(struct link *lnk, uint32_t cookie);
 /* Whether c has sends the transport has not completed. */

@@ -108,6 +108,7 @@ struct smc_net {
 	struct loop_hook sleep_hook;	/* LOOP_BEFORE_SLEEP: the transports' look */
 	struct loop_hook poll_hook;	/* LOOP_POLL: the transports' busy poll */
 	uv_timer_t lgr_timer;		/* lgr_sweep(), while there are groups */
+	uint64_t live_sweep_ms;		/* liveness_sweep()'s last run */
 	bool timer_open;
 };
 

@@ -15,6 +15,7 @@
 #include "core/loop.h"
 #include "lgr.h"
 #include "link.h"
+#include "liveness.h"
 #include "net.h"
 #include "policy.h"
 #include "rmb.h"
@@ -92,6 +93,7 @@ static void smc_net_on_timer(uv_timer_t *t)
 	smc_transport_foreach(tr, i)
 		if (tr->sweep)
 			tr->sweep(net, uv_now(net->loop));
+	liveness_sweep(net, uv_now(net->loop));
 	lgr_sweep(net, uv_now(net->loop));
 	if (!net->n_lgrs)
 		uv_timer_stop(&net->lgr_timer);

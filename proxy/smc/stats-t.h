@@ -53,6 +53,7 @@ struct proxy_stats {
 	counter_t rings_grown;		/* our ring of a flow replaced by a larger one */
 	counter_t ring_moves_refused;	/* the peer's new ring not taken (no mirror) */
 	counter_t flows_reset_link;	/* flows reset because their link group failed */
+	counter_t links_silent;		/* links down: the peer said nothing for links.dead_after */
 	counter_t doorbells_saved;	/* shm: the peer was running, no doorbell needed */
 	/* rdma */
 	counter_t link_failovers;	/* links lost with a survivor to move flows to */

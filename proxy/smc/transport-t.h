@@ -142,7 +142,8 @@ struct smc_transport_ops {
 	int (*lgr_prepare)(struct lgr *lgr);
 	/* Client, after the peer's ready: connects to the peer's address
 	 * (addr_usable() said yes); the group comes up (lgr__established)
-	 * or fails later. */
+	 * or fails later. -EADDRNOTAVAIL: that address cannot be reached
+	 * from here (fallback reason no_rendezvous), with lgr->why filled. */
 	int (*lgr_connect)(struct lgr *lgr, const uint8_t *addr, size_t len);
 
 	/* ---- the data path ----------------------------------------------- */

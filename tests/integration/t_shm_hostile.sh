@@ -119,9 +119,12 @@ check_links() {
 		# To 10.0.0.2 or 2001:db8::1: not this host.
 		v_open*) [ "$what" = "alive (flow_decline policy)" ] ||
 			it_fail "$side daemon, $name: '$what', expected a policy decline" ;;
-		# Cursors and ring moves for tokens that name no flow, keepalives:
-		# ignored.
-		v_cdc* | v_test_link* | v_rmb_move*) [ "$what" = alive ] || it_fail "$side daemon, $name: '$what'" ;;
+		# Cursors and ring moves for tokens that name no flow, keepalive
+		# answers: ignored.
+		v_cdc* | v_test_link_rsp* | v_rmb_move*) [ "$what" = alive ] || it_fail "$side daemon, $name: '$what'" ;;
+		# A keepalive is answered (liveness, smcproxy-protocol(7)).
+		v_test_link*) [ "$what" = "alive (test_link_rsp)" ] ||
+			it_fail "$side daemon, $name: '$what'" ;;
 		prod-far | prod-back) [ "$what" = failed ] ||
 			it_fail "$side daemon, $name (producer index out of range): '$what'" ;;
 		cons-lie) [ "$what" = "stalled then answered" ] ||

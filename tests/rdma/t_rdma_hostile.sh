@@ -60,8 +60,11 @@ attack() {
 		# To 10.0.0.2 or 2001:db8::1: not this host.
 		v_open*) [ "$what" = "alive (flow_decline policy)" ] ||
 			rt_defer "daemon $d, $name: '$what', expected a policy decline" ;;
-		# Cursors for tokens that name no flow, keepalives: ignored.
-		v_cdc* | v_test_link*) [ "$what" = alive ] || rt_defer "daemon $d, $name: '$what'" ;;
+		# Cursors for tokens that name no flow, keepalive answers: ignored.
+		v_cdc* | v_test_link_rsp*) [ "$what" = alive ] || rt_defer "daemon $d, $name: '$what'" ;;
+		# A keepalive is answered (liveness, smcproxy-protocol(7)).
+		v_test_link*) [ "$what" = "alive (test_link_rsp)" ] ||
+			rt_defer "daemon $d, $name: '$what'" ;;
 		# Zero and one byte: messages that cannot be, counted. The
 		# early one also when the daemon had not seen every link up.
 		early-bad | send-zero | send-short) [ "$what" = failed ] ||

@@ -386,11 +386,17 @@ static int grp_up(const struct opts *o, struct grp *g, unsigned n_rings, struct 
 	if (err <= 0)
 		return err;
 	g->links = hs.acc.links;
-	if ((size_t)snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/%.*s", o->shm_dir,
-			     (int)hs.acc.addr[CLC_TLV_SHM_NAME - 1].len,
-			     (const char *)hs.acc.addr[CLC_TLV_SHM_NAME - 1].value) >=
-	    sizeof(sun.sun_path))
-		return -ENAMETOOLONG;
+	/* The accept names the socket by its path (a daemon of before: by
+	 * its name in the shared shm.dir). */
+	{
+		const struct clc_addr *a = &hs.acc.addr[CLC_TLV_SHM_NAME - 1];
+		bool abs = a->len && a->value[0] == '/';
+
+		if ((size_t)snprintf(sun.sun_path, sizeof(sun.sun_path), "%s%s%.*s",
+				     abs ? "" : o->shm_dir, abs ? "" : "/", (int)a->len,
+				     (const char *)a->value) >= sizeof(sun.sun_path))
+			return -ENAMETOOLONG;
+	}
 	err = grp_region(g, n_rings, &memfd);
 	if (err)
 		goto out_err;

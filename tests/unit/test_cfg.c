@@ -458,13 +458,13 @@ static void test_unknown_keys(void **state)
 		      "mark, workers, links, buffers, autocork, cq, busy_poll, shm, stats, fallback, auth, "
 		      "log, relay, shutdown, rdma, debug, metrics)\n"
 		      "t.json:1:19: links.\"\": unknown key (known here: per_peer, "
-		      "max_flows_per_link)\n");
+		      "max_flows_per_link, dead_after)\n");
 	/* two edits are too many for a short name */
 	expect_error_prefix("{\"zz\": 1}", "t.json:1:2: zz: unknown key (known here: listen, "
 			    "control, peers, transport, mark, workers, links, buffers, autocork, cq, ");
 	expect_errors("{\n  \"links\": {\"per_peer\": 2, \"flows\": 3}\n}",
 		      "t.json:2:28: links.flows: unknown key (known here: per_peer, "
-		      "max_flows_per_link)\n");
+		      "max_flows_per_link, dead_after)\n");
 	expect_errors("{\"peers\": [{\"prefix\": \"10.0.0.0/8\", \"port\": 1}]}",
 		      "t.json:1:37: peers[0].port: unknown key (known here: prefix, control_port, allow)\n");
 	expect_error_prefix("{\"zzzzzzzzzz\": 1}",
@@ -714,7 +714,7 @@ static void test_multiline_positions(void **state)
 		      "t.json:2:20: log.level: expected a string (debug, info, notice, warning or "
 		      "error), got an integer\n"
 		      "t.json:4:17: links.per_peer: 17 is out of range (1..16)\n"
-		      "t.json:5:5: links.bogus: unknown key (known here: per_peer, max_flows_per_link)\n"
+		      "t.json:5:5: links.bogus: unknown key (known here: per_peer, max_flows_per_link, dead_after)\n"
 		      "t.json:7:23: buffers.ring: 307200 bytes is not a power of two\n");
 }
 

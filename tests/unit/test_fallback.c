@@ -71,11 +71,23 @@ static void test_decline_to_fallback(void **state)
 	assert_int_equal(fallback_of_decline(255), FB_DECL_INTERNAL);
 }
 
+/* A rendezvous the handshake named but we cannot reach has a reason of
+ * its own (issue 12 item 3: it used to read "internal"); it is local, so
+ * a flow decline for the same errno stays internal. */
+static void test_no_rendezvous(void **state)
+{
+	(void)state;
+	assert_int_equal(fallback_of_errno(-EADDRNOTAVAIL), FB_NO_RENDEZVOUS);
+	assert_string_equal(fallback_reason_name(FB_NO_RENDEZVOUS), "no_rendezvous");
+	assert_int_equal(clc_decline_of_errno(-EADDRNOTAVAIL), CLC_DECL_INTERNAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_errno_table),
 		cmocka_unit_test(test_decline_to_fallback),
+		cmocka_unit_test(test_no_rendezvous),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

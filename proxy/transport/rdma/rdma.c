@@ -136,6 +136,7 @@ struct rdma_link {
 	struct ibv_mr *bufs_mr;
 	unsigned markers_left;
 	bool markers_lost;		/* one could not be posted */
+	bool held;			/* its CQ is polled for it: not freed meanwhile */
 	uint64_t last_tx_ms;		/* last doorbell: the link was used */
 	uint64_t drain_since_ms;
 	bool ever_up;
@@ -219,6 +220,7 @@ static atomic_uint rdma_port_gen;
 
 static void rdma_link_down(struct rdma_link *rl, int err);
 static void rdma_link_free(struct rdma_link *rl);
+static void rl_peer_disconnected(struct rdma_link *rl);
 static void rdma_flush(struct link *lnk);
 
 /* ------------------------------------------------------------------ */
@@ -357,7 +359,7 @@ static void rl_marker_done(struct rdma_link *rl)
 {
 	/* With a marker that could not be posted, the queue it was for may
 	 * still hold work: rdma_reap_stuck() decides. */
-	if (--rl->markers_left == 0 && !rl->markers_lost)
+	if (--rl->markers_left == 0 && !rl->markers_lost && !rl->held)
 		rdma_link_free(rl);
 }
 
@@ -944,7 +946,7 @@ static void rdma_link_down(struct rdma_link *rl, int err)
 		ibv_modify_qp(rl->qp, &qa, IBV_QP_STATE);
 		if (vb_post_send(rl->qp, &swr, &sbad))
 			rl->markers_lost = true;
-	} else {
+	} else if (!rl->held) {
 		rdma_link_free(rl);	/* never had a QP: nothing in the CQ */
 	}
 	/* The link still answers tx_done() with what really completed when
@@ -1280,13 +1282,38 @@ static void rdma_on_cm_event(struct rdma_dev *dev, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		if (rl->state == RL_UP)
-			rdma_link_down(rl, -ECONNRESET);
+			rl_peer_disconnected(rl);
 		else
 			rl_connect_failed(rl, -ECONNRESET);
 		return;
 	default:
 		return;
 	}
+}
+
+/*
+ * The peer disconnected rl. What it sent before is complete in our CQ,
+ * and its side counts it delivered (a FIN, a CLOSED: a side that released
+ * its flow never sends them again); rdma_cm's event can come before the
+ * CQ's, and a draining link drops what it receives. So the CQ is polled
+ * first, while the link still takes its messages, and only then is the
+ * link taken down. rl is held across the poll: a completion there may
+ * fail the whole group, and the markers that then go in could complete
+ * in the same poll and free it.
+ */
+static void rl_peer_disconnected(struct rdma_link *rl)
+{
+	rl->held = true;
+	if (rl->cq)
+		cq_poll(rl->cq, true);
+	rl->held = false;
+	if (rl->state == RL_UP) {
+		rdma_link_down(rl, -ECONNRESET);
+		return;
+	}
+	/* Went down during the poll: free it if that waited for us. */
+	if (!rl->qp || (!rl->markers_left && !rl->markers_lost))
+		rdma_link_free(rl);
 }
 
 static void rdma_on_cm(struct epset_entry *e, uint32_t events)

@@ -439,7 +439,7 @@ const struct smc_transport_ops shm_ops = {
 	.before_sleep = shm_before_sleep,
 	.poll = shm_poll,
 	.addr_encode = shm_addr_encode,
-	.addr_check = shm_name_check,
+	.addr_check = shm_addr_check,
 	.addr_usable = shm_addr_usable,
 	.can_serve = shm_can_serve,
 	.lgr_prepare = shm_lgr_prepare,
@@ -783,17 +783,42 @@ static void shm_on_sock(struct epset_entry *e, uint32_t events)
 	lgr__established(lgr);
 }
 
-/* Client: name is the accept's, judged by shm_name_check(). */
-static int shm_lgr_connect(struct lgr *lgr, const uint8_t *name, size_t len)
+/*
+ * Client: the server's rendezvous socket, where the accept says it is
+ * (shm_addr_check() passed it). We pass our memory and doorbells to
+ * whatever listens there, so only to a socket our own user or group may
+ * connect to, as ours are (mode 0660, and the server checks that we are
+ * its user or group): a peer cannot make us reach one that a daemon of
+ * our user or group did not make. Anything in the way (no such file, a directory we
+ * cannot search, another mount namespace, no listener) is
+ * -EADDRNOTAVAIL, fallback reason no_rendezvous, with both paths in
+ * lgr->why for the log.
+ */
+static int shm_lgr_connect(struct lgr *lgr, const uint8_t *addr, size_t len)
 {
 	struct smc_net *net = lgr->net;
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	const char *why = NULL;
 	struct shm_lgr *sg;
+	struct stat st;
 	int err, fd;
 
-	if ((size_t)snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/%.*s", net->cfg->shm.dir,
-			     (int)len, (const char *)name) >= sizeof(sun.sun_path))
+	if (addr[0] == '/')
+		err = snprintf(sun.sun_path, sizeof(sun.sun_path), "%.*s", (int)len,
+			       (const char *)addr);
+	else	/* a daemon of before: its basename, in our shm.dir */
+		err = snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/%.*s", net->cfg->shm.dir,
+			       (int)len, (const char *)addr);
+	if (err < 0 || (size_t)err >= sizeof(sun.sun_path))
 		return -ENAMETOOLONG;
+	if (stat(sun.sun_path, &st) < 0)
+		why = strerror(errno);
+	else if (!S_ISSOCK(st.st_mode))
+		why = "not a socket";
+	else if (!((st.st_uid == geteuid() && (st.st_mode & 0600) == 0600) ||
+		   (st.st_gid == getegid() && (st.st_mode & 0060) == 0060) ||
+		   (st.st_mode & 0006) == 0006))
+		why = "not a socket of our own user or group (mode 0660 as ours are)";
 	err = shm_lgr_prepare(lgr);
 	if (err)
 		return err;
@@ -803,8 +828,14 @@ static int shm_lgr_connect(struct lgr *lgr, const uint8_t *name, size_t len)
 		return -errno;
 	sg->sock = fd;
 	sg->sock_ev.cb = shm_on_sock;
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0)
-		return -errno;
+	if (!why && connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0)
+		why = strerror(errno);
+	if (why) {
+		snprintf(lgr->why, sizeof(lgr->why),
+			 "the peer's shm rendezvous socket %s cannot be reached from here (%s);"
+			 " ours are in shm.dir %s", sun.sun_path, why, net->cfg->shm.dir);
+		return -EADDRNOTAVAIL;
+	}
 	err = shm_send_rv(fd, sg, lgr->id, 0);
 	if (err)
 		return err;
@@ -961,6 +992,22 @@ static void shm_on_listen(struct epset_entry *e, uint32_t events)
 	}
 }
 
+/* <shm.dir>/<name> into buf: its length, or -ENAMETOOLONG. A shm.dir
+ * written with a trailing slash gives the same path, which peers are
+ * told (shm_addr_check() takes no "//"). */
+static int shm_sock_path(const struct smc_net *net, const struct shm_worker *sw,
+			 char *buf, size_t len)
+{
+	const char *dir = net->cfg->shm.dir;
+	size_t d = strlen(dir);
+	int n;
+
+	while (d > 1 && dir[d - 1] == '/')
+		d--;
+	n = snprintf(buf, len, "%.*s/%s", (int)(d == 1 ? 0 : d), dir, sw->name);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : n;
+}
+
 /* The rendezvous socket <shm.dir>/<name>, with a control port only. */
 static int shm_listen(struct smc_net *net, char *errbuf, size_t errlen)
 {
@@ -970,10 +1017,15 @@ static int shm_listen(struct smc_net *net, char *errbuf, size_t errlen)
 
 	snprintf(sw->name, sizeof(sw->name), "smcproxyd-%d-%u.sock", (int)getpid(),
 		 net->worker);
-	if ((size_t)snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/%s", net->cfg->shm.dir,
-			     sw->name) >= sizeof(sun.sun_path)) {
-		err = -ENAMETOOLONG;
+	err = shm_sock_path(net, sw, sun.sun_path, sizeof(sun.sun_path));
+	if (err < 0)
 		goto out_err;
+	/* The handshake names this path to peers (shm_addr_check()). */
+	if (shm_addr_check((const uint8_t *)sun.sun_path, strlen(sun.sun_path))) {
+		snprintf(errbuf, errlen, "shm.dir %s: only an absolute path of "
+			 "[A-Za-z0-9._-] names, without . or .. or //, can be named to peers",
+			 net->cfg->shm.dir);
+		return -EINVAL;
 	}
 	if (mkdir(net->cfg->shm.dir, 0755) < 0 && errno != EEXIST) {
 		err = -errno;
@@ -1022,8 +1074,8 @@ static void shm_unlisten(struct smc_net *net)
 		return;
 	close(sw->fd);
 	sw->fd = -1;
-	snprintf(path, sizeof(path), "%s/%s", net->cfg->shm.dir, sw->name);
-	unlink(path);
+	if (shm_sock_path(net, sw, path, sizeof(path)) > 0)
+		unlink(path);
 }
 
 /* Nothing but the rendezvous socket's state: a client needs none. */
@@ -1054,7 +1106,7 @@ static void shm_close(struct smc_net *net)
 }
 
 /* ------------------------------------------------------------------ */
-/* The handshake's address: the rendezvous socket's basename. */
+/* The handshake's address: the rendezvous socket's path. */
 
 int shm_name_check(const uint8_t *v, size_t len)
 {
@@ -1072,21 +1124,42 @@ int shm_name_check(const uint8_t *v, size_t len)
 	return 0;
 }
 
-/* Only an accept names the socket: the server is the side that listens. */
+int shm_addr_check(const uint8_t *v, size_t len)
+{
+	size_t i, start;
+
+	if (len < 1 || v[0] != '/')
+		return shm_name_check(v, len);
+	if (len > SHM_PATH_MAX)
+		return -EBADMSG;
+	for (start = 1, i = 1; i <= len; i++) {
+		if (i < len && v[i] != '/')
+			continue;
+		if (shm_name_check(v + start, i - start))
+			return -EBADMSG;
+		start = i + 1;
+	}
+	return 0;
+}
+
+/* Only an accept names the socket, by its whole path: the server is the
+ * side that listens, and the client's shm.dir may differ. */
 static int shm_addr_encode(struct smc_net *net, bool accept, uint8_t *out, size_t len)
 {
 	const struct shm_worker *sw = shm_worker_of(net);
-	size_t n;
+	char path[SHM_PATH_MAX + 1];
+	int n;
 
 	if (!accept)
 		return 0;
 	if (!sw || sw->fd < 0)
 		return -ENOTCONN;
-	n = strlen(sw->name);
-	if (n > len || shm_name_check((const uint8_t *)sw->name, n))
+	n = shm_sock_path(net, sw, path, sizeof(path));
+	if (n < 0 || (size_t)n > len ||
+	    shm_addr_check((const uint8_t *)path, (size_t)n))
 		return -EINVAL;
-	memcpy(out, sw->name, n);
-	return (int)n;
+	memcpy(out, path, (size_t)n);
+	return n;
 }
 
 static int shm_addr_usable(const uint8_t *v, size_t len)
