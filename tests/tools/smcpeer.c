@@ -24,6 +24,10 @@
  * other O closed C none X": what the daemon answered on each connection
  * (a decline by its reason; closed without a word; nothing yet).
  *
+ * propose --rv-no-proof: the rendezvous hello names the group but does not
+ * prove its secret (issue 11, finding 5); a daemon with auth.psk_file
+ * must close it ("closed" or "timeout").
+ *
  * propose --blocking-efd: the eventfds we pass for the daemon to ring are
  * blocking and hold the largest count, so that a daemon that writes to
  * them without checking sleeps for ever.
@@ -89,6 +93,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -112,7 +117,7 @@
 
 /* proxy/transport/shm/shm.c's layout (layout version 1). */
 #define SHM_MAGIC	"SMCPSHM1"
-#define SHM_RV_MAGIC	"SMCPRV01"
+#define SHM_RV_MAGIC	"SMCPRV02"
 #define SHM_VERSION	1
 #define SHM_SLOTS	1024u
 #define SHM_HDR_SIZE	4096u
@@ -128,8 +133,9 @@ struct shm_rv_msg {
 	uint32_t links;
 	uint32_t size;			/* of the sender's memfd */
 	uint32_t status;		/* reply: 0, or a decline reason */
+	uint8_t tag[CLC_MAC_LEN];	/* proof of the group secret, or zero */
 };
-_Static_assert(sizeof(struct shm_rv_msg) == 36, "proxy/transport/shm/shm.c's rendezvous message");
+_Static_assert(sizeof(struct shm_rv_msg) == 68, "proxy/transport/shm/shm.c's rendezvous message");
 
 struct shm_hdr {
 	char magic[8];
@@ -160,6 +166,7 @@ struct opts {
 	unsigned rv_fds;
 	int hold_ms;
 	bool silent;
+	bool rv_no_proof;
 	struct cfg_addr opens[OPENS_MAX];
 	unsigned n_opens;
 	char **files;
@@ -429,6 +436,15 @@ static int grp_up(const struct opts *o, struct grp *g, unsigned n_rings, struct 
 	memcpy(m.lgr_id, hs.acc.lgr_id, CLC_LGR_ID_LEN);
 	m.links = g->links;
 	m.size = (uint32_t)g->local_size;
+	/* The group secret's proof, as proxy/transport/shm/shm.c makes it,
+	 * unless --rv-no-proof: then a hello with the right group id but
+	 * without the secret, as whoever saw the id in clear could send. */
+	if (hs.has_secret && !o->rv_no_proof &&
+	    clc_secret_tag(hs.secret, "smcproxy shm hello v2 P", (const uint8_t *)&m,
+			   offsetof(struct shm_rv_msg, tag), m.tag, CLC_MAC_LEN)) {
+		err = -EIO;
+		goto out_err;
+	}
 	fds[0] = memfd;
 	for (i = 0; i < g->links; i++)
 		fds[1 + i] = g->efd_rx[i];
@@ -1267,6 +1283,8 @@ int main(int argc, char **argv)
 			o.rv_fds = (unsigned)peer_parse_num(peer_arg_value(&i, argc, argv), 253);
 		} else if (!strcmp(a, "--hold")) {
 			o.hold_ms = (int)peer_parse_num(peer_arg_value(&i, argc, argv), 600000);
+		} else if (!strcmp(a, "--rv-no-proof")) {
+			o.rv_no_proof = true;
 		} else if (!strcmp(a, "--silent")) {
 			o.silent = true;
 		} else if (!strcmp(a, "--half-close")) {
