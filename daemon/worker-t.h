@@ -107,7 +107,7 @@ struct worker_pool {
 	size_t n_retired;
 
 	/* Shared by the workers: the burst of log lines is the daemon's. */
-	struct log_ratelimit rl_refused, rl_setup, rl_accept;
+	struct log_ratelimit rl_refused, rl_setup, rl_accept, rl_peers;
 
 	bool closing;
 	bool notify_closing;

@@ -172,6 +172,35 @@ static void worker_on_lgr_event(struct proxy *p, enum lgr_event ev,
 	}
 }
 
+/* Peers choose how often they are refused: one rate limit for all of them,
+ * shared by the workers, so that a flood costs a few lines a second. */
+static void worker_on_peer_refused(struct proxy *p, const struct sockaddr *peer,
+				   enum smc_refusal why)
+{
+	struct worker *w = p->data;
+	char a[ADDR_STRLEN], t[24];
+	const char *what = "?";
+
+	if (!log_ratelimit_ok(&w->pool->rl_peers, uv_now(p->loop)))
+		return;
+	switch (why) {
+	case SMC_REFUSE_PREFIX:
+		what = "it is outside the peer prefixes";
+		break;
+	case SMC_REFUSE_AUTH:
+		what = "it did not prove the auth.psk_file secret";
+		break;
+	case SMC_REFUSE_HANDSHAKES:
+		what = "too many handshakes in progress (from it, or in all)";
+		break;
+	case SMC_REFUSE_GROUPS:
+		what = "too many link groups (from it, or in all)";
+		break;
+	}
+	log_notice("%srefused peer %s on the control port: %s; declined",
+		   worker_tag(w, t, sizeof(t)), addr_format(peer, a, sizeof(a)), what);
+}
+
 /* Tells the main thread once: no longer accepting, and no flow left. */
 static void worker_check_drained(struct worker *w)
 {
@@ -191,6 +220,7 @@ static void worker_on_proxy_idle(struct proxy *p)
 static const struct proxy_ops worker_proxy_ops = {
 	.event = worker_on_proxy_event,
 	.lgr_event = worker_on_lgr_event,
+	.peer_refused = worker_on_peer_refused,
 	.idle = worker_on_proxy_idle,
 };
 

@@ -50,6 +50,10 @@ struct proxy_ops {
 	/* May be NULL. */
 	void (*lgr_event)(struct proxy *p, enum lgr_event ev,
 			  const struct lgr *lgr, int err);
+	/* A peer daemon refused on the control port or in its handshake
+	 * (smc_net_ops.peer_refused). May be NULL. */
+	void (*peer_refused)(struct proxy *p, const struct sockaddr *peer,
+			     enum smc_refusal why);
 	/* The last flow ended (used by the shutdown drain). */
 	void (*idle)(struct proxy *p);
 };

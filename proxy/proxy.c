@@ -110,11 +110,21 @@ static void proxy_smc_lgr_event(struct smc_net *net, enum lgr_event ev,
 		p->ops->lgr_event(p, ev, lgr, err);
 }
 
+static void proxy_smc_peer_refused(struct smc_net *net, const struct sockaddr *peer,
+				   enum smc_refusal why)
+{
+	struct proxy *p = proxy_of_net(net);
+
+	if (p->ops->peer_refused)
+		p->ops->peer_refused(p, peer, why);
+}
+
 static const struct smc_net_ops proxy_smc_ops = {
 	.flow_open = proxy_smc_flow_open,
 	.dest_is_listener = proxy_smc_dest_is_listener,
 	.exhausted = proxy_smc_exhausted,
 	.lgr_event = proxy_smc_lgr_event,
+	.peer_refused = proxy_smc_peer_refused,
 };
 
 /* Link groups, the control port and the transports. */

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define CLC_MAGIC		0x534d4350u	/* "SMCP" */
-#define CLC_VERSION		1
+#define CLC_VERSION		2	/* 2: the proposal MAC, endpoint-bound MACs */
 #define CLC_HDR_LEN		8
 #define CLC_MSG_MAX		512		/* longest message we accept */
 #define CLC_HOST_ID_LEN		16
@@ -19,6 +19,8 @@
 #define CLC_MAC_LEN		32		/* HMAC-SHA256 */
 #define CLC_ADDR_MAX		255		/* an address TLV's value, at most */
 #define CLC_PSK_MAX		1024		/* longest auth.psk_file secret */
+#define CLC_EP_LEN		18		/* an endpoint: IPv6 (v4-mapped) + port */
+#define CLC_SECRET_LEN		32		/* a link group's secret (HMAC-SHA256) */
 
 enum clc_type {
 	CLC_PROPOSAL = 1,
@@ -87,8 +89,25 @@ struct clc_proposal {
 	uint32_t ring_size;		/* per-flow receive ring the proposer uses */
 	uint16_t links;			/* links per link group wanted */
 	uint16_t max_flows_per_link;
+	/* With CLC_FEAT_PSK: HMAC over the proposal and both endpoints
+	 * (clc_proposal_sign()), checked before the acceptor allocates
+	 * anything; zero without. */
+	uint8_t mac[CLC_MAC_LEN];
 	/* Transport addresses, by TLV type: addr[type - 1]. */
 	struct clc_addr addr[CLC_ADDRS_MAX];
+};
+
+/*
+ * The two ends of the control connection as each side sees them: the
+ * proposer's address and port (client) and the acceptor's (server), each
+ * as 16 bytes of IPv6 (IPv4 as ::ffff:a.b.c.d) and a big-endian port.
+ * Every MAC covers them, so a proof made on one connection does not
+ * verify on another (a relay), and NAT between two daemons that share a
+ * secret makes the handshake fail.
+ */
+struct clc_endpoints {
+	uint8_t client[CLC_EP_LEN];
+	uint8_t server[CLC_EP_LEN];
 };
 
 struct clc_accept {

@@ -8,6 +8,7 @@
  * reject.
  */
 #include <errno.h>
+#include <netinet/in.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -22,7 +23,7 @@
 #include "core/wire.h"
 
 /* Fixed parts: header included, TLVs excluded. */
-#define CLC_PROPOSAL_LEN	56
+#define CLC_PROPOSAL_LEN	88
 #define CLC_ACCEPT_LEN		104
 #define CLC_CONFIRM_LEN		40
 #define CLC_DECLINE_LEN		12
@@ -114,7 +115,8 @@ _Static_assert(6 + 2 == CLC_HDR_LEN, "header: magic, version, type, then the len
 _Static_assert(CLC_MSG_MAX <= UINT16_MAX, "the header's length is 16 bits");
 _Static_assert(16 + CLC_HOST_ID_LEN == 32 && 32 + CLC_NONCE_LEN == 48,
 	       "parameters: host id at 16, nonce at 32, ring size at 48");
-_Static_assert(54 + 2 == CLC_PROPOSAL_LEN, "proposal: max flows per link is its last field");
+_Static_assert(54 + 2 == CLC_PROPOSAL_MAC_OFF && CLC_PROPOSAL_MAC_OFF + CLC_MAC_LEN == CLC_PROPOSAL_LEN,
+	       "proposal: max flows per link at 54, then the MAC (version 2)");
 _Static_assert(56 + CLC_LGR_ID_LEN == 72 && 72 + CLC_MAC_LEN == CLC_ACCEPT_LEN,
 	       "accept: the parameters, the group id at 56, then the MAC");
 _Static_assert(8 + CLC_MAC_LEN == CLC_CONFIRM_LEN, "confirm: the MAC after the header");
@@ -149,6 +151,7 @@ static int encode_proposal(const struct clc_proposal *pr, uint8_t *buf, size_t l
 		return -ENOSPC;
 	params_put(buf, pr->features, pr->transports, pr->host_id, pr->nonce, pr->ring_size,
 		   pr->links, pr->max_flows_per_link);
+	memcpy(buf + CLC_PROPOSAL_MAC_OFF, pr->mac, CLC_MAC_LEN);
 	tlvs_put(buf + CLC_PROPOSAL_LEN, pr->addr);
 	return (int)n;
 }
@@ -263,6 +266,10 @@ static int decode_proposal(const uint8_t *buf, size_t len, struct clc_proposal *
 		return r;
 	if (!pr->transports)
 		return -EBADMSG;
+	memcpy(pr->mac, buf + CLC_PROPOSAL_MAC_OFF, CLC_MAC_LEN);
+	/* Without a proof the field is reserved: zero. */
+	if (!(pr->features & CLC_FEAT_PSK) && !wire_all_zero(pr->mac, CLC_MAC_LEN))
+		return -EBADMSG;
 	return tlvs_get(buf + CLC_PROPOSAL_LEN, len - CLC_PROPOSAL_LEN, pr->addr);
 }
 
@@ -356,16 +363,68 @@ static uint8_t *put_bytes(uint8_t *p, const void *src, size_t n)
 	return p + n;
 }
 
-int clc_mac_accept(const uint8_t *psk, size_t psk_len,
+_Static_assert(CLC_PROPOSAL_MAC_OFF + CLC_MAC_LEN == CLC_PROPOSAL_LEN,
+	       "the proposal MAC ends the fixed part");
+
+int clc_endpoint_put(const struct sockaddr *sa, uint8_t out[CLC_EP_LEN])
+{
+	memset(out, 0, CLC_EP_LEN);
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)sa;
+
+		out[10] = out[11] = 0xff;
+		memcpy(out + 12, &sin->sin_addr, 4);
+		memcpy(out + 16, &sin->sin_port, 2);
+		return 0;
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)(const void *)sa;
+
+		memcpy(out, &sin6->sin6_addr, 16);
+		memcpy(out + 16, &sin6->sin6_port, 2);
+		return 0;
+	}
+	return -EAFNOSUPPORT;
+}
+
+static uint8_t *put_endpoints(uint8_t *q, const struct clc_endpoints *ep)
+{
+	q = put_bytes(q, ep->client, CLC_EP_LEN);
+	return put_bytes(q, ep->server, CLC_EP_LEN);
+}
+
+int clc_mac_proposal(const uint8_t *psk, size_t psk_len, const struct clc_endpoints *ep,
+		     const uint8_t *msg, size_t len, uint8_t mac[CLC_MAC_LEN])
+{
+	static const char label[] = "smcproxy proposal v2";
+	uint8_t buf[sizeof(label) - 1 + 2 * CLC_EP_LEN + CLC_MSG_MAX];
+	uint8_t *q = buf, *m;
+	int err;
+
+	if (len < CLC_PROPOSAL_LEN || len > CLC_MSG_MAX)
+		return -EINVAL;
+	q = put_bytes(q, label, sizeof(label) - 1);
+	q = put_endpoints(q, ep);
+	m = q;
+	q = put_bytes(q, msg, len);
+	memset(m + CLC_PROPOSAL_MAC_OFF, 0, CLC_MAC_LEN);
+	err = hmac(psk, psk_len, buf, (size_t)(q - buf), mac);
+	OPENSSL_cleanse(buf, sizeof(buf));
+	return err;
+}
+
+int clc_mac_accept(const uint8_t *psk, size_t psk_len, const struct clc_endpoints *ep,
 		   const struct clc_proposal *p, const struct clc_accept *a,
 		   uint8_t mac[CLC_MAC_LEN])
 {
-	static const char label[] = "smcproxy accept v1";
-	uint8_t msg[sizeof(label) - 1 + 2 * CLC_NONCE_LEN + CLC_LGR_ID_LEN + 1 +
-		    2 * CLC_HOST_ID_LEN];
+	static const char label[] = "smcproxy accept v2";
+	uint8_t msg[sizeof(label) - 1 + 2 * CLC_EP_LEN + CLC_MAC_LEN + 2 * CLC_NONCE_LEN +
+		    CLC_LGR_ID_LEN + 1 + 2 * CLC_HOST_ID_LEN];
 	uint8_t *q = msg;
 
 	q = put_bytes(q, label, sizeof(label) - 1);
+	q = put_endpoints(q, ep);
+	q = put_bytes(q, p->mac, CLC_MAC_LEN);
 	q = put_bytes(q, p->nonce, CLC_NONCE_LEN);
 	q = put_bytes(q, a->nonce, CLC_NONCE_LEN);
 	q = put_bytes(q, a->lgr_id, CLC_LGR_ID_LEN);
@@ -375,19 +434,58 @@ int clc_mac_accept(const uint8_t *psk, size_t psk_len,
 	return hmac(psk, psk_len, msg, (size_t)(q - msg), mac);
 }
 
-int clc_mac_confirm(const uint8_t *psk, size_t psk_len,
+int clc_mac_confirm(const uint8_t *psk, size_t psk_len, const struct clc_endpoints *ep,
 		    const struct clc_proposal *p, const struct clc_accept *a,
 		    uint8_t mac[CLC_MAC_LEN])
 {
-	static const char label[] = "smcproxy confirm v1";
-	uint8_t msg[sizeof(label) - 1 + 2 * CLC_NONCE_LEN + CLC_LGR_ID_LEN];
+	static const char label[] = "smcproxy confirm v2";
+	uint8_t msg[sizeof(label) - 1 + 2 * CLC_EP_LEN + 2 * CLC_NONCE_LEN + CLC_LGR_ID_LEN];
 	uint8_t *q = msg;
 
 	q = put_bytes(q, label, sizeof(label) - 1);
+	q = put_endpoints(q, ep);
 	q = put_bytes(q, a->nonce, CLC_NONCE_LEN);
 	q = put_bytes(q, p->nonce, CLC_NONCE_LEN);
 	q = put_bytes(q, a->lgr_id, CLC_LGR_ID_LEN);
 	return hmac(psk, psk_len, msg, (size_t)(q - msg), mac);
+}
+
+int clc_link_secret(const uint8_t *psk, size_t psk_len, const struct clc_proposal *p,
+		    const struct clc_accept *a, uint8_t secret[CLC_SECRET_LEN])
+{
+	static const char label[] = "smcproxy link v2";
+	uint8_t msg[sizeof(label) - 1 + 2 * CLC_NONCE_LEN + CLC_LGR_ID_LEN];
+	uint8_t *q = msg;
+
+	_Static_assert(CLC_SECRET_LEN == CLC_MAC_LEN, "the secret is an HMAC-SHA256");
+	q = put_bytes(q, label, sizeof(label) - 1);
+	q = put_bytes(q, p->nonce, CLC_NONCE_LEN);
+	q = put_bytes(q, a->nonce, CLC_NONCE_LEN);
+	q = put_bytes(q, a->lgr_id, CLC_LGR_ID_LEN);
+	return hmac(psk, psk_len, msg, (size_t)(q - msg), secret);
+}
+
+int clc_secret_tag(const uint8_t secret[CLC_SECRET_LEN], const char *label,
+		   const uint8_t *msg, size_t len, uint8_t *tag, size_t tag_len)
+{
+	uint8_t buf[64 + CLC_MSG_MAX], mac[CLC_MAC_LEN];
+	size_t llen = strlen(label);
+	int err;
+
+	if (!tag_len || tag_len > CLC_MAC_LEN || llen > 64 || len > CLC_MSG_MAX)
+		return -EINVAL;
+	memcpy(buf, label, llen);
+	memcpy(buf + llen, msg, len);
+	err = hmac(secret, CLC_SECRET_LEN, buf, llen + len, mac);
+	if (!err)
+		memcpy(tag, mac, tag_len);
+	OPENSSL_cleanse(mac, sizeof(mac));
+	return err;
+}
+
+bool clc_tag_equal(const uint8_t *a, const uint8_t *b, size_t n)
+{
+	return CRYPTO_memcmp(a, b, n) == 0;
 }
 
 bool clc_mac_equal(const uint8_t a[CLC_MAC_LEN], const uint8_t b[CLC_MAC_LEN])

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/socket.h>
 
 #include "clc-t.h"
 
@@ -34,18 +35,49 @@ int clc_decode_hdr(const uint8_t *buf, size_t len, struct clc_hdr *hdr);
  */
 int clc_decode(const uint8_t *buf, size_t len, struct clc_msg *m);
 
+/* Where an encoded PROPOSAL carries its MAC (CLC_MAC_LEN bytes). */
+#define CLC_PROPOSAL_MAC_OFF	56
+
 /*
- * HMAC-SHA256 proofs of the shared secret (auth.psk_file). The accept's
- * binds both nonces, the link group id and the transport; the confirm's
- * binds both nonces in the other order, so neither can be replayed as the
- * other. Return 0 or -errno.
+ * One end of the control connection in the form the MACs cover
+ * (struct clc_endpoints): 0, or -EAFNOSUPPORT for other than IPv4/IPv6.
  */
-int clc_mac_accept(const uint8_t *psk, size_t psk_len,
+int clc_endpoint_put(const struct sockaddr *sa, uint8_t out[CLC_EP_LEN]);
+
+/*
+ * HMAC-SHA256 proofs of the shared secret (auth.psk_file), each bound to
+ * both endpoints of the control connection. The proposal's covers the
+ * encoded PROPOSAL (msg, len bytes, its MAC field read as zero), so the
+ * acceptor judges it before it allocates anything; the accept's binds the
+ * proposal's MAC, both nonces, the link group id and the transport; the
+ * confirm's both nonces in the other order. Labels name purpose and
+ * version, so no MAC verifies as another. Return 0 or -errno.
+ */
+int clc_mac_proposal(const uint8_t *psk, size_t psk_len, const struct clc_endpoints *ep,
+		     const uint8_t *msg, size_t len, uint8_t mac[CLC_MAC_LEN]);
+int clc_mac_accept(const uint8_t *psk, size_t psk_len, const struct clc_endpoints *ep,
 		   const struct clc_proposal *p, const struct clc_accept *a,
 		   uint8_t mac[CLC_MAC_LEN]);
-int clc_mac_confirm(const uint8_t *psk, size_t psk_len,
+int clc_mac_confirm(const uint8_t *psk, size_t psk_len, const struct clc_endpoints *ep,
 		    const struct clc_proposal *p, const struct clc_accept *a,
 		    uint8_t mac[CLC_MAC_LEN]);
+/*
+ * A link group's secret: HMAC(PSK, "smcproxy link v2" || proposal nonce
+ * || accept nonce || lgr_id). Both daemons derive it after a verified
+ * handshake; the transports' rendezvous messages prove it
+ * (clc_secret_tag()), so that knowing a group id is not enough to join
+ * the group. It never crosses the wire.
+ */
+int clc_link_secret(const uint8_t *psk, size_t psk_len, const struct clc_proposal *p,
+		    const struct clc_accept *a, uint8_t secret[CLC_SECRET_LEN]);
+/*
+ * The first tag_len (1..CLC_MAC_LEN) bytes of HMAC(secret, label || msg):
+ * a rendezvous message's proof of the group secret. 0 or -errno.
+ */
+int clc_secret_tag(const uint8_t secret[CLC_SECRET_LEN], const char *label,
+		   const uint8_t *msg, size_t len, uint8_t *tag, size_t tag_len);
+/* Constant-time comparison of n bytes. */
+bool clc_tag_equal(const uint8_t *a, const uint8_t *b, size_t n);
 /* Constant-time comparison. */
 bool clc_mac_equal(const uint8_t a[CLC_MAC_LEN], const uint8_t b[CLC_MAC_LEN]);
 

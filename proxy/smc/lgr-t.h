@@ -54,6 +54,7 @@ struct lgr_hs {
 	uint8_t buf[CLC_MSG_MAX];
 	struct clc_proposal prop;	/* ours (client) or the peer's (server) */
 	struct clc_accept acc;		/* the peer's (client) or ours (server) */
+	struct clc_endpoints ep;	/* the control connection's two ends */
 };
 
 struct smc_net;
@@ -70,6 +71,10 @@ struct lgr {
 	uint8_t peer_host_id[CLC_HOST_ID_LEN];
 	const struct smc_transport_ops *ops;
 	void *tp;			/* the transport's */
+	/* With auth.psk_file: the group's secret (clc_link_secret()), which
+	 * the transport's rendezvous messages prove. */
+	bool has_secret;
+	uint8_t secret[CLC_SECRET_LEN];
 	struct lgr_hs hs;
 	uint64_t deadline_ms;		/* handshake or rendezvous */
 	uint64_t created_ms;

@@ -25,9 +25,6 @@
 #include "policy.h"
 #include "rmb.h"
 
-/* Negative entries and groups a worker keeps at most: a prefix of many
- * hosts must not grow this without bound. */
-#define LGR_MAX 1024
 
 const char *lgr_state_name(enum lgr_state s)
 {
@@ -57,7 +54,12 @@ struct lgr *lgr__new(struct smc_net *net, enum lgr_role role, const struct socka
 {
 	struct lgr *lgr;
 
-	if (net->n_lgrs >= LGR_MAX)
+	/* Outbound groups and negative entries have their own limit, and
+	 * so have inbound ones (handshakes included): peers that propose
+	 * cannot take the slots of the groups we need to reach them, nor
+	 * the other way round. */
+	if (net->n_lgrs_role[role] >=
+	    (role == LGR_ROLE_CLIENT ? LGR_OUT_MAX : LGR_IN_MAX + LGR_HS_MAX))
 		return NULL;
 	lgr = calloc(1, sizeof(*lgr));
 	if (!lgr)
@@ -78,8 +80,58 @@ struct lgr *lgr__new(struct smc_net *net, enum lgr_role role, const struct socka
 	}
 	list_add_tail(&lgr->node, &net->lgrs);
 	net->n_lgrs++;
+	net->n_lgrs_role[role]++;
 	smc_net__timer(net);
 	return lgr;
+}
+
+/* Takes lgr off net's list; what is left of it is the caller's. */
+static void lgr_unlink(struct lgr *lgr)
+{
+	struct smc_net *net = lgr->net;
+
+	assert(net->n_lgrs && net->n_lgrs_role[lgr->role]);
+	list_del(&lgr->node);
+	net->n_lgrs--;
+	net->n_lgrs_role[lgr->role]--;
+}
+
+/* Whether a and b (unmapped, as lgr->peer) are the same host: the address
+ * without the port. */
+static bool lgr_same_host(const struct sockaddr *a, const struct sockaddr *b)
+{
+	if (a->sa_family != b->sa_family)
+		return false;
+	if (a->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)(const void *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)(const void *)b)->sin_addr.s_addr;
+	if (a->sa_family == AF_INET6)
+		return !memcmp(&((const struct sockaddr_in6 *)(const void *)a)->sin6_addr,
+			       &((const struct sockaddr_in6 *)(const void *)b)->sin6_addr, 16);
+	return false;
+}
+
+void lgr__count_inbound(const struct smc_net *net, const struct sockaddr *host,
+			struct lgr_inbound *n)
+{
+	const struct list_head *pos;
+
+	memset(n, 0, sizeof(*n));
+	list_for_each(pos, &net->lgrs) {
+		const struct lgr *lgr = list_entry(pos, struct lgr, node);
+		bool same;
+
+		if (lgr->role != LGR_ROLE_SERVER || lgr->state == LGR_DOWN)
+			continue;
+		same = lgr_same_host((const struct sockaddr *)&lgr->peer, host);
+		if (lgr->state == LGR_HANDSHAKE) {
+			n->handshakes++;
+			n->handshakes_host += same;
+		} else {
+			n->groups++;
+			n->groups_host += same;
+		}
+	}
 }
 
 /* Releases everything but the struct: fds, memory, conn tables. */
@@ -277,8 +329,7 @@ static struct lgr *lgr_find_client(struct smc_net *net, const struct sockaddr *p
 			if (now < lgr->neg_until_ms) {
 				*neg = lgr;
 			} else if (list_empty(&lgr->waiting)) {
-				list_del(&lgr->node);
-				net->n_lgrs--;
+				lgr_unlink(lgr);
 				lgr__free(lgr);
 			}
 			continue;
@@ -412,8 +463,7 @@ void lgr__handshake_failed(struct lgr *lgr, enum fallback_reason reason)
 	lgr_release(lgr);
 	if (lgr->role == LGR_ROLE_SERVER) {
 		lgr->state = LGR_DOWN;
-		list_del(&lgr->node);
-		net->n_lgrs--;
+		lgr_unlink(lgr);
 		loop_defer(net->core, &lgr->defer, lgr_reap);
 		return;
 	}
@@ -552,8 +602,7 @@ void lgr_fail(struct lgr *lgr, int err)
 			list_del(&c->lgr_node);
 	}
 	lgr_release(lgr);
-	list_del(&lgr->node);
-	net->n_lgrs--;
+	lgr_unlink(lgr);
 	loop_defer(net->core, &lgr->defer, lgr_reap);
 }
 
@@ -681,8 +730,7 @@ void lgr_sweep(struct smc_net *net, uint64_t now)
 			break;
 		case LGR_NEGATIVE:
 			if (now >= lgr->neg_until_ms && list_empty(&lgr->waiting)) {
-				list_del(&lgr->node);
-				net->n_lgrs--;
+				lgr_unlink(lgr);
 				lgr__free(lgr);
 			}
 			break;
@@ -720,8 +768,7 @@ void lgr_close_all(struct smc_net *net)
 		}
 		lgr_release(lgr);
 		lgr_release_waiting(lgr, FB_NO_LINK);
-		list_del(&lgr->node);
-		net->n_lgrs--;
+		lgr_unlink(lgr);
 		loop_defer(net->core, &lgr->defer, lgr_reap);
 	}
 }

@@ -106,6 +106,29 @@ const char *lgr_state_name(enum lgr_state s);
 const char *lgr_role_name(enum lgr_role r);
 
 /* Private to proxy/: the handshake (lgr_clc.c) and the transports. */
+
+/*
+ * Limits of one worker. Outbound groups (negative entries included) and
+ * inbound ones are counted apart; inbound handshakes still in progress
+ * have their own limits, per source address and in all, so that peers
+ * that connect and stay silent, or propose without the secret, cannot
+ * take the slots of established groups or of other peers.
+ */
+#define LGR_OUT_MAX		1024	/* groups we proposed, and negative entries */
+#define LGR_IN_MAX		1024	/* groups peers proposed, past the handshake */
+#define LGR_IN_PER_HOST		256	/* ... from one source address */
+#define LGR_HS_MAX		64	/* inbound handshakes in progress */
+#define LGR_HS_PER_HOST		8	/* ... from one source address */
+
+struct lgr_inbound {
+	unsigned handshakes, handshakes_host;	/* in all, and from host */
+	unsigned groups, groups_host;		/* past the handshake */
+};
+/* Counts the inbound link groups of net, and those from host (an
+ * unmapped address; the port is not compared). */
+void lgr__count_inbound(const struct smc_net *net, const struct sockaddr *host,
+			struct lgr_inbound *n);
+
 struct lgr *lgr__new(struct smc_net *net, enum lgr_role role, const struct sockaddr *peer);
 void lgr__free(struct lgr *lgr);
 /* The handshake or rendezvous finished: 0 brings the group up, else the

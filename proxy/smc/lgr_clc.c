@@ -9,8 +9,13 @@
  *
  * The control port faces the network. A proposal is taken only from a
  * configured peer prefix, and with auth.psk_file only from a peer that
- * proves the secret (HMAC over both nonces); a peer that fails either is
- * declined with "policy" and counted, and learns nothing else.
+ * proves the secret in the proposal itself (an HMAC over the message and
+ * both ends of the connection); a peer that fails either is declined with
+ * "policy" and counted, and learns nothing else. Nothing costly is
+ * allocated before the proposer has confirmed: the accept needs only the
+ * group's id, the transport's memory and doorbells come after a good
+ * CONFIRM. Connections still in their handshake are limited per source
+ * address and in all, apart from established groups (lgr.h).
  */
 #include <assert.h>
 #include <errno.h>
@@ -47,12 +52,10 @@ void lgr__hs_close(struct lgr *lgr)
 	lgr->hs.step = HS_DONE;
 }
 
-/* A message of ours; the socket is fresh and the message small, so a
- * short send means the peer is not reading at all. */
-static int hs_send(struct lgr *lgr, const struct clc_msg *m)
+/* Encoded bytes of ours; the socket is fresh and the message small, so
+ * a short send means the peer is not reading at all. */
+static int hs_send_buf(struct lgr *lgr, const uint8_t *buf, int len)
 {
-	uint8_t buf[CLC_MSG_MAX];
-	int len = clc_encode(m, buf, sizeof(buf));
 	ssize_t n;
 
 	if (len < 0)
@@ -61,6 +64,37 @@ static int hs_send(struct lgr *lgr, const struct clc_msg *m)
 	if (n < 0)
 		return -errno;
 	return n == len ? 0 : -EMSGSIZE;
+}
+
+static int hs_send(struct lgr *lgr, const struct clc_msg *m)
+{
+	uint8_t buf[CLC_MSG_MAX];
+
+	return hs_send_buf(lgr, buf, clc_encode(m, buf, sizeof(buf)));
+}
+
+/* Tells the layer above that peer was refused, and why (it logs at a
+ * bounded rate: peers choose how often). */
+static void hs_refused(struct smc_net *net, const struct sockaddr *peer, enum smc_refusal why)
+{
+	if (net->ops->peer_refused)
+		net->ops->peer_refused(net, peer, why);
+}
+
+/* The two ends of the control connection fd, ours local: 0 or -errno. */
+static int hs_endpoints(int fd, const struct sockaddr *remote, bool client,
+			struct clc_endpoints *ep)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int err;
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return -errno;
+	err = clc_endpoint_put((const struct sockaddr *)&ss, client ? ep->client : ep->server);
+	if (!err)
+		err = clc_endpoint_put(remote, client ? ep->server : ep->client);
+	return err;
 }
 
 static void hs_send_decline(struct lgr *lgr, unsigned reason)
@@ -171,6 +205,8 @@ static void hs_client_propose(struct lgr *lgr)
 	struct smc_net *net = lgr->net;
 	struct clc_msg m = { .hdr.type = CLC_PROPOSAL };
 	struct clc_proposal *pr = &m.proposal;
+	uint8_t buf[CLC_MSG_MAX];
+	int len;
 
 	pr->features = (net->psk_len ? CLC_FEAT_PSK : 0) | CLC_FEAT_RING_MOVE;
 	pr->transports = net->lgr_transports;
@@ -186,8 +222,21 @@ static void hs_client_propose(struct lgr *lgr)
 		hs_fail(lgr, FB_DECL_INTERNAL);
 		return;
 	}
+	if (hs_endpoints(lgr->hs.fd, (const struct sockaddr *)&lgr->peer, true, &lgr->hs.ep)) {
+		hs_fail(lgr, FB_DECL_INTERNAL);
+		return;
+	}
+	len = clc_encode(&m, buf, sizeof(buf));
+	/* Signed as encoded: the acceptor checks these very bytes. */
+	if (len < 0 || (net->psk_len &&
+			clc_mac_proposal(net->psk, net->psk_len, &lgr->hs.ep, buf, (size_t)len,
+					 pr->mac))) {
+		hs_fail(lgr, FB_DECL_INTERNAL);
+		return;
+	}
+	memcpy(buf + CLC_PROPOSAL_MAC_OFF, pr->mac, CLC_MAC_LEN);
 	lgr->hs.prop = *pr;
-	if (hs_send(lgr, &m)) {
+	if (hs_send_buf(lgr, buf, len)) {
 		hs_fail(lgr, FB_PEER_UNREACHABLE);
 		return;
 	}
@@ -216,16 +265,18 @@ static void hs_client_on_accept(struct lgr *lgr, const struct clc_accept *a)
 		return;
 	}
 	if (net->psk_len) {
-		if (clc_mac_accept(net->psk, net->psk_len, pr, a, mac) ||
+		if (clc_mac_accept(net->psk, net->psk_len, &lgr->hs.ep, pr, a, mac) ||
 		    !clc_mac_equal(mac, a->mac)) {
 			counter_inc(&net->stats->auth_failures);
 			hs_decline(lgr, CLC_DECL_POLICY);
 			return;
 		}
-		if (clc_mac_confirm(net->psk, net->psk_len, pr, a, m.confirm.mac)) {
+		if (clc_mac_confirm(net->psk, net->psk_len, &lgr->hs.ep, pr, a, m.confirm.mac) ||
+		    clc_link_secret(net->psk, net->psk_len, pr, a, lgr->secret)) {
 			hs_decline(lgr, CLC_DECL_INTERNAL);
 			return;
 		}
+		lgr->has_secret = true;
 	}
 	lgr->hs.acc = *a;
 	memcpy(lgr->id, a->lgr_id, CLC_LGR_ID_LEN);
@@ -278,17 +329,28 @@ static const struct smc_transport_ops *hs_server_pick(struct lgr *lgr,
 	return NULL;
 }
 
-static void hs_server_on_proposal(struct lgr *lgr, const struct clc_proposal *pr)
+/*
+ * Server: a proposal (msg, len: as received, for its MAC). Only what the
+ * accept needs is decided here; nothing is allocated until the CONFIRM
+ * (hs_server_on_confirm), so a proposer without the secret, or one that
+ * never confirms, costs a handshake slot and no more.
+ */
+static void hs_server_on_proposal(struct lgr *lgr, const struct clc_proposal *pr,
+				  const uint8_t *msg, size_t len)
 {
 	struct smc_net *net = lgr->net;
 	struct clc_msg m = { .hdr.type = CLC_ACCEPT };
 	struct clc_accept *a = &m.accept;
 	const struct smc_transport_ops *t;
+	uint8_t mac[CLC_MAC_LEN];
 	unsigned links, flows;
-	int err;
 
-	if (!!net->psk_len != !!(pr->features & CLC_FEAT_PSK)) {
+	if (!!net->psk_len != !!(pr->features & CLC_FEAT_PSK) ||
+	    (net->psk_len &&
+	     (clc_mac_proposal(net->psk, net->psk_len, &lgr->hs.ep, msg, len, mac) ||
+	      !clc_mac_equal(mac, pr->mac)))) {
 		counter_inc(&net->stats->auth_failures);
+		hs_refused(net, (const struct sockaddr *)&lgr->peer, SMC_REFUSE_AUTH);
 		hs_decline(lgr, CLC_DECL_POLICY);
 		return;
 	}
@@ -305,15 +367,6 @@ static void hs_server_on_proposal(struct lgr *lgr, const struct clc_proposal *pr
 	lgr->ring_size = (uint32_t)net->cfg->buffers.ring;
 	lgr->ring_move = pr->features & CLC_FEAT_RING_MOVE;
 	memcpy(lgr->peer_host_id, pr->host_id, CLC_HOST_ID_LEN);
-	if (lgr__setup_links(lgr, links, flows)) {
-		hs_decline(lgr, CLC_DECL_NO_MEMORY);
-		return;
-	}
-	err = t->lgr_prepare(lgr);
-	if (err) {
-		hs_decline(lgr, clc_decline_of_errno(err));
-		return;
-	}
 	a->features = (net->psk_len ? CLC_FEAT_PSK : 0) | (lgr->ring_move ? CLC_FEAT_RING_MOVE : 0);
 	memcpy(a->host_id, net->host_id, CLC_HOST_ID_LEN);
 	if (getrandom(a->nonce, sizeof(a->nonce), 0) != sizeof(a->nonce)) {
@@ -328,7 +381,7 @@ static void hs_server_on_proposal(struct lgr *lgr, const struct clc_proposal *pr
 		hs_decline(lgr, CLC_DECL_INTERNAL);
 		return;
 	}
-	if (net->psk_len && clc_mac_accept(net->psk, net->psk_len, pr, a, a->mac)) {
+	if (net->psk_len && clc_mac_accept(net->psk, net->psk_len, &lgr->hs.ep, pr, a, a->mac)) {
 		hs_decline(lgr, CLC_DECL_INTERNAL);
 		return;
 	}
@@ -340,18 +393,53 @@ static void hs_server_on_proposal(struct lgr *lgr, const struct clc_proposal *pr
 	lgr->hs.step = HS_WAIT_CONFIRM;
 }
 
+/*
+ * Server: the proposer confirmed (and proved the secret once more, over
+ * our fresh nonce). Only now does the group count as inbound, against its
+ * limits, and get its conn table and the transport's memory and doorbells.
+ */
 static void hs_server_on_confirm(struct lgr *lgr, const struct clc_confirm *cf)
 {
 	struct smc_net *net = lgr->net;
+	const struct sockaddr *peer = (const struct sockaddr *)&lgr->peer;
+	const struct smc_transport_ops *t = smc_transport_by_clc(lgr->hs.acc.transport);
 	struct clc_msg m = { .hdr.type = CLC_CONFIRM };
+	struct lgr_inbound n;
 	uint8_t mac[CLC_MAC_LEN];
+	int err;
 
 	if (net->psk_len &&
-	    (clc_mac_confirm(net->psk, net->psk_len, &lgr->hs.prop, &lgr->hs.acc, mac) ||
+	    (clc_mac_confirm(net->psk, net->psk_len, &lgr->hs.ep, &lgr->hs.prop, &lgr->hs.acc,
+			     mac) ||
 	     !clc_mac_equal(mac, cf->mac))) {
 		counter_inc(&net->stats->auth_failures);
+		hs_refused(net, peer, SMC_REFUSE_AUTH);
 		hs_decline(lgr, CLC_DECL_POLICY);
 		return;
+	}
+	lgr__count_inbound(net, peer, &n);
+	if (n.groups >= LGR_IN_MAX || n.groups_host >= LGR_IN_PER_HOST) {
+		counter_inc(&net->stats->groups_refused);
+		hs_refused(net, peer, SMC_REFUSE_GROUPS);
+		hs_decline(lgr, CLC_DECL_MAX_FLOWS);
+		return;
+	}
+	if (!t || lgr__setup_links(lgr, lgr->hs.acc.links, lgr->hs.acc.max_flows_per_link)) {
+		hs_decline(lgr, CLC_DECL_NO_MEMORY);
+		return;
+	}
+	err = t->lgr_prepare(lgr);
+	if (err) {
+		hs_decline(lgr, clc_decline_of_errno(err));
+		return;
+	}
+	if (net->psk_len) {
+		if (clc_link_secret(net->psk, net->psk_len, &lgr->hs.prop, &lgr->hs.acc,
+				    lgr->secret)) {
+			hs_decline(lgr, CLC_DECL_INTERNAL);
+			return;
+		}
+		lgr->has_secret = true;
 	}
 	if (hs_send(lgr, &m)) {
 		hs_fail(lgr, FB_DECL_INTERNAL);
@@ -401,7 +489,7 @@ static void hs_on_msg(struct lgr *lgr, const uint8_t *buf, size_t len)
 		break;
 	case HS_WAIT_PROPOSAL:
 		if (m.hdr.type == CLC_PROPOSAL) {
-			hs_server_on_proposal(lgr, &m.proposal);
+			hs_server_on_proposal(lgr, &m.proposal, buf, len);
 			return;
 		}
 		break;
@@ -500,6 +588,47 @@ static bool hs_peer_allowed(const struct smc_net *net, const struct sockaddr *sa
 	return false;
 }
 
+/* A DECLINE on a control connection we do not take, and its close. */
+static void hs_refuse_fd(struct smc_net *net, int fd, unsigned reason)
+{
+	struct clc_msg m = { .hdr.type = CLC_DECLINE, .decline.reason = (uint8_t)reason };
+	uint8_t buf[CLC_MSG_MAX];
+	int n = clc_encode(&m, buf, sizeof(buf));
+
+	counter_inc(&net->stats->declines_sent[reason]);
+	if (n > 0)
+		send(fd, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	close(fd);
+}
+
+/*
+ * Whether a handshake from host may start: under the limit per source
+ * address, and under the limit in all once the oldest handshake that has
+ * not proposed yet is closed to make room (a real peer proposes right
+ * after its connect, so silent connections cannot keep it out). One scan
+ * of the worker's groups: the control port is not a fast path.
+ */
+static bool hs_make_room(struct smc_net *net, const struct sockaddr *host)
+{
+	struct lgr_inbound n;
+	struct lgr *lgr;
+
+	lgr__count_inbound(net, host, &n);
+	if (n.handshakes_host >= LGR_HS_PER_HOST)
+		return false;
+	if (n.handshakes < LGR_HS_MAX)
+		return true;
+	for (lgr = lgr_next(net, NULL); lgr; lgr = lgr_next(net, lgr)) {
+		if (lgr->role == LGR_ROLE_SERVER && lgr->state == LGR_HANDSHAKE &&
+		    lgr->hs.step == HS_WAIT_PROPOSAL) {
+			counter_inc(&net->stats->handshakes_evicted);
+			hs_decline(lgr, CLC_DECL_TIMEOUT);
+			return true;
+		}
+	}
+	return false;
+}
+
 static void hs_on_control(uv_poll_t *h, int status, int events)
 {
 	struct smc_net *net = h->data;
@@ -523,16 +652,15 @@ static void hs_on_control(uv_poll_t *h, int status, int events)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		addr_unmap_v4(&ss);
 		if (!hs_peer_allowed(net, (struct sockaddr *)&ss)) {
-			struct clc_msg m = { .hdr.type = CLC_DECLINE,
-					     .decline.reason = CLC_DECL_POLICY };
-			uint8_t buf[CLC_MSG_MAX];
-			int n = clc_encode(&m, buf, sizeof(buf));
-
 			counter_inc(&net->stats->proposals_refused);
-			counter_inc(&net->stats->declines_sent[CLC_DECL_POLICY]);
-			if (n > 0)
-				send(fd, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
-			close(fd);
+			hs_refused(net, (struct sockaddr *)&ss, SMC_REFUSE_PREFIX);
+			hs_refuse_fd(net, fd, CLC_DECL_POLICY);
+			continue;
+		}
+		if (!hs_make_room(net, (struct sockaddr *)&ss)) {
+			counter_inc(&net->stats->handshakes_refused);
+			hs_refused(net, (struct sockaddr *)&ss, SMC_REFUSE_HANDSHAKES);
+			hs_refuse_fd(net, fd, CLC_DECL_MAX_FLOWS);
 			continue;
 		}
 		lgr = lgr__new(net, LGR_ROLE_SERVER, (struct sockaddr *)&ss);
@@ -543,6 +671,10 @@ static void hs_on_control(uv_poll_t *h, int status, int events)
 		lgr->hs.fd = fd;
 		lgr->hs.ev.cb = hs_on_event;
 		lgr->hs.step = HS_WAIT_PROPOSAL;
+		if (hs_endpoints(fd, (struct sockaddr *)&ss, false, &lgr->hs.ep)) {
+			lgr__handshake_failed(lgr, FB_DECL_INTERNAL);
+			continue;
+		}
 		lgr->deadline_ms = uv_now(net->loop) + net->cfg->fallback.connect_timeout_ms;
 		if (epset_add(&net->core->epset, fd, HS_EVENTS, &lgr->hs.ev) < 0)
 			lgr__handshake_failed(lgr, FB_DECL_INTERNAL);

@@ -38,6 +38,15 @@ enum lgr_event {
 	LGR_EV_LINK_FAILOVER,	/* a link failed, its flows moved to another */
 };
 
+/* Why a peer's control connection or handshake was refused, for the
+ * daemon's log (each is counted in proxy_stats too). */
+enum smc_refusal {
+	SMC_REFUSE_PREFIX,	/* from outside the peer prefixes */
+	SMC_REFUSE_AUTH,	/* no proof, or a wrong one, of auth.psk_file */
+	SMC_REFUSE_HANDSHAKES,	/* too many handshakes in progress from it, or in all */
+	SMC_REFUSE_GROUPS,	/* too many inbound link groups from it, or in all */
+};
+
 /*
  * The calls the SMC layer makes up to the layer that owns the flows
  * (proxy/flow.c): it never names a flow. All required.
@@ -57,6 +66,11 @@ struct smc_net_ops {
 	void (*exhausted)(struct smc_net *net, int err);
 	void (*lgr_event)(struct smc_net *net, enum lgr_event ev,
 			  const struct lgr *lgr, int err);
+	/* A peer was refused (peer: its address and port). May be NULL.
+	 * Peers choose how often this happens: the receiver must bound
+	 * what it does about it. */
+	void (*peer_refused)(struct smc_net *net, const struct sockaddr *peer,
+			     enum smc_refusal why);
 };
 
 /*
@@ -83,6 +97,7 @@ struct smc_net {
 
 	struct list_head lgrs;
 	unsigned n_lgrs;
+	unsigned n_lgrs_role[2];	/* of them, by enum lgr_role */
 	uint8_t lgr_transports;		/* CLC_TR_* this worker can offer */
 	uint8_t host_id[CLC_HOST_ID_LEN];
 	uint8_t psk[CLC_PSK_MAX];

@@ -38,6 +38,9 @@ struct proxy_stats {
 	counter_t declines_received[CLC_DECL__MAX];
 	counter_t auth_failures;		/* a peer's proof of auth.psk_file was wrong */
 	counter_t proposals_refused;	/* from outside the peer prefixes */
+	counter_t handshakes_refused;	/* over the limits of handshakes in progress */
+	counter_t handshakes_evicted;	/* silent handshakes closed to make room */
+	counter_t groups_refused;	/* over the limits of inbound link groups */
 	counter_t dest_refused;		/* flow opens aimed at loopback or another host */
 	counter_t ports_refused;	/* ... of them, to a port the peer's allow list lacks */
 	counter_t bad_messages;		/* malformed handshake or link messages */

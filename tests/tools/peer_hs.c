@@ -113,16 +113,40 @@ static int clc_recv(int fd, struct clc_msg *m, int64_t deadline)
 }
 
 /* Sends *m, then receives the answer into *m: clc_recv()'s codes, or
- * peer_send_all()'s. */
-static int clc_exchange(int fd, struct clc_msg *m, int64_t deadline)
+ * peer_send_all()'s. A proposal is signed with psk (psk_len 0: not) over
+ * the endpoints of fd, as the daemon's lgr_clc.c does. */
+static int clc_exchange(int fd, struct clc_msg *m, const uint8_t *psk, size_t psk_len,
+			const struct clc_endpoints *ep, struct peer_hs *hs, int64_t deadline)
 {
 	uint8_t buf[CLC_MSG_MAX];
 	int len = clc_encode(m, buf, sizeof(buf));
 
 	if (len < 0)
 		return len;
+	if (m->hdr.type == CLC_PROPOSAL && psk_len) {
+		if (clc_mac_proposal(psk, psk_len, ep, buf, (size_t)len, m->proposal.mac))
+			return -EIO;
+		memcpy(buf + CLC_PROPOSAL_MAC_OFF, m->proposal.mac, CLC_MAC_LEN);
+	}
+	if (m->hdr.type == CLC_PROPOSAL)
+		hs->prop = m->proposal;		/* as sent, its MAC included */
 	len = peer_send_all(fd, buf, (size_t)len, deadline);
 	return len ? len : clc_recv(fd, m, deadline);
+}
+
+/* The two ends of the TCP connection fd, ours the client's. */
+static int endpoints_of(int fd, struct clc_endpoints *ep)
+{
+	struct sockaddr_storage a, b;
+	socklen_t la = sizeof(a), lb = sizeof(b);
+
+	if (getsockname(fd, (struct sockaddr *)&a, &la) < 0 ||
+	    getpeername(fd, (struct sockaddr *)&b, &lb) < 0)
+		return -errno;
+	if (clc_endpoint_put((struct sockaddr *)&a, ep->client) ||
+	    clc_endpoint_put((struct sockaddr *)&b, ep->server))
+		return -EAFNOSUPPORT;
+	return 0;
 }
 
 /* The daemon's way of naming this host: /proc's boot id as 16 bytes. */
@@ -164,10 +188,12 @@ int peer_hs_run(const struct peer_hs_opts *o, struct peer_hs *hs)
 	int64_t deadline = peer_now_ms() + o->timeout_ms;
 	struct clc_msg m = { .hdr.type = CLC_PROPOSAL };
 	uint8_t psk[CLC_PSK_MAX], mac[CLC_MAC_LEN];
+	struct clc_endpoints ep;
 	size_t psk_len = 0;
 	int fd, err;
 
 	hs->outcome[0] = '\0';
+	hs->has_secret = false;
 	if (o->psk_file) {
 		err = clc_psk_load(o->psk_file, psk, &psk_len);
 		if (err) {
@@ -199,7 +225,13 @@ int peer_hs_run(const struct peer_hs_opts *o, struct peer_hs *hs)
 		peer_say("connect: %s", strerror(-fd));
 		return fd;
 	}
-	err = clc_exchange(fd, &m, deadline);
+	err = endpoints_of(fd, &ep);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	err = clc_exchange(fd, &m, o->zero_proposal_mac ? NULL : psk,
+			   o->zero_proposal_mac ? 0 : psk_len, &ep, hs, deadline);
 	if (err)
 		goto out_closed;
 	if (m.hdr.type == CLC_DECLINE)
@@ -209,17 +241,19 @@ int peer_hs_run(const struct peer_hs_opts *o, struct peer_hs *hs)
 		goto out_closed;
 	}
 	hs->acc = m.accept;
-	if (psk_len && (clc_mac_accept(psk, psk_len, &hs->prop, &hs->acc, mac) ||
+	if (psk_len && (clc_mac_accept(psk, psk_len, &ep, &hs->prop, &hs->acc, mac) ||
 			!clc_mac_equal(mac, hs->acc.mac)))
 		peer_say("the accept's MAC does not verify with %s: confirming anyway",
 			 o->psk_file);
 
 	m = (struct clc_msg){ .hdr.type = CLC_CONFIRM };
-	if (psk_len && clc_mac_confirm(psk, psk_len, &hs->prop, &hs->acc, m.confirm.mac)) {
+	if (psk_len && (clc_mac_confirm(psk, psk_len, &ep, &hs->prop, &hs->acc, m.confirm.mac) ||
+			clc_link_secret(psk, psk_len, &hs->prop, &hs->acc, hs->secret))) {
 		close(fd);
 		return -EIO;
 	}
-	err = clc_exchange(fd, &m, deadline);
+	hs->has_secret = psk_len != 0;
+	err = clc_exchange(fd, &m, NULL, 0, &ep, hs, deadline);
 	if (err)
 		goto out_closed;
 	if (m.hdr.type == CLC_DECLINE)

@@ -33,6 +33,9 @@ struct peer_hs_opts {
 	uint32_t mark;			/* SO_MARK, 0: none */
 	int timeout_ms;			/* for the whole handshake */
 	const char *psk_file;		/* prove this secret; NULL: no proof */
+	/* With psk_file: say CLC_FEAT_PSK but send a proposal MAC of zeros
+	 * (a proposer without the secret that claims to have it). */
+	bool zero_proposal_mac;
 	uint8_t transport;		/* the one CLC_TR_* offered */
 	unsigned links;
 	uint32_t ring_size;
@@ -46,6 +49,10 @@ struct peer_hs_opts {
 struct peer_hs {
 	struct clc_proposal prop;	/* what was proposed */
 	struct clc_accept acc;		/* what the daemon accepted */
+	/* With psk_file: the link group's secret (clc_link_secret()), which
+	 * the transport's rendezvous must prove. */
+	bool has_secret;
+	uint8_t secret[CLC_SECRET_LEN];
 	/* How the daemon refused, when peer_hs_run() returns 0:
 	 * "declined-handshake REASON", "closed", "timeout" or "bad-answer". */
 	char outcome[64];

@@ -14,6 +14,19 @@
  *   smcpeer links   --connect ADDR:PORT --shm-dir DIR [--psk FILE] [--mark N]
  *                   [--timeout MS] FILE...
  *   smcpeer rv      --shm-dir DIR [--count N] [--fds K] [--hold MS]
+ *   smcpeer flood   --connect ADDR:PORT [--count N] [--silent] [--hold MS] [--mark N]
+ *
+ * flood (issue 11, finding 4): N connections to the control port, kept
+ * open together. Each sends a proposal of shm that claims the shared
+ * secret (CLC_FEAT_PSK) with a MAC of zeros, as a proposer without the
+ * key would; with --silent, nothing. After --hold MS (default 1000) it
+ * prints one line of counts: "accept A policy P max_flows M timeout T
+ * other O closed C none X": what the daemon answered on each connection
+ * (a decline by its reason; closed without a word; nothing yet).
+ *
+ * propose --rv-no-proof: the rendezvous hello names the group but does not
+ * prove its secret (issue 11, finding 5); a daemon with auth.psk_file
+ * must close it ("closed" or "timeout").
  *
  * propose --blocking-efd: the eventfds we pass for the daemon to ring are
  * blocking and hold the largest count, so that a daemon that writes to
@@ -80,6 +93,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -103,7 +117,7 @@
 
 /* proxy/transport/shm/shm.c's layout (layout version 1). */
 #define SHM_MAGIC	"SMCPSHM1"
-#define SHM_RV_MAGIC	"SMCPRV01"
+#define SHM_RV_MAGIC	"SMCPRV02"
 #define SHM_VERSION	1
 #define SHM_SLOTS	1024u
 #define SHM_HDR_SIZE	4096u
@@ -119,8 +133,9 @@ struct shm_rv_msg {
 	uint32_t links;
 	uint32_t size;			/* of the sender's memfd */
 	uint32_t status;		/* reply: 0, or a decline reason */
+	uint8_t tag[CLC_MAC_LEN];	/* proof of the group secret, or zero */
 };
-_Static_assert(sizeof(struct shm_rv_msg) == 36, "proxy/transport/shm/shm.c's rendezvous message");
+_Static_assert(sizeof(struct shm_rv_msg) == 68, "proxy/transport/shm/shm.c's rendezvous message");
 
 struct shm_hdr {
 	char magic[8];
@@ -150,6 +165,8 @@ struct opts {
 	unsigned count;
 	unsigned rv_fds;
 	int hold_ms;
+	bool silent;
+	bool rv_no_proof;
 	struct cfg_addr opens[OPENS_MAX];
 	unsigned n_opens;
 	char **files;
@@ -425,6 +442,15 @@ static int grp_up(const struct opts *o, struct grp *g, unsigned n_rings, struct 
 	memcpy(m.lgr_id, hs.acc.lgr_id, CLC_LGR_ID_LEN);
 	m.links = g->links;
 	m.size = (uint32_t)g->local_size;
+	/* The group secret's proof, as proxy/transport/shm/shm.c makes it,
+	 * unless --rv-no-proof: then a hello with the right group id but
+	 * without the secret, as whoever saw the id in clear could send. */
+	if (hs.has_secret && !o->rv_no_proof &&
+	    clc_secret_tag(hs.secret, "smcproxy shm hello v2 P", (const uint8_t *)&m,
+			   offsetof(struct shm_rv_msg, tag), m.tag, CLC_MAC_LEN)) {
+		err = -EIO;
+		goto out_err;
+	}
 	fds[0] = memfd;
 	for (i = 0; i < g->links; i++)
 		fds[1 + i] = g->efd_rx[i];
@@ -1129,6 +1155,77 @@ out:
 }
 
 /* ------------------------------------------------------------------ */
+/* flood: many handshakes at once, none finished. */
+
+static int cmd_flood(const struct opts *o)
+{
+	struct clc_msg m = { .hdr.type = CLC_PROPOSAL };
+	unsigned n[7] = { 0 };	/* accept policy max_flows timeout other closed none */
+	uint8_t buf[CLC_MSG_MAX];
+	int *fds, len, rc = 1;
+	unsigned i;
+
+	fds = calloc(o->count, sizeof(*fds));
+	if (!fds)
+		return 1;
+	m.proposal.features = CLC_FEAT_PSK;	/* claimed, with a zero MAC */
+	m.proposal.transports = CLC_TR_SHM;
+	m.proposal.ring_size = RING_SIZE;
+	m.proposal.links = 1;
+	m.proposal.max_flows_per_link = 255;
+	len = clc_encode(&m, buf, sizeof(buf));
+	if (len < 0)
+		goto out;
+	for (i = 0; i < o->count; i++) {
+		fds[i] = peer_tcp_connect(&o->connect, o->mark, peer_now_ms() + 2000);
+		if (fds[i] < 0) {
+			peer_say("connect %u: %s", i, strerror(-fds[i]));
+			break;
+		}
+		if (!o->silent && peer_send_all(fds[i], buf, (size_t)len, peer_now_ms() + 2000)) {
+			n[5]++;
+			close(fds[i]);
+			fds[i] = -1;
+		}
+	}
+	usleep((useconds_t)o->hold_ms * 1000);
+	for (unsigned k = 0; k < i; k++) {
+		struct clc_msg r;
+		uint8_t in[CLC_MSG_MAX];
+		ssize_t got;
+
+		if (fds[k] < 0)
+			continue;
+		got = recv(fds[k], in, sizeof(in), MSG_DONTWAIT);
+		if (got < 0 && errno == EAGAIN)
+			n[6]++;
+		else if (got <= 0)
+			n[5]++;
+		else if (clc_decode(in, (size_t)got < CLC_HDR_LEN ? (size_t)got :
+				    (size_t)((in[6] << 8 | in[7]) <= got ? (in[6] << 8 | in[7]) : got),
+				    &r))
+			n[4]++;
+		else if (r.hdr.type == CLC_ACCEPT)
+			n[0]++;
+		else if (r.hdr.type == CLC_DECLINE && r.decline.reason == CLC_DECL_POLICY)
+			n[1]++;
+		else if (r.hdr.type == CLC_DECLINE && r.decline.reason == CLC_DECL_MAX_FLOWS)
+			n[2]++;
+		else if (r.hdr.type == CLC_DECLINE && r.decline.reason == CLC_DECL_TIMEOUT)
+			n[3]++;
+		else
+			n[4]++;
+		close(fds[k]);
+	}
+	printf("accept %u policy %u max_flows %u timeout %u other %u closed %u none %u\n",
+	       n[0], n[1], n[2], n[3], n[4], n[5], n[6]);
+	rc = 0;
+out:
+	free(fds);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
 
 void peer_usage(void)
 {
@@ -1138,7 +1235,8 @@ void peer_usage(void)
 		"       smcpeer raw     --connect ADDR:PORT [--mark N] [--timeout MS] [--half-close] FILE...\n"
 		"       smcpeer links   --connect ADDR:PORT --shm-dir DIR [--psk FILE] [--mark N]\n"
 		"                       [--timeout MS] FILE...\n"
-		"       smcpeer rv      --shm-dir DIR [--count N] [--fds K] [--hold MS]\n");
+		"       smcpeer rv      --shm-dir DIR [--count N] [--fds K] [--hold MS]\n"
+		"       smcpeer flood   --connect ADDR:PORT [--count N] [--silent] [--hold MS]\n");
 	exit(2);
 }
 
@@ -1152,7 +1250,7 @@ int main(int argc, char **argv)
 		peer_usage();
 	cmd = argv[1];
 	if (strcmp(cmd, "propose") && strcmp(cmd, "raw") && strcmp(cmd, "links") &&
-	    strcmp(cmd, "rv"))
+	    strcmp(cmd, "rv") && strcmp(cmd, "flood"))
 		peer_usage();
 	o.count = 1;
 	o.timeout_ms = strcmp(cmd, "raw") ? 1000 : 300;
@@ -1191,6 +1289,10 @@ int main(int argc, char **argv)
 			o.rv_fds = (unsigned)peer_parse_num(peer_arg_value(&i, argc, argv), 253);
 		} else if (!strcmp(a, "--hold")) {
 			o.hold_ms = (int)peer_parse_num(peer_arg_value(&i, argc, argv), 600000);
+		} else if (!strcmp(a, "--rv-no-proof")) {
+			o.rv_no_proof = true;
+		} else if (!strcmp(a, "--silent")) {
+			o.silent = true;
 		} else if (!strcmp(a, "--half-close")) {
 			o.half_close = true;
 		} else if (a[0] == '-' && a[1]) {
@@ -1205,6 +1307,11 @@ int main(int argc, char **argv)
 		return o.n_files || (!o.rv_fds && !o.hold_ms) ? (peer_usage(), 2) : cmd_rv(&o);
 	if (!o.have_connect)
 		peer_usage();
+	if (!strcmp(cmd, "flood")) {
+		if (!o.hold_ms)
+			o.hold_ms = 1000;
+		return o.n_files ? (peer_usage(), 2) : cmd_flood(&o);
+	}
 	if (!strcmp(cmd, "propose"))
 		return o.n_files ? (peer_usage(), 2) : cmd_propose(&o);
 	if (!o.n_files)

@@ -323,6 +323,7 @@ struct world *world_new_links(uint32_t rx_ring, uint32_t region,
 	list_init(&lgr->connecting);
 	list_add_tail(&lgr->node, &w->net.lgrs);
 	w->net.n_lgrs++;
+	w->net.n_lgrs_role[LGR_ROLE_CLIENT]++;
 	lgr->ops = links > 1 ? &fake_failover_ops : &fake_ops;
 	lgr->tp = &w->fake;
 	lgr->ring_size = rx_ring;

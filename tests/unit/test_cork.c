@@ -402,6 +402,8 @@ static void test_full_queue_decline_asks_for_progress(void **state)
 	struct world *w = *state;
 
 	w->lgr->role = LGR_ROLE_SERVER;
+	w->net.n_lgrs_role[LGR_ROLE_CLIENT]--;
+	w->net.n_lgrs_role[LGR_ROLE_SERVER]++;
 	w->fake.room = 0;
 	link_post_decline(w->lnk, 0x4321, CLC_DECL_MAX_FLOWS);
 	world_batch_end(w);
@@ -436,6 +438,8 @@ static void test_full_queue_accept_before_cdc(void **state)
 	int l;
 
 	w->lgr->role = LGR_ROLE_SERVER;
+	w->net.n_lgrs_role[LGR_ROLE_CLIENT]--;
+	w->net.n_lgrs_role[LGR_ROLE_SERVER]++;
 	l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	assert_int_equal(bind(l, (struct sockaddr *)&dst, sizeof(dst)), 0);
 	assert_int_equal(listen(l, 1), 0);

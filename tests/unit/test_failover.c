@@ -1156,6 +1156,7 @@ static void test_link_down_group_not_active(void **state)
 	/* The negative entry is the proxy's to drop; here the test's. */
 	list_del(&lgr->node);
 	w->net.n_lgrs--;
+	w->net.n_lgrs_role[LGR_ROLE_CLIENT]--;
 	lgr__free(lgr);
 	w->lgr = NULL;
 }
@@ -1172,6 +1173,7 @@ static void test_link_down_rendezvous_timeout(void **state)
 	assert_int_equal(lgr->neg_reason, FB_DECL_TIMEOUT);
 	list_del(&lgr->node);
 	w->net.n_lgrs--;
+	w->net.n_lgrs_role[LGR_ROLE_CLIENT]--;
 	lgr__free(lgr);
 	w->lgr = NULL;
 }

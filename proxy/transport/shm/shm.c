@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "smc/clc.h"
 #include "smc/conn.h"
 #include "core/epset.h"
 #include "core/loop.h"
@@ -35,7 +37,7 @@
 #include "shm.h"
 
 #define SHM_MAGIC	"SMCPSHM1"
-#define SHM_RV_MAGIC	"SMCPRV01"
+#define SHM_RV_MAGIC	"SMCPRV02"	/* 02: with the group secret's tag */
 #define SHM_VERSION	1
 #define SHM_SLOTS	1024		/* messages per link queue, a power of two */
 #define SHM_HDR_SIZE	4096
@@ -81,18 +83,21 @@ _Static_assert(SHM_HDR_SIZE + LGR_LINKS_MAX * SHM_Q_SIZE < SHM_RING_MAX,
 	       "queues of the most links leave room for rings (shm_rmb_base() fits 32 bits)");
 
 /* What each side sends at rendezvous, with its memfd and one eventfd per
- * link as SCM_RIGHTS. */
+ * link as SCM_RIGHTS. The link group id came over the network in clear:
+ * with auth.psk_file, the tag proves that the sender holds the group's
+ * secret too (shm_rv_tag()); without, it is zero. */
 struct shm_rv_msg {
 	char magic[8];
 	uint8_t lgr_id[CLC_LGR_ID_LEN];
 	uint32_t links;
 	uint32_t size;			/* of the memfd */
 	uint32_t status;		/* reply: 0, or a decline reason */
+	uint8_t tag[CLC_MAC_LEN];
 };
-
 _Static_assert(offsetof(struct shm_rv_msg, links) == 8 + CLC_LGR_ID_LEN &&
-	       sizeof(struct shm_rv_msg) == offsetof(struct shm_rv_msg, status) + 4,
-	       "the rendezvous message has no padding");
+	       offsetof(struct shm_rv_msg, tag) == offsetof(struct shm_rv_msg, status) + 4 &&
+	       sizeof(struct shm_rv_msg) == 68,
+	       "the rendezvous message has no padding: the tag covers all before it");
 
 struct shm_lgr;
 
@@ -656,6 +661,32 @@ out_close:
 	return err;
 }
 
+/*
+ * The tag of m as the side of role sends it: HMAC(group secret, label ||
+ * the message before the tag), the label naming the sender's role so that
+ * a hello cannot be reflected as the answer. Only with a secret.
+ */
+static int shm_rv_tag(const struct lgr *lgr, enum lgr_role role, const struct shm_rv_msg *m,
+		      uint8_t tag[CLC_MAC_LEN])
+{
+	return clc_secret_tag(lgr->secret, role == LGR_ROLE_CLIENT ?
+			      "smcproxy shm hello v2 P" : "smcproxy shm hello v2 R",
+			      (const uint8_t *)m, offsetof(struct shm_rv_msg, tag), tag, CLC_MAC_LEN);
+}
+
+/* Whether the peer's message m proves lgr's secret (all zeros without
+ * one: a field we do not use must not carry anything). */
+static bool shm_rv_tag_ok(const struct lgr *lgr, const struct shm_rv_msg *m)
+{
+	uint8_t want[CLC_MAC_LEN] = { 0 };
+
+	if (lgr->has_secret &&
+	    shm_rv_tag(lgr, lgr->role == LGR_ROLE_CLIENT ? LGR_ROLE_SERVER : LGR_ROLE_CLIENT, m,
+		       want))
+		return false;
+	return clc_tag_equal(want, m->tag, CLC_MAC_LEN);
+}
+
 static int shm_send_rv(int fd, const struct shm_lgr *sg, const uint8_t *id, uint32_t status)
 {
 	const struct lgr *lgr = sg->lgr;
@@ -672,6 +703,8 @@ static int shm_send_rv(int fd, const struct shm_lgr *sg, const uint8_t *id, uint
 
 	memcpy(m.magic, SHM_RV_MAGIC, sizeof(m.magic));
 	memcpy(m.lgr_id, id, sizeof(m.lgr_id));
+	if (lgr->has_secret && shm_rv_tag(lgr, lgr->role, &m, m.tag))
+		return -EIO;
 	if (!status) {
 		fds[n++] = sg->memfd;
 		for (i = 0; i < lgr->n_links; i++)
@@ -763,7 +796,8 @@ static void shm_on_sock(struct epset_entry *e, uint32_t events)
 	err = shm_recv_rv(sg->sock, &m, fds, &n_fds);
 	if (err == -EAGAIN)
 		return;
-	if (!err && (m.status || memcmp(m.lgr_id, lgr->id, CLC_LGR_ID_LEN) != 0)) {
+	if (!err && (m.status || memcmp(m.lgr_id, lgr->id, CLC_LGR_ID_LEN) != 0 ||
+		     !shm_rv_tag_ok(lgr, &m))) {
 		unsigned i;
 
 		for (i = 0; i < n_fds; i++)
@@ -895,6 +929,16 @@ static void shm_on_rv(struct epset_entry *e, uint32_t events)
 		/* Unknown id: someone on this host who did not do the
 		 * handshake, or came too late. */
 		counter_inc(&net->stats->bad_messages);
+		for (i = 0; i < n_fds; i++)
+			close(fds[i]);
+		shm_rv_free(rv, true);
+		return;
+	}
+	if (!shm_rv_tag_ok(lgr, &m)) {
+		/* Whoever knew the group's id (it crossed the network in
+		 * clear) but not its secret: refused, and the group waits on
+		 * for its real peer until its deadline. */
+		counter_inc(&net->stats->auth_failures);
 		for (i = 0; i < n_fds; i++)
 			close(fds[i]);
 		shm_rv_free(rv, true);
