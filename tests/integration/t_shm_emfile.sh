@@ -1,26 +1,35 @@
 #!/bin/bash
-# Guards fd exhaustion on the control port: a peer daemon out of fds (RLIMIT_NOFILE 64, a flood of idle control connections) backs off instead of spinning on its level-triggered control poll, the other daemon's flows go over TCP meanwhile, and link groups work again once the fds are free.
+# Guards fd exhaustion on the control port: a peer daemon out of fds (RLIMIT_NOFILE 64, a flood of idle control connections from 20 addresses, as handshakes in progress are limited per source) backs off instead of spinning on its level-triggered control poll, the other daemon's flows go over TCP meanwhile, and link groups work again once the fds are free.
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
 it_hosts
 it_redirect
 it_server_start
 it_peer_config workers=1 transport='"auto"' control="\"0.0.0.0:$CPORT\"" \
-	peers="[{\"prefix\": \"$C4/32\", \"allow\": $ALLOW}]" fallback='{"connect_timeout": "500ms"}'
+	peers="[{\"prefix\": \"$NET4\", \"allow\": $ALLOW}]" fallback='{"connect_timeout": "500ms"}'
 it_peer_start prlimit --nofile=64:64 --
 it_config workers=1 transport='"auto"' \
 	peers="[{\"prefix\": \"$S4/32\", \"control_port\": $CPORT}]" \
 	fallback='{"connect_timeout": "500ms", "negative_ttl": "0"}'
 it_daemon_start
 
-# 100 idle connections to the peer's control port, from a host it lists:
-# each waits for a proposal that never comes, so fds run out.
+# 100 idle connections to the peer's control port, from 20 addresses of a
+# subnet it lists (5 each: a single source is capped at 8 handshakes in
+# progress, which no longer exhausts anything): each waits for a proposal
+# that never comes, so fds run out. They carry the daemon's mark, so that
+# the REDIRECT rule leaves them alone: they reach the peer from their own
+# addresses, not through daemon A.
+for i in $(seq 101 120); do
+	ip -n "$NS_C" addr add "10.66.1.$i/24" dev veth0 || it_fail "cannot add 10.66.1.$i"
+done
 ip netns exec "$NS_C" python3 -c '
 import socket, time
 conns = []
 for i in range(100):
     s = socket.socket(); s.settimeout(2)
     try:
+        s.setsockopt(socket.SOL_SOCKET, 36, '"$MARK"')	# SO_MARK
+        s.bind(("10.66.1.%d" % (101 + i % 20), 0))
         s.connect(("'"$S4"'", '"$CPORT"')); conns.append(s)
     except OSError:
         pass
