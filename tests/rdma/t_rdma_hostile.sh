@@ -60,8 +60,9 @@ attack() {
 		# To 10.0.0.2 or 2001:db8::1: not this host.
 		v_open*) [ "$what" = "alive (flow_decline policy)" ] ||
 			rt_defer "daemon $d, $name: '$what', expected a policy decline" ;;
-		# Cursors for tokens that name no flow, keepalive answers: ignored.
-		v_cdc* | v_test_link_rsp*) [ "$what" = alive ] || rt_defer "daemon $d, $name: '$what'" ;;
+		# Cursors and ring moves for tokens that name no flow, keepalive
+		# answers: ignored.
+		v_cdc* | v_test_link_rsp* | v_rmb_move*) [ "$what" = alive ] || rt_defer "daemon $d, $name: '$what'" ;;
 		# A keepalive is answered (liveness, smcproxy-protocol(7)).
 		v_test_link*) [ "$what" = "alive (test_link_rsp)" ] ||
 			rt_defer "daemon $d, $name: '$what'" ;;
