@@ -3,7 +3,7 @@
  * The rdma transport's wire codecs (rdma_pd.h): the rdma_cm private data
  * and the RDMA_ADDR TLV. Both come from the peer daemon, so the decoders
  * check length, magic and version before reading a field; what the fields
- * mean (the link index, the region) is checked by rdma.c, which knows the
+ * mean (the link index, the region) is checked by rdma_cm.c, which knows the
  * link group.
  */
 #include <errno.h>

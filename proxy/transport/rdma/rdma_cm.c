@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdma_cm for the rdma transport: the event channel that the worker's
+ * listener and all its links share, the server's admission of a link by
+ * its group's id, the client's resolve/route/connect, the private data
+ * each side sends (rdma_pd.h) and the peer's disconnect. Apart from the
+ * links themselves (rdma_link.c): these handlers only move a link's state.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "cq.h"
+#include "smc/lgr.h"
+#include "smc/link.h"
+#include "smc/net.h"
+#include "rdma-int.h"
+#include "rdma_pd.h"
+
+static void rl_peer_disconnected(struct rdma_link *rl);
+
+static void rl_fill_pd(const struct rdma_link *rl, uint8_t out[RDMA_PD_LEN])
+{
+	const struct rdma_lgr *rg = rl->rg;
+	struct rdma_pd pd = {
+		.link = (uint8_t)rl->lnk->idx,
+		.addr = (uintptr_t)rg->rx,
+		.rkey = 0,	/* reserved: each ring has its own key */
+		.size = rg->rx_size,
+	};
+
+	memcpy(pd.lgr_id, rg->lgr->id, CLC_LGR_ID_LEN);
+	rdma_pd_encode(&pd, out);
+}
+
+static void rl_conn_param(struct rdma_conn_param *cp, const uint8_t *pd)
+{
+	memset(cp, 0, sizeof(*cp));
+	cp->private_data = pd;
+	cp->private_data_len = RDMA_PD_LEN;
+	cp->retry_count = 7;
+	cp->rnr_retry_count = 7;	/* receives come back quickly: wait */
+}
+
+/* The peer's region, the same for every link of the group. */
+static int rg_set_peer(struct rdma_lgr *rg, const struct rdma_pd *pd)
+{
+	if (memcmp(pd->lgr_id, rg->lgr->id, CLC_LGR_ID_LEN))
+		return -EPROTO;
+	if (rg->have_peer)
+		return rg->peer_addr == pd->addr && rg->peer_size == pd->size ? 0 : -EPROTO;
+	if (pd->size < RMB_MIN_SIZE)
+		return -EPROTO;
+	rg->peer_addr = pd->addr;
+	rg->peer_size = pd->size;
+	rg->have_peer = true;
+	return 0;
+}
+
+/* A link failed before or while coming up. */
+static void rl_connect_failed(struct rdma_link *rl, int err)
+{
+	struct rdma_lgr *rg = rl->rg;
+	struct lgr *lgr = rg ? rg->lgr : NULL;
+
+	if (lgr && lgr->state == LGR_RENDEZVOUS) {
+		/* The group never came up: no failover, its flows go TCP. */
+		lgr__handshake_failed(lgr, err == -ENODEV ? FB_DECL_NO_DEVICE : FB_PEER_UNREACHABLE);
+		return;
+	}
+	rdma__link_down(rl, err);
+}
+
+static struct lgr *rdma_find_lgr(struct smc_net *net, const uint8_t *id)
+{
+	struct list_head *pos;
+
+	list_for_each(pos, &net->lgrs) {
+		struct lgr *lgr = list_entry(pos, struct lgr, node);
+
+		if (lgr->role == LGR_ROLE_SERVER && lgr->state == LGR_RENDEZVOUS &&
+		    lgr->ops == &rdma_ops && memcmp(lgr->id, id, CLC_LGR_ID_LEN) == 0)
+			return lgr;
+	}
+	return NULL;
+}
+
+/* Server: a peer connects a link. Admission is by the id of a link group
+ * whose handshake we accepted, for a link it has not connected yet. */
+static int rdma_on_connect_request(struct rdma_dev *dev, struct rdma_cm_id *id,
+				   const void *data, size_t len, uint32_t peer_qpn)
+{
+	struct smc_net *net = dev->net;
+	struct rdma_conn_param cp;
+	uint8_t mine[RDMA_PD_LEN];
+	struct rdma_link *rl;
+	struct rdma_lgr *rg;
+	struct rdma_pd pd;
+	struct lgr *lgr;
+	int err;
+
+	if (rdma_pd_decode(data, len, &pd)) {
+		counter_inc(&net->stats->bad_messages);
+		return -EPROTO;
+	}
+	lgr = rdma_find_lgr(net, pd.lgr_id);
+	if (!lgr) {
+		counter_inc(&net->stats->proposals_refused);
+		return -ENOENT;
+	}
+	rg = lgr->tp;
+	if (pd.link >= lgr->n_links || rg->links[pd.link] || rg_set_peer(rg, &pd)) {
+		counter_inc(&net->stats->bad_messages);
+		return -EPROTO;
+	}
+	rl = rl_new(dev, rg, pd.link);
+	if (!rl)
+		return -ENOMEM;
+	rl->id = id;
+	rl->peer_qpn = peer_qpn;
+	id->context = rl;
+	err = rl_create_qp(rl);
+	if (!err) {
+		rl_fill_pd(rl, mine);
+		rl_conn_param(&cp, mine);
+		if (rdma_accept(id, &cp))
+			err = -errno;
+	}
+	if (err) {
+		/* The caller rejects and destroys the id. */
+		rl->id = NULL;
+		if (rl->qp) {
+			rdma_destroy_qp(id);
+			rl->qp = NULL;
+		}
+		rg->links[pd.link] = NULL;
+		lgr->links[pd.link].tp = NULL;
+		rl_free_now(rl);
+		lgr__handshake_failed(lgr, FB_DECL_INTERNAL);
+	}
+	return err;
+}
+
+static void rdma_on_cm_event(struct rdma_dev *dev, struct rdma_cm_event *ev)
+{
+	enum rdma_cm_event_type type = ev->event;
+	struct rdma_cm_id *id = ev->id;
+	struct rdma_link *rl = id->context;
+	uint8_t data[256];
+	size_t len = 0;
+	uint32_t qpn = ev->param.conn.qp_num;
+	struct rdma_pd pd;
+	int err;
+
+	if (ev->param.conn.private_data && ev->param.conn.private_data_len) {
+		len = ev->param.conn.private_data_len;	/* a uint8_t: fits */
+		memcpy(data, ev->param.conn.private_data, len);
+	}
+	/* Acked first: destroying an id waits for its events' acks. */
+	rdma_ack_cm_event(ev);
+
+	if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		if (rdma_on_connect_request(dev, id, data, len, qpn)) {
+			rdma_reject(id, NULL, 0);
+			rdma_destroy_id(id);
+		}
+		return;
+	}
+	if (!rl || (void *)rl == (void *)dev || rl->state == RL_DRAINING)
+		return;	/* the listener's, or a link already being torn down */
+	switch (type) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		if (rdma_resolve_route(id, RDMA_RESOLVE_MS))
+			rl_connect_failed(rl, -errno);
+		return;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED: {
+		struct rdma_conn_param cp;
+		uint8_t mine[RDMA_PD_LEN];
+
+		err = rl_create_qp(rl);
+		if (!err) {
+			rl_fill_pd(rl, mine);
+			rl_conn_param(&cp, mine);
+			if (rdma_connect(id, &cp))
+				err = -errno;
+		}
+		if (err)
+			rl_connect_failed(rl, err);
+		return;
+	}
+	case RDMA_CM_EVENT_ESTABLISHED:
+		if (rl->state == RL_UP)
+			return;		/* a message said so already */
+		if (rl->rg->lgr->role == LGR_ROLE_CLIENT &&
+		    (rdma_pd_decode(data, len, &pd) || pd.link != rl->lnk->idx ||
+		     rg_set_peer(rl->rg, &pd))) {
+			counter_inc(&dev->net->stats->bad_messages);
+			rl_connect_failed(rl, -EPROTO);
+			return;
+		}
+		rl_established(rl, qpn);
+		return;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_REJECTED:
+		rl_connect_failed(rl, -ECONNREFUSED);
+		return;
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		if (rl->state == RL_UP)
+			rl_peer_disconnected(rl);
+		else
+			rl_connect_failed(rl, -ECONNRESET);
+		return;
+	default:
+		return;
+	}
+}
+
+/*
+ * The peer disconnected rl. What it sent before is complete in our CQ,
+ * and its side counts it delivered (a FIN, a CLOSED: a side that released
+ * its flow never sends them again); rdma_cm's event can come before the
+ * CQ's, and a draining link drops what it receives. So the CQ is polled
+ * first, while the link still takes its messages, and only then is the
+ * link taken down. rl is held across the poll: a completion there may
+ * fail the whole group, and the markers that then go in could complete
+ * in the same poll and free it.
+ */
+static void rl_peer_disconnected(struct rdma_link *rl)
+{
+	rl->held = true;
+	if (rl->cq)
+		cq_poll(rl->cq, true);
+	rl->held = false;
+	if (rl->state == RL_UP) {
+		rdma__link_down(rl, -ECONNRESET);
+		return;
+	}
+	/* Went down during the poll: free it if that waited for us. */
+	if (!rl->qp || (!rl->markers_left && !rl->markers_lost))
+		rdma__link_free(rl);
+}
+
+void rdma__on_cm(struct epset_entry *e, uint32_t events)
+{
+	struct rdma_dev *dev = (struct rdma_dev *)((char *)e - offsetof(struct rdma_dev, ech_ev));
+	struct rdma_cm_event *ev;
+
+	while (rdma_get_cm_event(dev->ech, &ev) == 0)
+		rdma_on_cm_event(dev, ev);
+}
