@@ -158,10 +158,18 @@ static void worker_on_lgr_event(struct proxy *p, enum lgr_event ev,
 		if (lgr->role == LGR_ROLE_SERVER &&
 		    !log_ratelimit_ok(&w->pool->rl_setup, uv_now(p->loop)))
 			break;
-		log_warn("%slink group %s %s failed: %s; its flows were reset",
-			 worker_tag(w, t, sizeof(t)),
-			 lgr->role == LGR_ROLE_CLIENT ? "to" : "from", peer,
-			 worker_link_err(p, err, e, sizeof(e)));
+		/* Our own stop closes every group (ESHUTDOWN): expected
+		 * then, not a warning. */
+		if (err == -ESHUTDOWN)
+			log_info("%slink group %s %s closed: %s",
+				 worker_tag(w, t, sizeof(t)),
+				 lgr->role == LGR_ROLE_CLIENT ? "to" : "from", peer,
+				 worker_link_err(p, err, e, sizeof(e)));
+		else
+			log_warn("%slink group %s %s failed: %s; its flows were reset",
+				 worker_tag(w, t, sizeof(t)),
+				 lgr->role == LGR_ROLE_CLIENT ? "to" : "from", peer,
+				 worker_link_err(p, err, e, sizeof(e)));
 		break;
 	case LGR_EV_LINK_FAILOVER:
 		log_warn("%sa link of link group %s %s failed: %s; its flows moved to another link",
