@@ -126,7 +126,13 @@ fuzz:
 	  build-fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build-fuzz/ \
 	    build-fuzz/corpus-$$n tests/fuzz/corpus/$$n; done
 
-tools: $(TOOL_BIN)
+# The bench's LD_PRELOAD shim that puts unmodified TCP programs on the
+# kernel's AF_SMC, to measure kernel SMC-R beside smcproxy.
+$(B)/bench/smc_preload.so: tests/bench/smc_preload.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -shared $(LDFLAGS) -o $@ $< -ldl
+
+tools: $(TOOL_BIN) $(B)/bench/smc_preload.so
 units: $(UNIT_BIN)
 
 deps:
