@@ -61,6 +61,7 @@ declare -A RT_PID=([A]= [B]=)
 
 RT_PIDS=()
 RT_RULES=()		# iptables rules to delete at exit, as -D arguments
+RT_UNDO=()		# commands to run at exit (eval'd), e.g. an address added
 SERVER_PID=
 
 rt_log() { tc_log "$@"; }
@@ -102,6 +103,9 @@ rt_cleanup() {
 	wait 2>/dev/null
 	for p in "${RT_RULES[@]}"; do
 		eval "iptables -D $p" 2>/dev/null
+	done
+	for p in "${RT_UNDO[@]}"; do
+		eval "$p" 2>/dev/null
 	done
 	if [ -n "${RT_DIR:-}" ] && [ -d "$RT_DIR" ]; then
 		if [ "${RT_KEEP:-0}" = 1 ] && [ -n "${RT_LOGDIR:-}" ]; then
