@@ -551,6 +551,15 @@ static void my_pd_dir(const struct grp *g, unsigned link, enum rdma_pd_dir dir,
 	rdma_pd_encode(&pd, out);
 }
 
+/* p tagged with g's secret as a request, encoded: the cases that test a
+ * field must pass the tag check to reach it. */
+static void seal_pd(const struct grp *g, struct rdma_pd *p, uint8_t out[RDMA_PD_LEN])
+{
+	if (rdma_pd_tag(g->secret, RDMA_PD_REQ, p, p->tag))
+		memset(p->tag, 0, sizeof(p->tag));
+	rdma_pd_encode(p, out);
+}
+
 static void my_pd(const struct grp *g, unsigned link, uint8_t out[RDMA_PD_LEN])
 {
 	my_pd_dir(g, link, RDMA_PD_REQ, out);
@@ -652,7 +661,7 @@ static int grp_up(struct grp *g, bool attacks, bool settle)
 		cm_case(g, "pd-link-range", bad, sizeof(bad));
 		p = (struct rdma_pd){ .link = 0, .addr = (uintptr_t)g->region, .size = 4096 };
 		memcpy(p.lgr_id, g->acc.lgr_id, CLC_LGR_ID_LEN);
-		rdma_pd_encode(&p, bad);
+		seal_pd(g, &p, bad);
 		cm_case(g, "pd-small-region", bad, sizeof(bad));
 	}
 	my_pd(g, 0, pd);
@@ -662,16 +671,16 @@ static int grp_up(struct grp *g, bool attacks, bool settle)
 		return 0;
 	}
 	if (attacks) {
+		struct rdma_pd p = { .link = 1, .addr = (uintptr_t)g->region + 4096, .size = REGION_SIZE };
+
 		/* The daemon's reply proves the secret too: it is the daemon
 		 * of our handshake that answered. */
 		printf("reply-tag: %s\n", g->links[0].have_peer &&
 		       rdma_pd_tag_ok(g->secret, RDMA_PD_REP, &g->links[0].peer) ? "ok" : "WRONG");
-		struct rdma_pd p = { .link = 1, .addr = (uintptr_t)g->region + 4096, .size = REGION_SIZE };
-
 		cm_case(g, "pd-duplicate", pd, sizeof(pd));
 		if (g->n_links > 1) {
 			memcpy(p.lgr_id, g->acc.lgr_id, CLC_LGR_ID_LEN);
-			rdma_pd_encode(&p, bad);
+			seal_pd(g, &p, bad);
 			cm_case(g, "pd-other-region", bad, sizeof(bad));
 		}
 	}
