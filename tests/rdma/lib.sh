@@ -191,6 +191,7 @@ rt_config() {
 		[transport]='"rdma"'
 		[mark]="$MARK"
 		[workers]=1
+		[user]='""'
 		[links]='{"per_peer": 2}'
 		[buffers]='{"ring": "256KiB", "pool": "64MiB"}'
 		[stats]="{\"socket\": \"$RT_DIR/$d.sock\", \"mode\": \"0660\"}"
@@ -202,7 +203,7 @@ rt_config() {
 		[fallback]='{"connect_timeout": "10s"}'
 		[log]='{"level": "info"}'
 	)
-	local order=(listen control peers transport mark workers links buffers stats shm fallback log)
+	local order=(listen control peers transport mark workers user links buffers stats shm fallback log)
 	mkdir -p "$RT_DIR/$d-shm"
 	tc_write_config "$RT_DIR/$d.json" cfg order "$@"
 }
