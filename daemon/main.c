@@ -16,7 +16,6 @@
 #include "log.h"
 #include "privdrop.h"
 #include "smcd.h"
-#include "worker.h"
 
 /* Exit statuses (smcproxyd(8)). */
 #define EXIT_CONFIG	2	/* the configuration is invalid */
@@ -83,26 +82,22 @@ static char *dir_of(const char *path)
 }
 
 /*
- * Started as root with a "user": the daemon is set up (listeners, control
- * port, rendezvous and stats sockets, devices); hand the sockets it made
- * to the user and become it (privdrop.c). Before the worker threads
- * start: they inherit the credentials.
+ * Started as root with a "user": what only root may do is done (the
+ * limits, SO_MARK checked, the directories for our sockets made for the
+ * user); become it (privdrop.c) before anything else is set up, since the
+ * kernel refuses rdma_cm and uverbs calls on a file opened under other
+ * credentials (ib_safe_file_access(): EACCES), and before the worker
+ * threads start, which inherit the credentials. What is left, the
+ * listeners (CAP_NET_BIND_SERVICE), the sockets, the devices and the
+ * secret, is set up as the user, as under the systemd unit.
  */
-static int drop_root(const struct privdrop *pd, struct smcd *d)
+static int drop_root(const struct privdrop *pd)
 {
 	char errbuf[512];
 	int err;
 
 	if (!pd->needed)
 		return 0;
-	err = privdrop_chown(pd, d->ctl.path);
-	if (!err)
-		err = worker_pool_chown(&d->workers, pd->uid, pd->gid);
-	if (err) {
-		log_err("cannot hand our sockets to user \"%s\": %s; exiting", pd->user,
-			strerror(-err));
-		return err;
-	}
 	err = privdrop_apply(pd, errbuf, sizeof(errbuf));
 	if (err) {
 		log_err("%s; exiting", errbuf);
@@ -309,10 +304,10 @@ int main(int argc, char **argv)
 	dir = dir_of(cfg->stats.socket);
 	privdrop_mkdir(&pd, dir, 0755);
 	free(dir);
-	err = smcd_init(&d, cfg, path, ready_fd);
-	free(abs_path);
+	err = drop_root(&pd);
 	if (!err)
-		err = drop_root(&pd, &d);
+		err = smcd_init(&d, cfg, path, ready_fd);
+	free(abs_path);
 	if (err) {
 		if (ready_fd >= 0)
 			(void)!write(ready_fd, (char[]){ EXIT_STARTUP }, 1);

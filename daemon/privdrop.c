@@ -5,13 +5,14 @@
  * dropped is a few system calls, not worth a dependency.
  *
  * Why these three (as systemd/smcproxyd.service grants them): SO_MARK on
- * every outbound socket needs CAP_NET_ADMIN; listeners a reload cannot
- * add are bound already, but CAP_NET_BIND_SERVICE keeps the daemon equal
- * to the unit; CAP_IPC_LOCK lifts RLIMIT_MEMLOCK for the rings that are
- * registered (pinned) as flows come. Everything else that needs root (the
- * listeners, the control port, the rendezvous and stats sockets, the RDMA
- * devices, raising RLIMIT_NOFILE and RLIMIT_MEMLOCK, the auth.psk_file
- * secret) is done before the drop.
+ * every outbound socket needs CAP_NET_ADMIN; the listeners, bound after
+ * the drop, may use ports below 1024 (CAP_NET_BIND_SERVICE); CAP_IPC_LOCK
+ * lifts RLIMIT_MEMLOCK for the rings that are registered (pinned) as
+ * flows come. What needs root itself (raising RLIMIT_NOFILE and
+ * RLIMIT_MEMLOCK, making the socket directories) is done before the drop;
+ * the rest is set up after it, as the unit sets it up: the RDMA devices
+ * must be, because the kernel refuses rdma_cm and uverbs calls on a file
+ * opened under other credentials.
  */
 #include <errno.h>
 #include <grp.h>
@@ -85,13 +86,6 @@ void privdrop_mkdir(const struct privdrop *pd, const char *dir, mode_t mode)
 	 * (or /run itself) would hand the user more than its sockets. */
 	if (mkdir(dir, mode) == 0 && chown(dir, pd->uid, pd->gid) < 0)
 		rmdir(dir);
-}
-
-int privdrop_chown(const struct privdrop *pd, const char *path)
-{
-	if (!pd->needed || !path || !*path)
-		return 0;
-	return chown(path, pd->uid, pd->gid) < 0 ? -errno : 0;
 }
 
 /* Every capability but ours out of the bounding set, while we still have

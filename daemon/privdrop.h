@@ -37,13 +37,12 @@ int privdrop_prepare(struct privdrop *pd, const char *user, bool soft, char *err
 		     size_t errlen);
 /*
  * Still root: creates dir (its parent must exist) with mode, owned by
- * the user, when it does not exist, so that the daemon can still create
- * and remove its sockets there once it dropped root. A directory that
- * exists is left as the operator made it.
+ * the user, when it does not exist, so that the daemon can create and
+ * remove its sockets there once it dropped root (what systemd's
+ * RuntimeDirectory= does for the unit). A directory that exists is left
+ * as the operator made it.
  */
 void privdrop_mkdir(const struct privdrop *pd, const char *dir, mode_t mode);
-/* Still root: hands path (a socket we made) to the user. 0 or -errno. */
-int privdrop_chown(const struct privdrop *pd, const char *path);
 /*
  * Becomes the user and its groups for good, keeping CAP_NET_ADMIN
  * (SO_MARK), CAP_NET_BIND_SERVICE and CAP_IPC_LOCK (pinned RDMA memory)

@@ -30,7 +30,6 @@
 #include "flow.h"
 #include "log.h"
 #include "smc/lgr-t.h"
-#include "smc/net.h"
 #include "smc/transport.h"
 #include "worker.h"
 
@@ -658,19 +657,6 @@ out_close_workers_from:
 	pool->workers = NULL;
 	pool->n = 0;
 	return err;
-}
-
-int worker_pool_chown(struct worker_pool *pool, uid_t uid, gid_t gid)
-{
-	unsigned i;
-	int err;
-
-	for (i = 0; i < pool->n; i++) {
-		err = smc_net_chown(&pool->workers[i].proxy.smc, uid, gid);
-		if (err)
-			return err;
-	}
-	return 0;
 }
 
 int worker_pool_start(struct worker_pool *pool, uint64_t heartbeat_ms)

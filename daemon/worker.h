@@ -19,7 +19,6 @@
 #define SMCPROXY_WORKER_H
 
 #include <stddef.h>
-#include <sys/types.h>
 
 #include "proxy.h"
 #include "worker-t.h"
@@ -56,9 +55,6 @@ int worker_pool_start(struct worker_pool *pool, uint64_t heartbeat_ms);
  * for them to have done it. Returns how many had not.
  */
 unsigned worker_pool_command(struct worker_pool *pool, unsigned cmd, unsigned timeout_ms);
-/* Before the threads start: every worker's rendezvous sockets to
- * uid:gid (smc_net_chown()). 0 or the first -errno. */
-int worker_pool_chown(struct worker_pool *pool, uid_t uid, gid_t gid);
 
 /*
  * Makes cfg the workers' configuration and waits up to timeout_ms for

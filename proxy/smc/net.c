@@ -290,22 +290,6 @@ void smc_net_poll_control(struct smc_net *net, bool on)
 	lgr_poll_control(net, on);
 }
 
-int smc_net_chown(struct smc_net *net, uid_t uid, gid_t gid)
-{
-	const struct smc_transport_ops *t;
-	unsigned i;
-	int err;
-
-	smc_transport_foreach(t, i) {
-		if (!t->chown || !net->tp[smc_transport_slot(t)])
-			continue;
-		err = t->chown(net, uid, gid);
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
 void smc_net_unlisten(struct smc_net *net)
 {
 	lgr_unlisten(net);

@@ -8,8 +8,6 @@
 #ifndef SMCPROXY_NET_H
 #define SMCPROXY_NET_H
 
-#include <sys/types.h>
-
 #include "net-t.h"
 
 struct link;
@@ -22,9 +20,6 @@ struct link;
 int smc_net_init(struct smc_net *net, char *errbuf, size_t errlen);
 /* Starts or stops taking connections on the control port. */
 void smc_net_poll_control(struct smc_net *net, bool on);
-/* Gives the files the transports made (rendezvous sockets) to uid:gid,
- * before the daemon drops root: 0, or the first -errno. */
-int smc_net_chown(struct smc_net *net, uid_t uid, gid_t gid);
 /* Closes the control port and the rendezvous: no new link groups. */
 void smc_net_unlisten(struct smc_net *net);
 /* Applies the live keys of a reloaded config. */

@@ -26,7 +26,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/types.h>
 
 #include "cdc-t.h"
 #include "clc-t.h"
@@ -102,13 +101,6 @@ struct smc_transport_ops {
 	 * UNIX socket). May be NULL. -errno with errbuf filled. */
 	int (*listen)(struct smc_net *net, char *errbuf, size_t errlen);
 	void (*unlisten)(struct smc_net *net);
-	/*
-	 * Hands what listen() made in the file system (shm's socket) to
-	 * uid:gid, before a daemon started as root drops to that user, so
-	 * that it can still remove it at exit and peers of that user may
-	 * connect. 0 or -errno. May be NULL.
-	 */
-	int (*chown)(struct smc_net *net, uid_t uid, gid_t gid);
 	/*
 	 * The event loop is about to block (may be NULL); once per worker,
 	 * for all the transport's groups. A transport whose peers skip the

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guards issue 11, finding 7 (started outside systemd the daemon kept root): two daemons started as root with "user": "nobody" run, in every thread, as nobody:nogroup with exactly CAP_NET_ADMIN, CAP_NET_BIND_SERVICE and CAP_IPC_LOCK (effective, permitted, bounding; none inheritable or ambient; no_new_privs), flows still cross over shm (the rendezvous sockets were handed to nobody) and over the relay (SO_MARK still works), SIGHUP reload still applies a live change, the stats socket keeps answering, and a user that does not exist stops the daemon at start with a clear error.
+# Guards issue 11, finding 7 (started outside systemd the daemon kept root): two daemons started as root with "user": "nobody" run, in every thread, as nobody:nogroup with exactly CAP_NET_ADMIN, CAP_NET_BIND_SERVICE and CAP_IPC_LOCK (effective, permitted, bounding; none inheritable or ambient; no_new_privs), flows still cross over shm (the rendezvous sockets made as nobody) and over the relay (SO_MARK still works), SIGHUP reload still applies a live change, the stats socket keeps answering, and a user that does not exist stops the daemon at start with a clear error.
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
 
@@ -9,6 +9,9 @@ NB_GID=$(id -g "$USER_NAME")
 # CAP_NET_BIND_SERVICE (10), CAP_NET_ADMIN (12), CAP_IPC_LOCK (14).
 CAPS=0000000000005400
 
+# The daemons make their sockets as nobody, in the test's directory (as
+# shm.dir and the stats socket's directory must be writable by the user).
+chmod 1777 "$IT_DIR"
 it_setup_shm user="\"$USER_NAME\""
 
 # check_creds WHO PID: every thread of PID as nobody with the three caps.
@@ -49,7 +52,7 @@ grep -q "running as user $USER_NAME (uid $NB_UID, gid $NB_GID) with CAP_NET_ADMI
 	"$IT_DIR/daemon.log" || it_fail "the daemon did not log whom it runs as"
 [ "$(stat -c %u "$SOCK")" = "$NB_UID" ] || it_fail "the stats socket is not $USER_NAME's"
 
-# shm: the rendezvous sockets were made as root, used as nobody.
+# shm: the rendezvous sockets, made and used as nobody.
 it_run_ok shm "flows over shm as $USER_NAME" --flows 20 --max-size 256KiB --seed 71 --timeout 30
 read -r shm tcp < <(it_stat flows.closed.shm flows.closed.tcp | tr '\n' ' ')
 [ "$shm" -eq 20 ] && [ "$tcp" -eq 0 ] || it_fail "closed.shm $shm closed.tcp $tcp, expected 20 over shm"

@@ -423,7 +423,6 @@ static int shm_init(struct smc_net *net, char *errbuf, size_t errlen);
 static void shm_close(struct smc_net *net);
 static int shm_listen(struct smc_net *net, char *errbuf, size_t errlen);
 static void shm_unlisten(struct smc_net *net);
-static int shm_chown(struct smc_net *net, uid_t uid, gid_t gid);
 static int shm_addr_encode(struct smc_net *net, bool accept, uint8_t *out, size_t len);
 static int shm_addr_usable(const uint8_t *v, size_t len);
 static bool shm_can_serve(struct smc_net *net, const struct clc_proposal *pr);
@@ -442,7 +441,6 @@ const struct smc_transport_ops shm_ops = {
 	.close = shm_close,
 	.listen = shm_listen,
 	.unlisten = shm_unlisten,
-	.chown = shm_chown,
 	.before_sleep = shm_before_sleep,
 	.poll = shm_poll,
 	.addr_encode = shm_addr_encode,
@@ -1122,19 +1120,6 @@ static void shm_unlisten(struct smc_net *net)
 	sw->fd = -1;
 	if (shm_sock_path(net, sw, path, sizeof(path)) > 0)
 		unlink(path);
-}
-
-/* The rendezvous socket to the user the daemon will run as: its mode
- * (0660) then lets that user's and group's daemons connect, and it can
- * remove the socket at exit (shm_peer_cred_ok() judges by our new ids). */
-static int shm_chown(struct smc_net *net, uid_t uid, gid_t gid)
-{
-	struct shm_worker *sw = shm_worker_of(net);
-	char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
-
-	if (!sw || sw->fd < 0 || shm_sock_path(net, sw, path, sizeof(path)) <= 0)
-		return 0;
-	return chown(path, uid, gid) < 0 ? -errno : 0;
 }
 
 /* Nothing but the rendezvous socket's state: a client needs none. */
