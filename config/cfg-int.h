@@ -110,6 +110,7 @@ enum cfg__kind {
 	CFG__CONTROL,		/* cfg->control, cfg->has_control */
 	CFG__PEERS,		/* cfg->peers, cfg->n_peers */
 	CFG__ADDR,		/* struct cfg_addr; with CFG__F_EMPTY_OK, "" is len 0 */
+	CFG__USER,		/* char *, a user name, or "" */
 };
 
 /* Flags of a key. */

@@ -452,6 +452,37 @@ static void set_path(struct load *ld, const struct cfg__key *k, const json_t *v,
 		ld->nomem = true;
 }
 
+/*
+ * A user name as useradd(8) takes it by default: letters, digits, ".",
+ * "_" and "-", not starting with "-", at most k->max bytes; or "". Whether
+ * it exists is the daemon's to find out at start (the config may be
+ * checked on another host).
+ */
+static void set_user(struct load *ld, const struct cfg__key *k, const json_t *v,
+		     struct cfg *cfg, char **out)
+{
+	char sv[SHOWN_MAX + 4];
+	const char *s, *p;
+
+	if (!get_string(ld, v, "a string (a user name, or \"\")", &s))
+		return;
+	for (p = s; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' ||
+		      (*p == '-' && p != s)))
+			break;
+	if (*p || strlen(s) > k->max) {
+		verr(ld, false, "\"%s\" is not a user name (up to %llu of A-Z a-z 0-9 . _ -, "
+		     "not starting with -), nor \"\"", shown(s, sv), (unsigned long long)k->max);
+		return;
+	}
+	free(*out);
+	*out = strdup(s);
+	if (!*out)
+		ld->nomem = true;
+	cfg->user_default = ld->in_default;
+}
+
 static void set_mode(struct load *ld, const json_t *v, mode_t *out)
 {
 	char sv[SHOWN_MAX + 4];
@@ -844,6 +875,9 @@ static void set_value(struct load *ld, const struct cfg__key *k, json_t *v, stru
 	case CFG__ADDR:
 		set_addr(ld, k, v, (struct cfg_addr *)field(cfg, k));
 		return;
+	case CFG__USER:
+		set_user(ld, k, v, cfg, (char **)field(cfg, k));
+		return;
 	}
 }
 
@@ -1135,6 +1169,7 @@ void cfg_free(struct cfg *cfg)
 	free(cfg->shm.dir);
 	free(cfg->stats.socket);
 	free(cfg->auth.psk_file);
+	free(cfg->user);
 	free(cfg);
 }
 

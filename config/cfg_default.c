@@ -2,9 +2,11 @@
 /*
  * The embedded default configuration: what the daemon runs without -c and
  * what --print-default-config prints. Every key is spelled out so that the
- * printout documents the whole schema; the values must equal the per-key
- * defaults of cfg_schema.c (test_cfg checks that "{}" loads to the same
- * struct cfg as this text).
+ * printout documents the whole schema, but "user": its default
+ * ("smcproxy") is a soft one that only warns when that user does not
+ * exist, which a key spelled out would not (smcproxyd.json(5)). The values
+ * must equal the per-key defaults of cfg_schema.c (test_cfg checks that
+ * "{}" loads to the same struct cfg as this text).
  */
 #include "cfg.h"
 

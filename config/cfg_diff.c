@@ -95,6 +95,7 @@ static bool same(const struct cfg__key *k, const struct cfg *a, const struct cfg
 	case CFG__BOOL:
 		return *(const bool *)fld(a, k) == *(const bool *)fld(b, k);
 	case CFG__PATH:
+	case CFG__USER:
 		return str_equal(*(char *const *)fld(a, k), *(char *const *)fld(b, k));
 	case CFG__MODE:
 		return *(const mode_t *)fld(a, k) == *(const mode_t *)fld(b, k);

@@ -156,6 +156,8 @@ const struct cfg__key cfg__schema[] = {
 	{ "transport", CFG__TRANSPORT, false, 0, F(transport), 0, 0, "\"auto\"", NULL },
 	{ "mark", CFG__U32, false, 0, F(mark), 1, 0xffffffffULL, "5459267", NULL },
 	{ "workers", CFG__UINT, false, 0, F(workers), 0, 256, "0", NULL },
+	/* Restart: the daemon drops root once, at start. */
+	{ "user", CFG__USER, false, 0, F(user), 0, 32, "\"smcproxy\"", NULL },
 	{ "links", CFG__SECTION, false, 0, 0, 0, 0, NULL, links_keys },
 	{ "buffers", CFG__SECTION, false, 0, 0, 0, 0, NULL, buffers_keys },
 	{ "autocork", CFG__SECTION, false, 0, 0, 0, 0, NULL, autocork_keys },

@@ -14,6 +14,7 @@
 
 #include "cfg.h"
 #include "log.h"
+#include "privdrop.h"
 #include "smcd.h"
 
 /* Exit statuses (smcproxyd(8)). */
@@ -38,16 +39,73 @@ static void usage(FILE *f)
 		"  -h, --help               this text\n");
 }
 
-/* File descriptors are the first thing a busy relay runs out of (each TCP
- * flow holds two sockets and two pipes): take all the kernel allows. */
-static void raise_nofile(void)
+/* What the systemd unit's LimitNOFILE= gives. */
+#define NOFILE_AS_ROOT	1048576
+
+/*
+ * File descriptors are the first thing a busy relay runs out of (each TCP
+ * flow holds two sockets and two pipes): take all the hard limit allows,
+ * and as root (before dropping it) raise the hard limit first to what the
+ * unit gives. Registered RDMA memory is pinned: as root, lift
+ * RLIMIT_MEMLOCK as the unit's LimitMEMLOCK=infinity does (CAP_IPC_LOCK,
+ * which the daemon keeps, lifts it too).
+ */
+static void raise_limits(void)
 {
 	struct rlimit rl;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		if (geteuid() == 0 && rl.rlim_max < NOFILE_AS_ROOT) {
+			struct rlimit up = { NOFILE_AS_ROOT, NOFILE_AS_ROOT };
+
+			/* Above fs.nr_open the kernel refuses: keep what we had. */
+			if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+				rl = up;
+		}
+		if (rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
 	}
+	if (geteuid() == 0) {
+		rl.rlim_cur = rl.rlim_max = RLIM_INFINITY;
+		setrlimit(RLIMIT_MEMLOCK, &rl);
+	}
+}
+
+/* A copy of path's directory part ("" for none); the caller frees it. */
+static char *dir_of(const char *path)
+{
+	const char *slash = path ? strrchr(path, '/') : NULL;
+
+	return slash && slash != path ? strndup(path, (size_t)(slash - path)) : strdup("");
+}
+
+/*
+ * Started as root with a "user": what only root may do is done (the
+ * limits, SO_MARK checked, the directories for our sockets made for the
+ * user); become it (privdrop.c) before anything else is set up, since the
+ * kernel refuses rdma_cm and uverbs calls on a file opened under other
+ * credentials (ib_safe_file_access(): EACCES), and before the worker
+ * threads start, which inherit the credentials. What is left, the
+ * listeners (CAP_NET_BIND_SERVICE), the sockets, the devices and the
+ * secret, is set up as the user, as under the systemd unit.
+ */
+static int drop_root(const struct privdrop *pd)
+{
+	char errbuf[512];
+	int err;
+
+	if (!pd->needed)
+		return 0;
+	err = privdrop_apply(pd, errbuf, sizeof(errbuf));
+	if (err) {
+		log_err("%s; exiting", errbuf);
+		return err;
+	}
+	log_info("running as user %s (uid %u, gid %u) with " PRIVDROP_CAPS_TEXT " only",
+		 pd->user, (unsigned)pd->uid, (unsigned)pd->gid);
+	return 0;
 }
 
 /* Without SO_MARK our outbound connections would be redirected to us
@@ -144,6 +202,8 @@ int main(int argc, char **argv)
 	const char *path = NULL;
 	bool check = false, foreground = false;
 	struct cfg_errors errs = { 0 };
+	struct privdrop pd;
+	char errbuf[512], *dir;
 	struct cfg *cfg;
 	struct smcd d;
 	int ready_fd = -1, opt, err;
@@ -209,7 +269,19 @@ int main(int argc, char **argv)
 	/* A peer that vanished must cost us an EPIPE, not our life: splice()
 	 * into a socket has no MSG_NOSIGNAL, and neither has libuv's write. */
 	signal(SIGPIPE, SIG_IGN);
-	raise_nofile();
+	/* Before anything is set up: a user that does not exist is a
+	 * mistake to say now, not after the daemon listened as root. */
+	err = privdrop_prepare(&pd, cfg->user, cfg->user_default, errbuf, sizeof(errbuf));
+	if (err) {
+		log_err("%s; exiting", errbuf);
+		cfg_free(cfg);
+		return EXIT_STARTUP;
+	}
+	if (errbuf[0])
+		log_warn("%s", errbuf);
+	else if (geteuid() == 0 && !pd.needed)
+		log_notice("running as root with every capability (\"user\" is \"\")");
+	raise_limits();
 	err = check_mark(cfg->mark);
 	if (err) {
 		log_err("cannot set SO_MARK %u on outbound sockets: %s (needs CAP_NET_ADMIN); exiting",
@@ -226,7 +298,15 @@ int main(int argc, char **argv)
 			return EXIT_STARTUP;
 		}
 	}
-	err = smcd_init(&d, cfg, path, ready_fd);
+	/* The directories the daemon's sockets go in, made now (as root)
+	 * for the user it will run as. */
+	privdrop_mkdir(&pd, cfg->shm.dir, 0755);
+	dir = dir_of(cfg->stats.socket);
+	privdrop_mkdir(&pd, dir, 0755);
+	free(dir);
+	err = drop_root(&pd);
+	if (!err)
+		err = smcd_init(&d, cfg, path, ready_fd);
 	free(abs_path);
 	if (err) {
 		if (ready_fd >= 0)

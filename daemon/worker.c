@@ -187,7 +187,7 @@ static void worker_on_peer_refused(struct proxy *p, const struct sockaddr *peer,
 {
 	struct worker *w = p->data;
 	char a[ADDR_STRLEN], t[24];
-	const char *what = "?";
+	const char *what = "?", *where = "the control port", *then = "declined";
 
 	if (!log_ratelimit_ok(&w->pool->rl_peers, uv_now(p->loop)))
 		return;
@@ -204,9 +204,27 @@ static void worker_on_peer_refused(struct proxy *p, const struct sockaddr *peer,
 	case SMC_REFUSE_GROUPS:
 		what = "too many link groups (from it, or in all)";
 		break;
+	case SMC_REFUSE_RV_GROUP:
+		what = "it names no link group waiting for its links";
+		break;
+	case SMC_REFUSE_RV_ADDR:
+		what = "its link group's handshake came from another address";
+		break;
+	case SMC_REFUSE_RV_AUTH:
+		what = "it did not prove its link group's secret";
+		break;
 	}
-	log_notice("%srefused peer %s on the control port: %s; declined",
-		   worker_tag(w, t, sizeof(t)), addr_format(peer, a, sizeof(a)), what);
+	if (why >= SMC_REFUSE_RV_GROUP) {
+		where = "a link's rendezvous";
+		then = why == SMC_REFUSE_RV_GROUP ? "rejected" :
+		       "rejected; the link group waits for its real peer";
+	}
+	if (peer->sa_family == AF_UNSPEC)
+		snprintf(a, sizeof(a), "(unknown address)");
+	else
+		addr_format(peer, a, sizeof(a));
+	log_notice("%srefused peer %s on %s: %s; %s", worker_tag(w, t, sizeof(t)), a, where,
+		   what, then);
 }
 
 /* Tells the main thread once: no longer accepting, and no flow left. */

@@ -48,6 +48,19 @@ bool addr_equal(const struct sockaddr *a, const struct sockaddr *b)
 	return false;
 }
 
+bool addr_same_host(const struct sockaddr *a, const struct sockaddr *b)
+{
+	if (a->sa_family != b->sa_family)
+		return false;
+	if (a->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)(const void *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)(const void *)b)->sin_addr.s_addr;
+	if (a->sa_family == AF_INET6)
+		return !memcmp(&((const struct sockaddr_in6 *)(const void *)a)->sin6_addr,
+			       &((const struct sockaddr_in6 *)(const void *)b)->sin6_addr, 16);
+	return false;
+}
+
 bool addr_is_any(const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET)

@@ -15,6 +15,9 @@
 char *addr_format(const struct sockaddr *sa, char *buf, size_t len);
 /* Same family, address and port. */
 bool addr_equal(const struct sockaddr *a, const struct sockaddr *b);
+/* Same family and address, whatever the ports: the same host (unmap
+ * v4-mapped addresses first, addr_unmap_v4()). */
+bool addr_same_host(const struct sockaddr *a, const struct sockaddr *b);
 bool addr_is_any(const struct sockaddr *sa);
 /* 127.0.0.0/8, ::1, or ::ffff:127.0.0.0/104. */
 bool addr_is_loopback(const struct sockaddr *sa);

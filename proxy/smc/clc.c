@@ -454,10 +454,17 @@ int clc_link_secret(const uint8_t *psk, size_t psk_len, const struct clc_proposa
 		    const struct clc_accept *a, uint8_t secret[CLC_SECRET_LEN])
 {
 	static const char label[] = "smcproxy link v2";
+	/* Without a PSK, a key everyone knows: the secret then only binds
+	 * a rendezvous to this handshake's nonces (clc.h). */
+	static const char open_key[] = "smcproxy link v2 without psk";
 	uint8_t msg[sizeof(label) - 1 + 2 * CLC_NONCE_LEN + CLC_LGR_ID_LEN];
 	uint8_t *q = msg;
 
 	_Static_assert(CLC_SECRET_LEN == CLC_MAC_LEN, "the secret is an HMAC-SHA256");
+	if (!psk_len) {
+		psk = (const uint8_t *)open_key;
+		psk_len = sizeof(open_key) - 1;
+	}
 	q = put_bytes(q, label, sizeof(label) - 1);
 	q = put_bytes(q, p->nonce, CLC_NONCE_LEN);
 	q = put_bytes(q, a->nonce, CLC_NONCE_LEN);

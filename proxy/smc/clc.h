@@ -67,6 +67,11 @@ int clc_mac_confirm(const uint8_t *psk, size_t psk_len, const struct clc_endpoin
  * handshake; the transports' rendezvous messages prove it
  * (clc_secret_tag()), so that knowing a group id is not enough to join
  * the group. It never crosses the wire.
+ *
+ * With psk_len 0 (no auth.psk_file) the key is the public string
+ * "smcproxy link v2 without psk": whoever saw both nonces and the group
+ * id (they cross in clear) can derive it, so a tag over it proves only
+ * that the sender saw this very handshake, not who it is.
  */
 int clc_link_secret(const uint8_t *psk, size_t psk_len, const struct clc_proposal *p,
 		    const struct clc_accept *a, uint8_t secret[CLC_SECRET_LEN]);

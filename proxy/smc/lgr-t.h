@@ -71,8 +71,10 @@ struct lgr {
 	uint8_t peer_host_id[CLC_HOST_ID_LEN];
 	const struct smc_transport_ops *ops;
 	void *tp;			/* the transport's */
-	/* With auth.psk_file: the group's secret (clc_link_secret()), which
-	 * the transport's rendezvous messages prove. */
+	/* The group's secret (clc_link_secret()), derived after a good
+	 * handshake, which the transport's rendezvous messages prove. Keyed
+	 * by auth.psk_file when has_secret; else from the nonces alone (rdma
+	 * still requires its tag, shm sends zeros: smcproxy-protocol(7)). */
 	bool has_secret;
 	uint8_t secret[CLC_SECRET_LEN];
 	struct lgr_hs hs;

@@ -96,21 +96,6 @@ static void lgr_unlink(struct lgr *lgr)
 	net->n_lgrs_role[lgr->role]--;
 }
 
-/* Whether a and b (unmapped, as lgr->peer) are the same host: the address
- * without the port. */
-static bool lgr_same_host(const struct sockaddr *a, const struct sockaddr *b)
-{
-	if (a->sa_family != b->sa_family)
-		return false;
-	if (a->sa_family == AF_INET)
-		return ((const struct sockaddr_in *)(const void *)a)->sin_addr.s_addr ==
-		       ((const struct sockaddr_in *)(const void *)b)->sin_addr.s_addr;
-	if (a->sa_family == AF_INET6)
-		return !memcmp(&((const struct sockaddr_in6 *)(const void *)a)->sin6_addr,
-			       &((const struct sockaddr_in6 *)(const void *)b)->sin6_addr, 16);
-	return false;
-}
-
 void lgr__count_inbound(const struct smc_net *net, const struct sockaddr *host,
 			struct lgr_inbound *n)
 {
@@ -123,7 +108,7 @@ void lgr__count_inbound(const struct smc_net *net, const struct sockaddr *host,
 
 		if (lgr->role != LGR_ROLE_SERVER || lgr->state == LGR_DOWN)
 			continue;
-		same = lgr_same_host((const struct sockaddr *)&lgr->peer, host);
+		same = addr_same_host((const struct sockaddr *)&lgr->peer, host);
 		if (lgr->state == LGR_HANDSHAKE) {
 			n->handshakes++;
 			n->handshakes_host += same;

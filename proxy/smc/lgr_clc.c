@@ -271,12 +271,16 @@ static void hs_client_on_accept(struct lgr *lgr, const struct clc_accept *a)
 			hs_decline(lgr, CLC_DECL_POLICY);
 			return;
 		}
-		if (clc_mac_confirm(net->psk, net->psk_len, &lgr->hs.ep, pr, a, m.confirm.mac) ||
-		    clc_link_secret(net->psk, net->psk_len, pr, a, lgr->secret)) {
+		if (clc_mac_confirm(net->psk, net->psk_len, &lgr->hs.ep, pr, a, m.confirm.mac)) {
 			hs_decline(lgr, CLC_DECL_INTERNAL);
 			return;
 		}
 		lgr->has_secret = true;
+	}
+	/* Without a PSK too: it still ties the rendezvous to these nonces. */
+	if (clc_link_secret(net->psk, net->psk_len, pr, a, lgr->secret)) {
+		hs_decline(lgr, CLC_DECL_INTERNAL);
+		return;
 	}
 	lgr->hs.acc = *a;
 	memcpy(lgr->id, a->lgr_id, CLC_LGR_ID_LEN);
@@ -433,14 +437,11 @@ static void hs_server_on_confirm(struct lgr *lgr, const struct clc_confirm *cf)
 		hs_decline(lgr, clc_decline_of_errno(err));
 		return;
 	}
-	if (net->psk_len) {
-		if (clc_link_secret(net->psk, net->psk_len, &lgr->hs.prop, &lgr->hs.acc,
-				    lgr->secret)) {
-			hs_decline(lgr, CLC_DECL_INTERNAL);
-			return;
-		}
-		lgr->has_secret = true;
+	if (clc_link_secret(net->psk, net->psk_len, &lgr->hs.prop, &lgr->hs.acc, lgr->secret)) {
+		hs_decline(lgr, CLC_DECL_INTERNAL);
+		return;
 	}
+	lgr->has_secret = net->psk_len != 0;
 	if (hs_send(lgr, &m)) {
 		hs_fail(lgr, FB_DECL_INTERNAL);
 		return;

@@ -38,13 +38,17 @@ enum lgr_event {
 	LGR_EV_LINK_FAILOVER,	/* a link failed, its flows moved to another */
 };
 
-/* Why a peer's control connection or handshake was refused, for the
- * daemon's log (each is counted in proxy_stats too). */
+/* Why a peer's control connection, handshake or transport rendezvous was
+ * refused, for the daemon's log (each is counted in proxy_stats too). */
 enum smc_refusal {
 	SMC_REFUSE_PREFIX,	/* from outside the peer prefixes */
 	SMC_REFUSE_AUTH,	/* no proof, or a wrong one, of auth.psk_file */
 	SMC_REFUSE_HANDSHAKES,	/* too many handshakes in progress from it, or in all */
 	SMC_REFUSE_GROUPS,	/* too many inbound link groups from it, or in all */
+	/* A transport's rendezvous (a link's connection request): */
+	SMC_REFUSE_RV_GROUP,	/* names no link group waiting for its links */
+	SMC_REFUSE_RV_ADDR,	/* from another address than the group's handshake */
+	SMC_REFUSE_RV_AUTH,	/* without the tag of the group's secret */
 };
 
 /*

@@ -41,6 +41,7 @@ struct proxy_stats {
 	counter_t handshakes_refused;	/* over the limits of handshakes in progress */
 	counter_t handshakes_evicted;	/* silent handshakes closed to make room */
 	counter_t groups_refused;	/* over the limits of inbound link groups */
+	counter_t rendezvous_refused;	/* links naming no waiting group, or from another address */
 	counter_t dest_refused;		/* flow opens aimed at loopback or another host */
 	counter_t ports_refused;	/* ... of them, to a port the peer's allow list lacks */
 	counter_t bad_messages;		/* malformed handshake or link messages */

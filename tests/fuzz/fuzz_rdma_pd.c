@@ -7,12 +7,17 @@
  * Beyond "does not crash or read past the end", the target checks that:
  *
  *  - they return only 0 or -EPROTO, and refuse NULL data at any length;
- *  - the private data is accepted exactly when it has at least 36 bytes,
- *    the magic "SR" and version 1; the TLV exactly when it has at least 20
+ *  - the private data is accepted exactly when it has at least 52 bytes,
+ *    the magic "SR" and version 2; the TLV exactly when it has at least 20
  *    bytes, version 1 and a port other than 0 (what follows is ignored:
  *    rdma_cm pads private data to the CM message's size);
- *  - the encoding of an accepted input is its first 36 (20) bytes, as
- *    every byte there is a field, and decodes to the very same struct.
+ *  - the encoding of an accepted input is its first 52 (20) bytes, as
+ *    every byte there is a field, and decodes to the very same struct;
+ *  - the tag check (rdma_pd_tag_ok(), what a listener runs on every
+ *    decoded request) passes for an accepted input only when its tag is
+ *    the one rdma_pd_tag() makes under FUZZ_SECRET for that direction,
+ *    and once the right tag is put in, it passes for that direction and
+ *    not for the other.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -28,6 +33,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* The largest private data rdma_cm hands over (a REP on IB and RoCE). */
 #define PD_INPUT_MAX	196
 
+/* The group secret the tags are checked under: bytes 0x40..0x5f, as in
+ * test_rdma_pd.c, so that its valid samples (v_pd_tag_*) verify here. */
+static const uint8_t FUZZ_SECRET[CLC_SECRET_LEN] = {
+	0x40, 0x41, 0x42, 0x43, 0x44, 0x45, 0x46, 0x47, 0x48, 0x49, 0x4a, 0x4b,
+	0x4c, 0x4d, 0x4e, 0x4f, 0x50, 0x51, 0x52, 0x53, 0x54, 0x55, 0x56, 0x57,
+	0x58, 0x59, 0x5a, 0x5b, 0x5c, 0x5d, 0x5e, 0x5f,
+};
+
+static void check_tag(const struct rdma_pd *in)
+{
+	uint8_t req[RDMA_PD_TAG_LEN], rep[RDMA_PD_TAG_LEN];
+	struct rdma_pd pd = *in;
+
+	if (rdma_pd_tag(FUZZ_SECRET, RDMA_PD_REQ, &pd, req) ||
+	    rdma_pd_tag(FUZZ_SECRET, RDMA_PD_REP, &pd, rep))
+		abort();
+	if (rdma_pd_tag_ok(FUZZ_SECRET, RDMA_PD_REQ, &pd) != !memcmp(pd.tag, req, sizeof(req)) ||
+	    rdma_pd_tag_ok(FUZZ_SECRET, RDMA_PD_REP, &pd) != !memcmp(pd.tag, rep, sizeof(rep)))
+		abort();
+	memcpy(pd.tag, req, sizeof(req));
+	if (!rdma_pd_tag_ok(FUZZ_SECRET, RDMA_PD_REQ, &pd) ||
+	    rdma_pd_tag_ok(FUZZ_SECRET, RDMA_PD_REP, &pd))
+		abort();
+}
+
 static void check_pd(const uint8_t *buf, size_t len)
 {
 	uint8_t out[RDMA_PD_LEN];
@@ -36,7 +66,7 @@ static void check_pd(const uint8_t *buf, size_t len)
 	int rc;
 
 	rc = rdma_pd_decode(buf, len, &pd);
-	valid = len >= RDMA_PD_LEN && buf[0] == 'S' && buf[1] == 'R' && buf[2] == 1;
+	valid = len >= RDMA_PD_LEN && buf[0] == 'S' && buf[1] == 'R' && buf[2] == 2;
 	if (rc != (valid ? 0 : -EPROTO))
 		abort();
 	if (!valid)
@@ -46,8 +76,10 @@ static void check_pd(const uint8_t *buf, size_t len)
 		abort();
 	if (rdma_pd_decode(out, RDMA_PD_LEN, &back) != 0 || back.link != pd.link ||
 	    memcmp(back.lgr_id, pd.lgr_id, CLC_LGR_ID_LEN) != 0 || back.addr != pd.addr ||
-	    back.rkey != pd.rkey || back.size != pd.size)
+	    back.rkey != pd.rkey || back.size != pd.size ||
+	    memcmp(back.tag, pd.tag, RDMA_PD_TAG_LEN) != 0)
 		abort();
+	check_tag(&pd);
 }
 
 static void check_tlv(const uint8_t *buf, size_t len)

@@ -187,12 +187,14 @@ it_config() {
 		[transport]='"tcp"'
 		[mark]="$MARK"
 		[workers]=2
+		# The tests run as root and stay so (t_privdrop drops to nobody).
+		[user]='""'
 		[stats]="{\"socket\": \"$SOCK\", \"mode\": \"0660\"}"
 		[shm]="{\"dir\": \"$IT_DIR\"}"
 		[fallback]='{"connect_timeout": "2s"}'
 		[log]='{"level": "info"}'
 	)
-	local order=(listen control transport mark workers stats shm fallback log)
+	local order=(listen control transport mark workers user stats shm fallback log)
 	tc_write_config "$IT_CFG" cfg order "$@"
 }
 

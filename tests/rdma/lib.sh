@@ -61,6 +61,7 @@ declare -A RT_PID=([A]= [B]=)
 
 RT_PIDS=()
 RT_RULES=()		# iptables rules to delete at exit, as -D arguments
+RT_UNDO=()		# commands to run at exit (eval'd), e.g. an address added
 SERVER_PID=
 
 rt_log() { tc_log "$@"; }
@@ -102,6 +103,9 @@ rt_cleanup() {
 	wait 2>/dev/null
 	for p in "${RT_RULES[@]}"; do
 		eval "iptables -D $p" 2>/dev/null
+	done
+	for p in "${RT_UNDO[@]}"; do
+		eval "$p" 2>/dev/null
 	done
 	if [ -n "${RT_DIR:-}" ] && [ -d "$RT_DIR" ]; then
 		if [ "${RT_KEEP:-0}" = 1 ] && [ -n "${RT_LOGDIR:-}" ]; then
@@ -187,6 +191,7 @@ rt_config() {
 		[transport]='"rdma"'
 		[mark]="$MARK"
 		[workers]=1
+		[user]='""'
 		[links]='{"per_peer": 2}'
 		[buffers]='{"ring": "256KiB", "pool": "64MiB"}'
 		[stats]="{\"socket\": \"$RT_DIR/$d.sock\", \"mode\": \"0660\"}"
@@ -198,7 +203,7 @@ rt_config() {
 		[fallback]='{"connect_timeout": "10s"}'
 		[log]='{"level": "info"}'
 	)
-	local order=(listen control peers transport mark workers links buffers stats shm fallback log)
+	local order=(listen control peers transport mark workers user links buffers stats shm fallback log)
 	mkdir -p "$RT_DIR/$d-shm"
 	tc_write_config "$RT_DIR/$d.json" cfg order "$@"
 }

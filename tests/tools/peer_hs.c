@@ -247,8 +247,8 @@ int peer_hs_run(const struct peer_hs_opts *o, struct peer_hs *hs)
 			 o->psk_file);
 
 	m = (struct clc_msg){ .hdr.type = CLC_CONFIRM };
-	if (psk_len && (clc_mac_confirm(psk, psk_len, &ep, &hs->prop, &hs->acc, m.confirm.mac) ||
-			clc_link_secret(psk, psk_len, &hs->prop, &hs->acc, hs->secret))) {
+	if ((psk_len && clc_mac_confirm(psk, psk_len, &ep, &hs->prop, &hs->acc, m.confirm.mac)) ||
+	    clc_link_secret(psk, psk_len, &hs->prop, &hs->acc, hs->secret)) {
 		close(fd);
 		return -EIO;
 	}

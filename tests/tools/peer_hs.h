@@ -49,8 +49,9 @@ struct peer_hs_opts {
 struct peer_hs {
 	struct clc_proposal prop;	/* what was proposed */
 	struct clc_accept acc;		/* what the daemon accepted */
-	/* With psk_file: the link group's secret (clc_link_secret()), which
-	 * the transport's rendezvous must prove. */
+	/* The link group's secret (clc_link_secret()), which the
+	 * transport's rendezvous must prove: keyed by psk_file when
+	 * has_secret, else derived from the nonces alone. */
 	bool has_secret;
 	uint8_t secret[CLC_SECRET_LEN];
 	/* How the daemon refused, when peer_hs_run() returns 0:

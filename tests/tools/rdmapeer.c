@@ -7,7 +7,7 @@
  * rdma_cm and verbs what a well-behaved peer never would.
  *
  *   rdmapeer --connect ADDR:PORT [--mark N] [--timeout MS] [--links N]
- *            [--open DEST:PORT] [--verbose] [FILE...]
+ *            [--open DEST:PORT] [--other-source ADDR] [--verbose] [FILE...]
  *
  * ADDR:PORT is the daemon's control port. In order:
  *
@@ -20,14 +20,24 @@
  *      pd-empty          no private data (rdma_cm pads it with zeros)
  *      pd-garbage        random bytes
  *      pd-bad-magic      a valid layout with another magic
- *      pd-bad-version    version 2
+ *      pd-bad-version    version 3
+ *      pd-v1             version 1's layout: 36 bytes without a tag
  *      pd-unknown-lgr    a valid layout naming a group that does not exist
+ *      pd-no-tag         this group's link 0, the tag all zeros: what
+ *                        whoever saw the group id in clear could send
+ *      pd-bad-tag        the same with the right tag, one bit off
+ *      pd-reflected-tag  the same with the tag of the daemon's reply
+ *      pd-other-address  the same with the right tag, from ADDR of
+ *                        --other-source (not the handshake's address)
  *      pd-link-range     this group, a link index past its links
  *      pd-small-region   this group, a region smaller than any ring
- *    then link 0 for real, and with it up:
+ *    then link 0 for real ("reply-tag: ok" when the daemon's reply proves
+ *    the group's secret, "reply-tag: WRONG" when not), and with it up:
  *      pd-duplicate      this group's link 0 again
  *      pd-other-region   link 1 naming another region than link 0 did
- *    then the remaining links for real: "established".
+ *    then the remaining links for real: "established". Every tag is made
+ *    with the group's secret (clc_link_secret(): without a PSK, from the
+ *    nonces and group id alone, as the daemon does).
  *
  * 2. Per FILE (a fuzz_link_msg corpus sample) on a live group: the file's
  *    bytes as 64-byte SENDs on link 0 (the last one zero-padded; an empty
@@ -76,6 +86,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -116,6 +127,8 @@ struct opts {
 	bool have_connect;
 	struct cfg_addr open;
 	bool have_open;
+	struct cfg_addr other_src;	/* --other-source: port unused */
+	bool have_other_src;
 	unsigned links;
 	uint32_t mark;
 	int timeout_ms;
@@ -141,10 +154,11 @@ static bool rdma_accept_ok(const struct clc_accept *acc)
 }
 
 /*
- * Proposal (rdma only), accept, confirm, ready. 1 with the accept in *acc;
- * 0 after printing how the daemon refused; -errno for a local error.
+ * Proposal (rdma only), accept, confirm, ready. 1 with the accept in *acc
+ * and the group's secret in secret; 0 after printing how the daemon
+ * refused; -errno for a local error.
  */
-static int hs_run(struct clc_accept *acc)
+static int hs_run(struct clc_accept *acc, uint8_t secret[CLC_SECRET_LEN])
 {
 	/* We never listen: the proposer connects every link. */
 	struct rdma_tlv ra = { .version = 1, .cm_port = 1 };
@@ -167,8 +181,10 @@ static int hs_run(struct clc_accept *acc)
 	rc = peer_hs_run(&ho, &hs);
 	if (rc == 0)
 		printf("%s\n", hs.outcome);
-	else if (rc == 1)
+	else if (rc == 1) {
 		*acc = hs.acc;
+		memcpy(secret, hs.secret, CLC_SECRET_LEN);
+	}
 	return rc;
 }
 
@@ -199,6 +215,7 @@ struct lk {
 
 struct grp {
 	struct clc_accept acc;
+	uint8_t secret[CLC_SECRET_LEN];	/* the group's (clc_link_secret()) */
 	struct sockaddr_storage cm_addr;
 	struct rdma_event_channel *ech;
 	struct ibv_context *ctx;
@@ -491,9 +508,10 @@ static bool lk_settled(struct grp *g, struct probe *pr)
 	return true;
 }
 
-/* Connects g->links[i] with the private data pd (len bytes): its state
- * says how it went. */
-static void lk_connect(struct grp *g, unsigned i, const uint8_t *pd, size_t len)
+/* Connects g->links[i] with the private data pd (len bytes), from src
+ * (NULL: wherever the route says): its state says how it went. */
+static void lk_connect_from(struct grp *g, unsigned i, const uint8_t *pd, size_t len,
+			    const struct sockaddr *src)
 {
 	struct lk *l = &g->links[i];
 
@@ -502,7 +520,8 @@ static void lk_connect(struct grp *g, unsigned i, const uint8_t *pd, size_t len)
 	memcpy(l->pd, pd, len);
 	l->pd_len = len;
 	if (rdma_create_id(g->ech, &l->id, l, RDMA_PS_TCP) ||
-	    rdma_resolve_addr(l->id, NULL, (struct sockaddr *)&g->cm_addr, 2000)) {
+	    rdma_resolve_addr(l->id, (struct sockaddr *)src, (struct sockaddr *)&g->cm_addr,
+			      2000)) {
 		peer_say("link %u: rdma_cm: %s", i, strerror(errno));
 		l->state = LK_UNREACHABLE;
 		return;
@@ -510,7 +529,15 @@ static void lk_connect(struct grp *g, unsigned i, const uint8_t *pd, size_t len)
 	grp_pump(g, NULL, lk_settled, peer_now_ms() + o.timeout_ms);
 }
 
-static void my_pd(const struct grp *g, unsigned link, uint8_t out[RDMA_PD_LEN])
+static void lk_connect(struct grp *g, unsigned i, const uint8_t *pd, size_t len)
+{
+	lk_connect_from(g, i, pd, len, NULL);
+}
+
+/* A request's private data for link, tagged with g's secret as the
+ * daemon does (rdma_cm.c); dir RDMA_PD_REP makes the wrong label. */
+static void my_pd_dir(const struct grp *g, unsigned link, enum rdma_pd_dir dir,
+		      uint8_t out[RDMA_PD_LEN])
 {
 	struct rdma_pd pd = {
 		.link = (uint8_t)link,
@@ -519,19 +546,42 @@ static void my_pd(const struct grp *g, unsigned link, uint8_t out[RDMA_PD_LEN])
 	};
 
 	memcpy(pd.lgr_id, g->acc.lgr_id, CLC_LGR_ID_LEN);
+	if (rdma_pd_tag(g->secret, dir, &pd, pd.tag))
+		memset(pd.tag, 0, sizeof(pd.tag));	/* the case says wrong */
 	rdma_pd_encode(&pd, out);
 }
 
-/* One bad connection request on a scratch link (the last index). */
-static void cm_case(struct grp *g, const char *name, const uint8_t *pd, size_t len)
+/* p tagged with g's secret as a request, encoded: the cases that test a
+ * field must pass the tag check to reach it. */
+static void seal_pd(const struct grp *g, struct rdma_pd *p, uint8_t out[RDMA_PD_LEN])
+{
+	if (rdma_pd_tag(g->secret, RDMA_PD_REQ, p, p->tag))
+		memset(p->tag, 0, sizeof(p->tag));
+	rdma_pd_encode(p, out);
+}
+
+static void my_pd(const struct grp *g, unsigned link, uint8_t out[RDMA_PD_LEN])
+{
+	my_pd_dir(g, link, RDMA_PD_REQ, out);
+}
+
+/* One bad connection request on a scratch link (the last index), from
+ * src (NULL: the route's). */
+static void cm_case_from(struct grp *g, const char *name, const uint8_t *pd, size_t len,
+			 const struct sockaddr *src)
 {
 	struct lk *l = &g->links[LINKS_MAX - 1];
 
-	lk_connect(g, LINKS_MAX - 1, pd, len);
+	lk_connect_from(g, LINKS_MAX - 1, pd, len, src);
 	printf("%s: %s\n", name, l->state == LK_REJECTED ? "rejected" :
 	       l->state == LK_UP ? "ACCEPTED" : l->state == LK_CONNECTING ? "timeout" :
 	       "unreachable");
 	lk_close(l);
+}
+
+static void cm_case(struct grp *g, const char *name, const uint8_t *pd, size_t len)
+{
+	cm_case_from(g, name, pd, len, NULL);
 }
 
 /*
@@ -552,7 +602,7 @@ static int grp_up(struct grp *g, bool attacks, bool settle)
 	if (!g->region)
 		return -1;
 	memset(g->region, 0, REGION_SIZE);
-	err = hs_run(&g->acc);
+	err = hs_run(&g->acc, g->secret);
 	if (err <= 0)
 		return err < 0 ? -1 : 0;
 	g->n_links = g->acc.links;
@@ -584,16 +634,34 @@ static int grp_up(struct grp *g, bool attacks, bool settle)
 		my_pd(g, 0, bad);
 		bad[2] = RDMA_PD_VERSION + 1;
 		cm_case(g, "pd-bad-version", bad, sizeof(bad));
+		my_pd(g, 0, bad);
+		bad[2] = 1;
+		cm_case(g, "pd-v1", bad, RDMA_PD_TAG_OFF);
 		p = (struct rdma_pd){ .link = 0, .addr = (uintptr_t)g->region, .size = REGION_SIZE };
 		if (getrandom(p.lgr_id, sizeof(p.lgr_id), 0) != sizeof(p.lgr_id))
 			return -1;
 		rdma_pd_encode(&p, bad);
 		cm_case(g, "pd-unknown-lgr", bad, sizeof(bad));
+		/* Issue 11, finding 5: the group id crosses in clear, so it
+		 * must not be enough to connect a link of the group. */
+		my_pd(g, 0, bad);
+		memset(bad + RDMA_PD_TAG_OFF, 0, RDMA_PD_TAG_LEN);
+		cm_case(g, "pd-no-tag", bad, sizeof(bad));
+		my_pd(g, 0, bad);
+		bad[RDMA_PD_LEN - 1] ^= 1;
+		cm_case(g, "pd-bad-tag", bad, sizeof(bad));
+		my_pd_dir(g, 0, RDMA_PD_REP, bad);
+		cm_case(g, "pd-reflected-tag", bad, sizeof(bad));
+		if (o.have_other_src) {
+			my_pd(g, 0, bad);
+			cm_case_from(g, "pd-other-address", bad, sizeof(bad),
+				     (const struct sockaddr *)&o.other_src.ss);
+		}
 		my_pd(g, g->n_links, bad);
 		cm_case(g, "pd-link-range", bad, sizeof(bad));
 		p = (struct rdma_pd){ .link = 0, .addr = (uintptr_t)g->region, .size = 4096 };
 		memcpy(p.lgr_id, g->acc.lgr_id, CLC_LGR_ID_LEN);
-		rdma_pd_encode(&p, bad);
+		seal_pd(g, &p, bad);
 		cm_case(g, "pd-small-region", bad, sizeof(bad));
 	}
 	my_pd(g, 0, pd);
@@ -605,10 +673,14 @@ static int grp_up(struct grp *g, bool attacks, bool settle)
 	if (attacks) {
 		struct rdma_pd p = { .link = 1, .addr = (uintptr_t)g->region + 4096, .size = REGION_SIZE };
 
+		/* The daemon's reply proves the secret too: it is the daemon
+		 * of our handshake that answered. */
+		printf("reply-tag: %s\n", g->links[0].have_peer &&
+		       rdma_pd_tag_ok(g->secret, RDMA_PD_REP, &g->links[0].peer) ? "ok" : "WRONG");
 		cm_case(g, "pd-duplicate", pd, sizeof(pd));
 		if (g->n_links > 1) {
 			memcpy(p.lgr_id, g->acc.lgr_id, CLC_LGR_ID_LEN);
-			rdma_pd_encode(&p, bad);
+			seal_pd(g, &p, bad);
 			cm_case(g, "pd-other-region", bad, sizeof(bad));
 		}
 	}
@@ -960,7 +1032,7 @@ void peer_usage(void)
 {
 	fprintf(stderr,
 		"usage: rdmapeer --connect ADDR:PORT [--mark N] [--timeout MS] [--links N]\n"
-		"                [--open DEST:PORT] [--verbose] [FILE...]\n");
+		"                [--open DEST:PORT] [--other-source ADDR] [--verbose] [FILE...]\n");
 	exit(2);
 }
 
@@ -983,6 +1055,21 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--open")) {
 			peer_parse_addr(peer_arg_value(&i, argc, argv), &o.open);
 			o.have_open = true;
+		} else if (!strcmp(a, "--other-source")) {
+			const char *v = peer_arg_value(&i, argc, argv);
+			struct sockaddr_in *sin = (struct sockaddr_in *)&o.other_src.ss;
+			struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&o.other_src.ss;
+
+			/* An address without a port: rdma_cm picks the port. */
+			if (inet_pton(AF_INET, v, &sin->sin_addr) == 1) {
+				sin->sin_family = AF_INET;
+			} else if (inet_pton(AF_INET6, v, &sin6->sin6_addr) == 1) {
+				sin6->sin6_family = AF_INET6;
+			} else {
+				peer_say("not an address: %s", v);
+				peer_usage();
+			}
+			o.have_other_src = true;
 		} else if (!strcmp(a, "--links")) {
 			o.links = (unsigned)peer_parse_num(peer_arg_value(&i, argc, argv), LINKS_MAX - 1);
 			if (!o.links)

@@ -258,7 +258,8 @@ static void test_defaults_equal_embedded(void **state)
 }
 
 /* The embedded default spells out every key of the schema, so that
- * --print-default-config documents all of them. */
+ * --print-default-config documents all of them; but "user", whose
+ * default is soft only while the key is absent (cfg_default.c). */
 static void test_default_json_complete(void **state)
 {
 	const struct cfg__key *k, *s;
@@ -267,8 +268,9 @@ static void test_default_json_complete(void **state)
 	root = json_loads(cfg_default_json(), JSON_REJECT_DUPLICATES, NULL);
 	assert_non_null(root);
 	assert_true(json_is_object(root));
+	assert_null(json_object_get(root, "user"));
 	for (k = cfg__schema; k->name; k++) {
-		if (!json_object_get(root, k->name))
+		if (!json_object_get(root, k->name) && strcmp(k->name, "user"))
 			fail_msg("default JSON lacks \"%s\"", k->name);
 		if (k->kind != CFG__SECTION)
 			continue;
@@ -455,13 +457,13 @@ static void test_unknown_keys(void **state)
 	/* an empty key is named "" (found by fuzzing: it once read past the path) */
 	expect_errors("{\"\": 1, \"links\": {\"\": 2}}",
 		      "t.json:1:2: \"\": unknown key (known here: listen, control, peers, transport, "
-		      "mark, workers, links, buffers, autocork, cq, busy_poll, shm, stats, fallback, auth, "
-		      "log, relay, shutdown, rdma, debug, metrics)\n"
+		      "mark, workers, user, links, buffers, autocork, cq, busy_poll, shm, stats, fallback, "
+		      "auth, log, relay, shutdown, rdma, debug, metrics)\n"
 		      "t.json:1:19: links.\"\": unknown key (known here: per_peer, "
 		      "max_flows_per_link, dead_after)\n");
 	/* two edits are too many for a short name */
 	expect_error_prefix("{\"zz\": 1}", "t.json:1:2: zz: unknown key (known here: listen, "
-			    "control, peers, transport, mark, workers, links, buffers, autocork, cq, ");
+			    "control, peers, transport, mark, workers, user, links, buffers, autocork, ");
 	expect_errors("{\n  \"links\": {\"per_peer\": 2, \"flows\": 3}\n}",
 		      "t.json:2:28: links.flows: unknown key (known here: per_peer, "
 		      "max_flows_per_link, dead_after)\n");
@@ -469,6 +471,40 @@ static void test_unknown_keys(void **state)
 		      "t.json:1:37: peers[0].port: unknown key (known here: prefix, control_port, allow)\n");
 	expect_error_prefix("{\"zzzzzzzzzz\": 1}",
 			    "t.json:1:2: zzzzzzzzzz: unknown key (known here: listen, control, peers,");
+}
+
+/* "user": a name useradd takes, or "" (stay as started); whether it
+ * exists is judged at start, not here. */
+static void test_user_key(void **state)
+{
+	struct cfg_errors errs = { 0 };
+	struct cfg *cfg = NULL;
+
+	assert_int_equal(cfg_load_string("{}", "t.json", &cfg, &errs), 0);
+	assert_string_equal(cfg->user, "smcproxy");
+	assert_true(cfg->user_default);
+	cfg_free(cfg);
+	assert_int_equal(cfg_load_default(&cfg, &errs), 0);
+	assert_string_equal(cfg->user, "smcproxy");
+	assert_true(cfg->user_default);
+	cfg_free(cfg);
+	assert_int_equal(cfg_load_string("{\"user\": \"smcproxy\"}", "t.json", &cfg, &errs), 0);
+	assert_false(cfg->user_default);
+	cfg_free(cfg);
+	assert_int_equal(cfg_load_string("{\"user\": \"\"}", "t.json", &cfg, &errs), 0);
+	assert_string_equal(cfg->user, "");
+	assert_false(cfg->user_default);
+	cfg_free(cfg);
+	assert_int_equal(cfg_load_string("{\"user\": \"no-such_user.1\"}", "t.json", &cfg, &errs),
+			 0);
+	assert_string_equal(cfg->user, "no-such_user.1");
+	cfg_free(cfg);
+	expect_error_prefix("{\"user\": \"-x\"}", "t.json:1:10: user: \"-x\" is not a user name");
+	expect_error_prefix("{\"user\": \"a b\"}", "t.json:1:10: user: \"a b\" is not a user name");
+	expect_error_prefix("{\"user\": \"../root\"}", "t.json:1:10: user: \"../root\" is not");
+	expect_error_prefix("{\"user\": \"abcdefghijabcdefghijabcdefghijabc\"}",
+			    "t.json:1:10: user: \"abcdefghijabcdefghijabcdefghijabc\" is not");
+	expect_error_prefix("{\"user\": 0}", "t.json:1:10: user: expected a string");
 }
 
 static void test_wrong_types(void **state)
@@ -1084,6 +1120,7 @@ int main(void)
 		cmocka_unit_test(test_duplicate_key),
 		cmocka_unit_test(test_not_an_object),
 		cmocka_unit_test(test_unknown_keys),
+		cmocka_unit_test(test_user_key),
 		cmocka_unit_test(test_wrong_types),
 		cmocka_unit_test(test_out_of_range),
 		cmocka_unit_test(test_array_limits),

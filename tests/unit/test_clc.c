@@ -722,6 +722,12 @@ static const uint8_t want_link_secret[32] = {
 	0x3d, 0x68, 0x16, 0x84, 0xe2, 0x8c, 0xc7, 0x08, 0x43, 0x21, 0xb1, 0xf6,
 	0xba, 0x29, 0x02, 0x57, 0xf9, 0x2f, 0x7c, 0xd2,
 };
+/* The same without a PSK: keyed with "smcproxy link v2 without psk". */
+static const uint8_t want_link_secret_open[32] = {
+	0xa3, 0x2f, 0x00, 0xc8, 0x9d, 0x37, 0xe2, 0x0b, 0x9a, 0xba, 0x39, 0x3b,
+	0x0a, 0x0a, 0x6e, 0xa5, 0xfc, 0xae, 0x4e, 0x3f, 0x17, 0x70, 0x2d, 0xcf,
+	0x58, 0x68, 0x07, 0x6b, 0xa7, 0xbc, 0x6f, 0x7f,
+};
 static const uint8_t want_tag[16] = {
 	0x22, 0xcf, 0x15, 0xa0, 0xd1, 0x99, 0x15, 0xbe, 0x2a, 0x7d, 0x72, 0x3d,
 	0xd2, 0x17, 0x7d, 0xea,
@@ -786,6 +792,12 @@ static void test_mac_known_answer(void **state)
 	assert_int_equal(clc_link_secret(test_psk, TEST_PSK_LEN, &p.proposal, &a.accept, secret),
 			 0);
 	assert_memory_equal(secret, want_link_secret, CLC_SECRET_LEN);
+	/* Without auth.psk_file the group still gets a secret, from the
+	 * nonces and id alone (the rdma rendezvous requires its tag). */
+	assert_int_equal(clc_link_secret(NULL, 0, &p.proposal, &a.accept, secret), 0);
+	assert_memory_equal(secret, want_link_secret_open, CLC_SECRET_LEN);
+	assert_int_equal(clc_link_secret(test_psk, TEST_PSK_LEN, &p.proposal, &a.accept, secret),
+			 0);
 	assert_int_equal(clc_secret_tag(secret, "label", msg, sizeof(msg), tag, sizeof(tag)), 0);
 	assert_memory_equal(tag, want_tag, sizeof(tag));
 	assert_true(clc_tag_equal(tag, want_tag, sizeof(tag)));

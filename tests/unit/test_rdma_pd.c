@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests of the rdma transport's wire codecs (proxy/transport/rdma/rdma_pd.c): the
- * rdma_cm private data and the RDMA_ADDR TLV, against bytes written out by
- * hand from smcproxy-protocol(7) ("RDMA TRANSPORT"), round trips, and every
- * malformed input a decoder must refuse. Neither needs a device.
+ * rdma_cm private data (with its tag of the group secret) and the RDMA_ADDR
+ * TLV, against bytes written out by hand from smcproxy-protocol(7) ("RDMA
+ * TRANSPORT"), round trips, and every malformed input a decoder must
+ * refuse. Neither needs a device.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -50,17 +51,41 @@ static int tlv_dec(const uint8_t *buf, size_t n, struct rdma_tlv *a)
 /* ------------------------------------------------------------------ */
 /* Private data. */
 
-/* The example of the tests below, and its 36 bytes written out by hand:
- * every multi-byte field big-endian, at the offsets of the man page. */
+/* The group secret of the examples below (lgr->secret). */
+static const uint8_t test_secret[CLC_SECRET_LEN] = {
+	0x40, 0x41, 0x42, 0x43, 0x44, 0x45, 0x46, 0x47, 0x48, 0x49, 0x4a, 0x4b,
+	0x4c, 0x4d, 0x4e, 0x4f, 0x50, 0x51, 0x52, 0x53, 0x54, 0x55, 0x56, 0x57,
+	0x58, 0x59, 0x5a, 0x5b, 0x5c, 0x5d, 0x5e, 0x5f,
+};
+
+/*
+ * The tags of the example's first 36 bytes under test_secret, computed
+ * outside this code (Python's hmac module: the first 16 bytes of
+ * HMAC-SHA256(secret, label || bytes 0..35)) from smcproxy-protocol(7).
+ */
+static const uint8_t want_tag_req[RDMA_PD_TAG_LEN] = {	/* "smcproxy rdma req v2" */
+	0xde, 0x95, 0xa9, 0x58, 0x49, 0xfc, 0x9b, 0x66,
+	0xd8, 0x27, 0xb5, 0x1d, 0x2f, 0x2e, 0x3b, 0xcf,
+};
+static const uint8_t want_tag_rep[RDMA_PD_TAG_LEN] = {	/* "smcproxy rdma rep v2" */
+	0xe4, 0x42, 0x12, 0x8c, 0xd1, 0xbc, 0x7f, 0x3c,
+	0x5d, 0x8a, 0x6c, 0x3e, 0xf0, 0xd7, 0x96, 0xda,
+};
+
+/* The example of the tests below, and its 52 bytes written out by hand:
+ * every multi-byte field big-endian, at the offsets of the man page; a
+ * connect request's, with its tag under test_secret. */
 static const uint8_t pd_wire[RDMA_PD_LEN] = {
 	'S', 'R',				/*  0 magic */
-	0x01,					/*  2 version */
+	0x02,					/*  2 version */
 	0x02,					/*  3 link index */
 	0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, /*  4 lgr_id */
 	0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e, 0x1f,
 	0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, /* 20 addr */
 	0xde, 0xad, 0xbe, 0xef,			/* 28 rkey */
 	0x00, 0x01, 0x00, 0x00,			/* 32 size: 64 KiB */
+	0xde, 0x95, 0xa9, 0x58, 0x49, 0xfc, 0x9b, 0x66, /* 36 tag */
+	0xd8, 0x27, 0xb5, 0x1d, 0x2f, 0x2e, 0x3b, 0xcf,
 };
 
 static void sample_pd(struct rdma_pd *pd)
@@ -74,6 +99,7 @@ static void sample_pd(struct rdma_pd *pd)
 	pd->addr = 0x0123456789abcdefull;
 	pd->rkey = 0xdeadbeef;
 	pd->size = 65536;
+	memcpy(pd->tag, want_tag_req, RDMA_PD_TAG_LEN);
 }
 
 static void assert_pd_equal(const struct rdma_pd *a, const struct rdma_pd *b)
@@ -83,6 +109,7 @@ static void assert_pd_equal(const struct rdma_pd *a, const struct rdma_pd *b)
 	assert_true(a->addr == b->addr);
 	assert_int_equal(a->rkey, b->rkey);
 	assert_int_equal(a->size, b->size);
+	assert_memory_equal(a->tag, b->tag, RDMA_PD_TAG_LEN);
 }
 
 static void test_pd_wire(void **state)
@@ -90,7 +117,8 @@ static void test_pd_wire(void **state)
 	uint8_t out[RDMA_PD_LEN + 8];
 	struct rdma_pd pd;
 
-	assert_int_equal(RDMA_PD_LEN, 36);
+	assert_int_equal(RDMA_PD_LEN, 52);
+	assert_int_equal(RDMA_PD_VERSION, 2);
 	sample_pd(&pd);
 	/* Bytes past RDMA_PD_LEN are not the encoder's. */
 	memset(out, 0xa5, sizeof(out));
@@ -126,6 +154,8 @@ static void test_pd_round_trips(void **state)
 	in[3].addr = 1ull << 63;
 	in[3].rkey = 1u << 31;
 	in[3].size = 1u << 31;
+	in[3].tag[0] = 0x80;
+	in[3].tag[RDMA_PD_TAG_LEN - 1] = 0x01;
 	for (i = 0; i < ARRAY_SIZE(in); i++) {
 		rdma_pd_encode(&in[i], buf);
 		memset(&back, 0, sizeof(back));
@@ -137,7 +167,7 @@ static void test_pd_round_trips(void **state)
 /*
  * rdma_cm hands over the private data padded with zeros to the size of the
  * CM message (56 bytes in a REQ, 196 in a REP on IB and RoCE), so a longer
- * buffer is the normal case and what follows the 36 bytes is not ours.
+ * buffer is the normal case and what follows the 52 bytes is not ours.
  */
 static void test_pd_decode_padded(void **state)
 {
@@ -172,7 +202,8 @@ static void test_pd_short(void **state)
 	uint8_t buf[196];
 	size_t len;
 
-	/* Every length short of 36, of a valid example and of one padded. */
+	/* Every length short of 52, of a valid example and of one padded:
+	 * version 1's 36 bytes, without a tag, among them. */
 	for (len = 0; len < RDMA_PD_LEN; len++)
 		assert_pd_refused(pd_wire, len);
 	memset(buf, 0, sizeof(buf));
@@ -211,6 +242,52 @@ static void test_pd_wrong_version(void **state)
 		memcpy(buf, pd_wire, sizeof(buf));
 		buf[2] = (uint8_t)v;
 		assert_pd_refused(buf, sizeof(buf));
+	}
+}
+
+/*
+ * Issue 11, finding 5: the tag proves the group's secret. Known answers
+ * for both directions; the decoded example verifies as a request under
+ * its secret, and not as a reply (a request reflected back), nor under
+ * another secret.
+ */
+static void test_pd_tag(void **state)
+{
+	uint8_t tag[RDMA_PD_TAG_LEN], other[CLC_SECRET_LEN];
+	struct rdma_pd pd;
+
+	sample_pd(&pd);
+	memset(pd.tag, 0, sizeof(pd.tag));	/* not an input of its own tag */
+	assert_int_equal(rdma_pd_tag(test_secret, RDMA_PD_REQ, &pd, tag), 0);
+	assert_memory_equal(tag, want_tag_req, RDMA_PD_TAG_LEN);
+	assert_int_equal(rdma_pd_tag(test_secret, RDMA_PD_REP, &pd, tag), 0);
+	assert_memory_equal(tag, want_tag_rep, RDMA_PD_TAG_LEN);
+
+	assert_int_equal(pd_dec(pd_wire, sizeof(pd_wire), &pd), 0);
+	assert_true(rdma_pd_tag_ok(test_secret, RDMA_PD_REQ, &pd));
+	assert_false(rdma_pd_tag_ok(test_secret, RDMA_PD_REP, &pd));
+	memcpy(other, test_secret, sizeof(other));
+	other[CLC_SECRET_LEN - 1] ^= 1;
+	assert_false(rdma_pd_tag_ok(other, RDMA_PD_REQ, &pd));
+	/* Zeros, what a peer without the secret might send. */
+	memset(pd.tag, 0, sizeof(pd.tag));
+	assert_false(rdma_pd_tag_ok(test_secret, RDMA_PD_REQ, &pd));
+}
+
+/* Every single-bit change of the 52 bytes either makes them undecodable
+ * or breaks the tag: the tag covers every field (the link index and the
+ * region included), and itself. */
+static void test_pd_tag_binding(void **state)
+{
+	uint8_t buf[RDMA_PD_LEN];
+	struct rdma_pd pd;
+	unsigned bit;
+
+	for (bit = 0; bit < RDMA_PD_LEN * 8; bit++) {
+		memcpy(buf, pd_wire, sizeof(buf));
+		buf[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		if (pd_dec(buf, sizeof(buf), &pd) == 0)
+			assert_false(rdma_pd_tag_ok(test_secret, RDMA_PD_REQ, &pd));
 	}
 }
 
@@ -384,6 +461,8 @@ int main(void)
 		cmocka_unit_test(test_pd_wrong_magic),
 		cmocka_unit_test(test_pd_wrong_version),
 		cmocka_unit_test(test_pd_null),
+		cmocka_unit_test(test_pd_tag),
+		cmocka_unit_test(test_pd_tag_binding),
 		cmocka_unit_test(test_tlv_wire),
 		cmocka_unit_test(test_tlv_decode_example),
 		cmocka_unit_test(test_tlv_round_trips),

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rdma_cm for the rdma transport: the event channel that the worker's
- * listener and all its links share, the server's admission of a link by
- * its group's id, the client's resolve/route/connect, the private data
+ * listener and all its links share, the server's admission of a link (its
+ * group's id, the handshake peer's address, the group secret's tag), the
+ * client's resolve/route/connect, the private data
  * each side sends (rdma_pd.h) and the peer's disconnect. Apart from the
  * links themselves (rdma_link.c): these handlers only move a link's state.
  */
@@ -13,6 +14,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "core/addr.h"
 #include "cq.h"
 #include "smc/lgr.h"
 #include "smc/link.h"
@@ -22,7 +24,15 @@
 
 static void rl_peer_disconnected(struct rdma_link *rl);
 
-static void rl_fill_pd(const struct rdma_link *rl, uint8_t out[RDMA_PD_LEN])
+/* Which way private data goes: the proposer (client) requests. */
+static enum rdma_pd_dir rg_dir(const struct lgr *lgr, bool sending)
+{
+	return (lgr->role == LGR_ROLE_CLIENT) == sending ? RDMA_PD_REQ : RDMA_PD_REP;
+}
+
+/* Our private data for rl, with the tag of its group's secret: 0, or
+ * -errno when the tag cannot be made. */
+static int rl_fill_pd(const struct rdma_link *rl, uint8_t out[RDMA_PD_LEN])
 {
 	const struct rdma_lgr *rg = rl->rg;
 	struct rdma_pd pd = {
@@ -31,9 +41,14 @@ static void rl_fill_pd(const struct rdma_link *rl, uint8_t out[RDMA_PD_LEN])
 		.rkey = 0,	/* reserved: each ring has its own key */
 		.size = rg->rx_size,
 	};
+	int err;
 
 	memcpy(pd.lgr_id, rg->lgr->id, CLC_LGR_ID_LEN);
+	err = rdma_pd_tag(rg->lgr->secret, rg_dir(rg->lgr, true), &pd, pd.tag);
+	if (err)
+		return err;
 	rdma_pd_encode(&pd, out);
+	return 0;
 }
 
 static void rl_conn_param(struct rdma_conn_param *cp, const uint8_t *pd)
@@ -88,8 +103,48 @@ static struct lgr *rdma_find_lgr(struct smc_net *net, const uint8_t *id)
 	return NULL;
 }
 
-/* Server: a peer connects a link. Admission is by the id of a link group
- * whose handshake we accepted, for a link it has not connected yet. */
+/* Tells the layer above that a connection request from id's source was
+ * refused, and why (it logs at a bounded rate: anyone who reaches the
+ * rdma_cm port chooses how often). */
+static void rdma_refused(struct smc_net *net, struct rdma_cm_id *id, enum smc_refusal why)
+{
+	struct sockaddr_storage ss = { .ss_family = AF_UNSPEC };
+	const struct sockaddr *src = rdma_get_peer_addr(id);
+
+	if (src && (src->sa_family == AF_INET || src->sa_family == AF_INET6))
+		memcpy(&ss, src, addr_len(src));
+	addr_unmap_v4(&ss);
+	if (net->ops->peer_refused)
+		net->ops->peer_refused(net, (const struct sockaddr *)&ss, why);
+}
+
+/*
+ * Whether id's request comes from the address lgr's handshake came from
+ * (the port aside: rdma_cm picks its own). It is the address rdma_cm
+ * reports for the request, which the requester's own rdma_cm writes: it
+ * keeps out other hosts that run a stock rdma_cm, not one that forges
+ * its CM messages (the tag does that).
+ */
+static bool rdma_from_peer(const struct lgr *lgr, struct rdma_cm_id *id)
+{
+	const struct sockaddr *src = rdma_get_peer_addr(id);
+	struct sockaddr_storage ss;
+
+	if (!src || (src->sa_family != AF_INET && src->sa_family != AF_INET6))
+		return false;
+	memcpy(&ss, src, addr_len(src));
+	addr_unmap_v4(&ss);
+	return addr_same_host((const struct sockaddr *)&ss, (const struct sockaddr *)&lgr->peer);
+}
+
+/*
+ * Server: a peer connects a link. Admission is by the id of a link group
+ * whose handshake we accepted, from the address that handshake came
+ * from, with the tag of the group's secret (which only the two sides of
+ * the handshake can make), for a link it has not connected yet. All of
+ * it is judged before anything is allocated for the link; a request
+ * that fails leaves the group waiting for its real peer.
+ */
 static int rdma_on_connect_request(struct rdma_dev *dev, struct rdma_cm_id *id,
 				   const void *data, size_t len, uint32_t peer_qpn)
 {
@@ -107,9 +162,15 @@ static int rdma_on_connect_request(struct rdma_dev *dev, struct rdma_cm_id *id,
 		return -EPROTO;
 	}
 	lgr = rdma_find_lgr(net, pd.lgr_id);
-	if (!lgr) {
-		counter_inc(&net->stats->proposals_refused);
-		return -ENOENT;
+	if (!lgr || !rdma_from_peer(lgr, id)) {
+		counter_inc(&net->stats->rendezvous_refused);
+		rdma_refused(net, id, lgr ? SMC_REFUSE_RV_ADDR : SMC_REFUSE_RV_GROUP);
+		return lgr ? -EACCES : -ENOENT;
+	}
+	if (!rdma_pd_tag_ok(lgr->secret, rg_dir(lgr, false), &pd)) {
+		counter_inc(&net->stats->auth_failures);
+		rdma_refused(net, id, SMC_REFUSE_RV_AUTH);
+		return -EACCES;
 	}
 	rg = lgr->tp;
 	if (pd.link >= lgr->n_links || rg->links[pd.link] || rg_set_peer(rg, &pd)) {
@@ -123,8 +184,9 @@ static int rdma_on_connect_request(struct rdma_dev *dev, struct rdma_cm_id *id,
 	rl->peer_qpn = peer_qpn;
 	id->context = rl;
 	err = rl_create_qp(rl);
+	if (!err)
+		err = rl_fill_pd(rl, mine);
 	if (!err) {
-		rl_fill_pd(rl, mine);
 		rl_conn_param(&cp, mine);
 		if (rdma_accept(id, &cp))
 			err = -errno;
@@ -144,6 +206,32 @@ static int rdma_on_connect_request(struct rdma_dev *dev, struct rdma_cm_id *id,
 	return err;
 }
 
+/*
+ * Client: the acceptor's reply on rl (len bytes of private data). It must
+ * name this link and prove the group's secret as our request did, so
+ * that whoever answered is the daemon we did the handshake with; only
+ * then is its region taken. 0 or -errno, counted.
+ */
+static int rl_check_reply(struct rdma_link *rl, const uint8_t *data, size_t len)
+{
+	struct proxy_stats *st = rl->dev->net->stats;
+	struct rdma_pd pd;
+
+	if (rdma_pd_decode(data, len, &pd) || pd.link != rl->lnk->idx) {
+		counter_inc(&st->bad_messages);
+		return -EPROTO;
+	}
+	if (!rdma_pd_tag_ok(rl->rg->lgr->secret, RDMA_PD_REP, &pd)) {
+		counter_inc(&st->auth_failures);
+		return -EACCES;
+	}
+	if (rg_set_peer(rl->rg, &pd)) {
+		counter_inc(&st->bad_messages);
+		return -EPROTO;
+	}
+	return 0;
+}
+
 static void rdma_on_cm_event(struct rdma_dev *dev, struct rdma_cm_event *ev)
 {
 	enum rdma_cm_event_type type = ev->event;
@@ -152,7 +240,6 @@ static void rdma_on_cm_event(struct rdma_dev *dev, struct rdma_cm_event *ev)
 	uint8_t data[256];
 	size_t len = 0;
 	uint32_t qpn = ev->param.conn.qp_num;
-	struct rdma_pd pd;
 	int err;
 
 	if (ev->param.conn.private_data && ev->param.conn.private_data_len) {
@@ -181,8 +268,9 @@ static void rdma_on_cm_event(struct rdma_dev *dev, struct rdma_cm_event *ev)
 		uint8_t mine[RDMA_PD_LEN];
 
 		err = rl_create_qp(rl);
+		if (!err)
+			err = rl_fill_pd(rl, mine);
 		if (!err) {
-			rl_fill_pd(rl, mine);
 			rl_conn_param(&cp, mine);
 			if (rdma_connect(id, &cp))
 				err = -errno;
@@ -194,12 +282,12 @@ static void rdma_on_cm_event(struct rdma_dev *dev, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_ESTABLISHED:
 		if (rl->state == RL_UP)
 			return;		/* a message said so already */
-		if (rl->rg->lgr->role == LGR_ROLE_CLIENT &&
-		    (rdma_pd_decode(data, len, &pd) || pd.link != rl->lnk->idx ||
-		     rg_set_peer(rl->rg, &pd))) {
-			counter_inc(&dev->net->stats->bad_messages);
-			rl_connect_failed(rl, -EPROTO);
-			return;
+		if (rl->rg->lgr->role == LGR_ROLE_CLIENT) {
+			err = rl_check_reply(rl, data, len);
+			if (err) {
+				rl_connect_failed(rl, err);
+				return;
+			}
 		}
 		rl_established(rl, qpn);
 		return;
