@@ -118,9 +118,15 @@ static uint32_t conn_tx_space(const struct conn *c)
 
 static int conn_init_rx(struct conn *c, struct lgr *lgr)
 {
+	struct proxy_stats *st = lgr->net->stats;
+
 	c->rmb = rmb_get(&lgr->rmbs, lgr->ring_init);
-	if (!c->rmb)
+	if (!c->rmb) {
+		counter_inc(&st->rings_refused);
+		if (lgr->rmbs.refused == RMB_SHORT_PEER)
+			counter_inc(&st->rings_refused_share);
 		return -ENOMEM;
+	}
 	c->rx_ring = lgr->region + c->rmb->offset;
 	return 0;
 }

@@ -95,6 +95,7 @@ struct lgr {
 	uint8_t *region;
 	uint32_t region_size;
 	struct rmb_pool rmbs;
+	struct rmb_peer *rmb_peer;	/* the peer's account in net->rmb_budget */
 
 	/* Conns by token index; gen[i] is the generation of index i. */
 	struct conn **conns;
