@@ -223,8 +223,19 @@ static void worker_on_ring_short(struct proxy *p, enum rmb_short why,
 	char a[ADDR_STRLEN] = "?", t[24];
 
 	if (peer) {
+		char *colon;
+
 		lgr_rmb_peer_addr(peer, &ss);
 		addr_format((const struct sockaddr *)&ss, a, sizeof(a));
+		/* The address alone: an account has no port. */
+		colon = strrchr(a, ':');
+		if (colon && colon[1] == '0' && !colon[2]) {
+			*colon = '\0';
+			if (a[0] == '[' && colon[-1] == ']') {
+				colon[-1] = '\0';
+				memmove(a, a + 1, strlen(a));
+			}
+		}
 	}
 	switch (why) {
 	case RMB_SHORT_NONE:
@@ -240,6 +251,13 @@ static void worker_on_ring_short(struct proxy *p, enum rmb_short why,
 			 "the next ones go over tcp (out_of_memory) until rings are free",
 			 worker_tag(w, t, sizeof(t)), (unsigned long long)(b->limit >> 10),
 			 (unsigned long long)(b->in_use >> 10), a);
+		break;
+	case RMB_SHORT_RESERVE:
+		log_warn("%sring budget short: peer %s holds %llu KiB, all of this worker's "
+			 "share of buffers.pool (%llu KiB) but the eighth kept for other peers; "
+			 "its new flows go over tcp (out_of_memory)",
+			 worker_tag(w, t, sizeof(t)), a, (unsigned long long)(peer->held >> 10),
+			 (unsigned long long)(b->limit >> 10));
 		break;
 	case RMB_SHORT_PEER:
 		log_warn("%sring budget short: peer %s holds %llu KiB, above its fair share "

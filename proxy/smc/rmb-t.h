@@ -54,6 +54,7 @@ struct rmb_ops {
 enum rmb_short {
 	RMB_SHORT_NONE,
 	RMB_SHORT_POOL,		/* the worker's share of buffers.pool is spent */
+	RMB_SHORT_RESERVE,	/* the one peer holds all but the eighth kept for others */
 	RMB_SHORT_PEER,		/* the peer holds its fair share and the rest is reserved */
 	RMB_SHORT_REGION,	/* the link group's region has no room (offsets) */
 	RMB_SHORT_HOST,		/* the host said no: calloc or the registration failed */

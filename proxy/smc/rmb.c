@@ -177,7 +177,7 @@ static bool rmb_admit(const struct rmb_pool *p, uint32_t size, bool grow,
 	}
 	if (!p->peer || (b->n_peers >= 2 && p->peer->held + size <= rmb_peer_share(p->peer)))
 		return true;
-	*why = b->n_peers >= 2 ? RMB_SHORT_PEER : RMB_SHORT_POOL;
+	*why = b->n_peers >= 2 ? RMB_SHORT_PEER : RMB_SHORT_RESERVE;
 	return false;
 }
 

@@ -1,23 +1,28 @@
 #!/bin/bash
-# Guards issue 10's flow counts on the default buffers: 10,000 concurrent idle flows between two daemons all go over shm (rings start at 16 KiB, a full link group makes another, one budget per daemon), with the daemons' memory per idle flow reported and bounded; then 20,000 short connections, 200 at a time, all over shm too.
-# it-timeout: 180
+# Guards issue 10's flow counts on the default buffers: 10,000 concurrent flows between two daemons all go over shm (rings start at 16 KiB, a full link group makes another, one budget per daemon), each answering twice, at the open and again after all of them idled together, with the daemons' memory per flow reported and bounded; then 20,000 short connections, 200 at a time, all over shm too.
+# it-timeout: 240
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
 it_setup_shm
 
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
-# The held flows' client ends stay idle: no byte is exchanged after the
-# connect, so the flows cost only what the daemons keep per flow.
+# The held flows answer twice: each exchanges 256 bytes each way at the
+# open, then all of them idle at once, then each sends again and gets the
+# trailer whose digests cover both rounds (flowcheck hold --exchange).
 N=10000
 # A first flow brings up a group, so the baseline has the daemons' own
 # memory (loops, workers, the first region's queues) in it.
 it_run --flows 1 --size 1KiB --timeout 20 >/dev/null || it_fail "first flow failed"
 base_c=$(rss_kib "$DAEMON_PID")
 base_p=$(rss_kib "$PEER_PID")
-ip netns exec "$NS_C" "$FLOWCHECK" hold --connect "$S4:$SPORT" --count $N --seconds 90 \
-	>"$IT_DIR/hold.out" 2>&1 &
+ip netns exec "$NS_C" "$FLOWCHECK" hold --connect "$S4:$SPORT" --count $N --seconds 120 \
+	--exchange 256 >"$IT_DIR/hold.out" 2>&1 &
 hold=$!
 IT_PIDS+=("$hold")
+it_wait_file "$IT_DIR/hold.out" '^hold: [0-9]+ answered once' 90 ||
+	it_fail "the held flows did not answer: $(cat "$IT_DIR/hold.out")"
+grep -q "^hold: $N answered once, 0 failed, 0 late" "$IT_DIR/hold.out" ||
+	it_fail "first answers: $(grep answered "$IT_DIR/hold.out")"
 it_wait_stat flows.active.shm -eq $N 60 ||
 	it_fail "$(it_stat flows.active.shm) of $N held flows on shm; fallback: $(it_ctl --json stats | tr -d '\n' | grep -o '"fallback": *{[^}]*}')"
 sleep 1
@@ -26,7 +31,7 @@ rss_p=$(rss_kib "$PEER_PID")
 per_c=$(( (rss_c - base_c) * 1024 / N ))
 per_p=$(( (rss_p - base_p) * 1024 / N ))
 read -r tcp hs < <(it_stat flows.active.tcp lgr.handshakes | tr '\n' ' ')
-echo "  $N idle flows on shm, $hs link groups; RSS per flow: client daemon $per_c B, peer daemon $per_p B"
+echo "  $N flows on shm, answered once and idle, $hs link groups; RSS per flow: client daemon $per_c B, peer daemon $per_p B"
 [ "$tcp" -eq 0 ] || it_fail "$tcp held flows on tcp"
 read -r budget inuse < <(it_stat rings.budget_bytes rings.in_use_bytes | tr '\n' ' ')
 echo "  client daemon rings: budget $((budget >> 20)) MiB, in use $((inuse >> 20)) MiB"
@@ -38,8 +43,15 @@ echo "  client daemon rings: budget $((budget >> 20)) MiB, in use $((inuse >> 20
 out=$(it_run --flows 1000 --concurrency 200 --size 1KiB --timeout 60)
 rc=$?
 [ $rc -eq 0 ] || it_fail "flows next to the held ones: $(printf '%s\n' "$out" | grep -E '^flows:')"
-kill "$hold" 2>/dev/null
-wait "$hold" 2>/dev/null
+# Still all on shm after the idle time; now each answers again.
+read -r ashm atcp < <(it_stat flows.active.shm flows.active.tcp | tr '\n' ' ')
+[ "$ashm" -eq $N ] && [ "$atcp" -eq 0 ] || it_fail "after the idle time $ashm flows on shm, $atcp on tcp"
+kill -USR1 "$hold"
+wait "$hold"
+rc=$?
+grep answered "$IT_DIR/hold.out" | sed 's/^/  /'
+[ $rc -eq 0 ] && grep -q "^hold: $N answered twice, 0 failed" "$IT_DIR/hold.out" ||
+	it_fail "second answers (status $rc): $(grep answered "$IT_DIR/hold.out" | tail -1)"
 it_wait_stat flows.active.shm -eq 0 30 || it_fail "the held flows did not end"
 
 # 20,000 short connections, never more than 200 open: rings of ended
@@ -62,4 +74,4 @@ read -r cshm ctcp < <(it_stat flows.closed.shm flows.closed.tcp | tr '\n' ' ')
 echo "  client daemon: closed.shm $cshm closed.tcp $ctcp"
 [ "$ctcp" -eq 0 ] || it_fail "$ctcp flows fell back to tcp: $(it_ctl --json stats | tr -d '\n ' | grep -o '"fallback":{[^}]*}')"
 [ "$cshm" -eq $((1 + N + 1000 + 20000)) ] || it_fail "flows.closed.shm is $cshm"
-it_pass "$N idle flows and 20000 short connections all on shm; RSS per idle flow $per_c / $per_p B"
+it_pass "$N flows answering twice around an idle time and 20000 short connections all on shm; RSS per flow $per_c / $per_p B"

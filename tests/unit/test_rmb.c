@@ -400,7 +400,7 @@ static void test_fair_share(void **state)
 	while ((ra[na] = rmb_get(&pa, 16 * KIB)))
 		na++;
 	assert_int_equal(na, 56);
-	assert_int_equal(pa.refused, RMB_SHORT_POOL);	/* no other peer yet */
+	assert_int_equal(pa.refused, RMB_SHORT_RESERVE);	/* no other peer yet */
 	assert_int_equal(sh.begins, 1);
 	assert_ptr_equal(sh.peer, peer_a);
 
