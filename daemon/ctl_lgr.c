@@ -202,6 +202,7 @@ void ctl_lgr_stats(json_t *body, const struct proxy_stats *st)
 		"ring_full_local", (json_int_t)st->ring_full_local,
 		"ring_full_remote", (json_int_t)st->ring_full_remote,
 		"rings_grown", (json_int_t)st->rings_grown,
+		"rings_shrunk", (json_int_t)st->rings_shrunk,
 		"ring_moves_refused", (json_int_t)st->ring_moves_refused));
 	/* The ring budget: summed over workers, the daemon's. */
 	rings = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",

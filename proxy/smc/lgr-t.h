@@ -105,6 +105,9 @@ struct lgr {
 	unsigned next_index;
 	struct list_head conn_list;
 	struct list_head connecting;	/* conns with a deadline */
+	/* Conns whose ring grew: lgr_sweep() offers an idle one a small ring
+	 * again. Idle flows on small rings are on no list and cost nothing. */
+	struct list_head grown;
 
 	uint64_t flows_total;
 	uint64_t bytes_tx, bytes_rx;

@@ -96,6 +96,7 @@ struct lgr *lgr__new(struct smc_net *net, enum lgr_role role, const struct socka
 	list_init(&lgr->waiting);
 	list_init(&lgr->conn_list);
 	list_init(&lgr->connecting);
+	list_init(&lgr->grown);
 	list_init(&lgr->sched_node);
 	lgr->rmb_peer = lgr_rmb_peer(net, peer);
 	if (!lgr->rmb_peer || getrandom(lgr->id, sizeof(lgr->id), 0) != sizeof(lgr->id)) {
@@ -775,6 +776,10 @@ void lgr_sweep(struct smc_net *net, uint64_t now)
 				if (lgr->state != LGR_ACTIVE)
 					break;
 			}
+			if (lgr->state != LGR_ACTIVE)
+				break;
+			list_for_each_safe(cpos, ctmp, &lgr->grown)
+				conn_maybe_shrink(list_entry(cpos, struct conn, grown_node), now);
 			break;
 		}
 		case LGR_DOWN:

@@ -155,11 +155,18 @@ static bool rmb_make_room(struct rmb_budget *b, uint32_t size)
 	return b->used <= b->limit && b->limit - b->used >= size;
 }
 
+/* What a ring is for: a flow's first, a larger one, or a smaller one. */
+enum rmb_want {
+	RMB_WANT_FLOW,
+	RMB_WANT_GROW,
+	RMB_WANT_SHRINK,
+};
+
 /*
  * Whether p's flows may have one more ring of size bytes (struct
  * rmb_budget, "Fairness"); if not, *why says which budget ran out.
  */
-static bool rmb_admit(const struct rmb_pool *p, uint32_t size, bool grow,
+static bool rmb_admit(const struct rmb_pool *p, uint32_t size, enum rmb_want how,
 		      enum rmb_short *why)
 {
 	const struct rmb_budget *b = p->budget;
@@ -169,9 +176,9 @@ static bool rmb_admit(const struct rmb_pool *p, uint32_t size, bool grow,
 		*why = RMB_SHORT_POOL;
 		return false;
 	}
-	if (b->limit - b->in_use - size >= reserve)
+	if (b->limit - b->in_use - size >= reserve || how == RMB_WANT_SHRINK)
 		return true;
-	if (grow) {
+	if (how == RMB_WANT_GROW) {
 		*why = RMB_SHORT_POOL;
 		return false;
 	}
@@ -245,7 +252,7 @@ static struct rmb *rmb_take(struct rmb_pool *p, int c, enum rmb_short *why)
 }
 
 static struct rmb *rmb_get_range(struct rmb_pool *p, uint32_t want, int lowest,
-				 bool grow, enum rmb_short *why)
+				 enum rmb_want how, enum rmb_short *why)
 {
 	struct rmb_budget *b = p->budget;
 	struct rmb *r;
@@ -257,7 +264,7 @@ static struct rmb *rmb_get_range(struct rmb_pool *p, uint32_t want, int lowest,
 	for (; c >= lowest; c--) {
 		enum rmb_short w = RMB_SHORT_NONE;
 
-		r = rmb_admit(p, RMB_MIN_SIZE << c, grow, &w) ? rmb_take(p, c, &w) : NULL;
+		r = rmb_admit(p, RMB_MIN_SIZE << c, how, &w) ? rmb_take(p, c, &w) : NULL;
 		if (!r) {
 			if (*why == RMB_SHORT_NONE)
 				*why = w;	/* the largest class's reason */
@@ -281,7 +288,7 @@ struct rmb *rmb_get(struct rmb_pool *p, uint32_t want)
 {
 	struct rmb_budget *b = p->budget;
 	enum rmb_short why;
-	struct rmb *r = rmb_get_range(p, want, 0, false, &why);
+	struct rmb *r = rmb_get_range(p, want, 0, RMB_WANT_FLOW, &why);
 
 	p->refused = why;
 	if (r || why == RMB_SHORT_NONE)
@@ -305,7 +312,17 @@ struct rmb *rmb_get_spare(struct rmb_pool *p, uint32_t want, uint32_t min)
 
 	if (lowest < 0)
 		return NULL;
-	return rmb_get_range(p, want, lowest, true, &why);
+	return rmb_get_range(p, want, lowest, RMB_WANT_GROW, &why);
+}
+
+struct rmb *rmb_get_shrink(struct rmb_pool *p, uint32_t want)
+{
+	enum rmb_short why;
+	int c = rmb_class(want);
+
+	if (c < 0)
+		return NULL;
+	return rmb_get_range(p, want, c, RMB_WANT_SHRINK, &why);
 }
 
 void rmb_put(struct rmb_pool *p, struct rmb *r)

@@ -40,6 +40,13 @@ struct rmb *rmb_get(struct rmb_pool *p, uint32_t want);
  */
 struct rmb *rmb_get_spare(struct rmb_pool *p, uint32_t want, uint32_t min);
 /*
+ * A ring of want bytes for a flow that gives a larger one back (an idle
+ * flow shrinking): only the budget's room counts, not the reserve nor the
+ * peer's share, since the flow frees more than it takes. NULL without
+ * starting a shortage.
+ */
+struct rmb *rmb_get_shrink(struct rmb_pool *p, uint32_t want);
+/*
  * A worker's share of the daemon's ring budget (buffers.pool, 0: auto, a
  * sixteenth of the host's memory, 64 MiB to 16 GiB), split evenly among
  * n_workers (0 counts as 1): each worker's flows draw on its own share,

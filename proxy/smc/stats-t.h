@@ -61,6 +61,7 @@ struct proxy_stats {
 	counter_t rings_refused;	/* flows that got no ring: out_of_memory */
 	counter_t rings_refused_share;	/* ... of them, their peer over its fair share */
 	counter_t rings_grown;		/* our ring of a flow replaced by a larger one */
+	counter_t rings_shrunk;		/* ... by a small one again, the flow idle */
 	counter_t ring_moves_refused;	/* the peer's new ring not taken (no mirror) */
 	counter_t flows_reset_link;	/* flows reset because their link group failed */
 	counter_t links_silent;		/* links down: the peer said nothing for links.dead_after */

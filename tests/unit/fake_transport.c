@@ -321,6 +321,7 @@ struct world *world_new_links(uint32_t rx_ring, uint32_t region,
 	list_init(&lgr->waiting);
 	list_init(&lgr->conn_list);
 	list_init(&lgr->connecting);
+	list_init(&lgr->grown);
 	list_add_tail(&lgr->node, &w->net.lgrs);
 	w->net.n_lgrs++;
 	w->net.n_lgrs_role[LGR_ROLE_CLIENT]++;
