@@ -133,6 +133,7 @@ struct rmb_pool {
 	uint64_t held;			/* bytes of its rings in use */
 	uint32_t n_used, n_free;	/* n_free counts cold rings too */
 	enum rmb_short refused;		/* why the last rmb_get() gave NULL */
+	bool closed;			/* rmb_pool_close() ran: a late put frees the ring */
 	const struct rmb_ops *ops;	/* may be NULL */
 	void *ops_ctx;
 };

@@ -78,7 +78,7 @@ void rmb_peer_put(struct rmb_peer *peer)
 	assert(peer->refs > 0);
 	if (--peer->refs)
 		return;
-	assert(!peer->groups && !peer->held);
+	assert(!peer->groups);
 	list_del(&peer->node);
 	free(peer);
 }
@@ -259,7 +259,7 @@ static struct rmb *rmb_get_range(struct rmb_pool *p, uint32_t want, int lowest,
 	int c = rmb_class(want);
 
 	*why = RMB_SHORT_NONE;
-	if (c < 0)
+	if (c < 0 || p->closed)
 		return NULL;
 	for (; c >= lowest; c--) {
 		enum rmb_short w = RMB_SHORT_NONE;
@@ -337,18 +337,28 @@ void rmb_put(struct rmb_pool *p, struct rmb *r)
 	/* One of p's rings: carved from it, and in use. */
 	assert(c >= 0 && p->n_used > 0 && r->offset >= p->base && r->offset < p->carved &&
 	       r->size <= p->carved - r->offset && !r->cold && p->held >= r->size);
-	r->next = p->free[c];
-	p->free[c] = r;
 	p->n_used--;
-	p->n_free++;
 	p->held -= r->size;
 	b->in_use -= r->size;
 	if (p->peer)
 		p->peer->held -= r->size;
 	gauge_add(b->g_used_rings, c, -1);
-	gauge_add(b->g_free_rings, c, 1);
 	if (b->g_in_use)
 		counter_add(b->g_in_use, 0 - (uint64_t)r->size);
+	if (p->closed) {
+		/* Its group's transport let go of the pool while a flow still
+		 * held the ring: no free list to keep it on. */
+		rmb_pin(p, -(int64_t)r->size);
+		rmb_charge(b, -(int64_t)r->size);
+		if (p->ops && p->ops->release)
+			p->ops->release(p->ops_ctx, r);
+		free(r);
+		return;
+	}
+	r->next = p->free[c];
+	p->free[c] = r;
+	p->n_free++;
+	gauge_add(b->g_free_rings, c, 1);
 	/* The shortage ends once the reserve is free again. */
 	if (b->short_why != RMB_SHORT_NONE &&
 	    b->limit - b->in_use >= b->limit >> RMB_RESERVE_SHIFT) {
@@ -364,7 +374,7 @@ void rmb_pool_close(struct rmb_pool *p)
 	struct rmb *r;
 	int c;
 
-	if (!p->budget)
+	if (!p->budget || p->closed)
 		return;		/* never initialised, or closed */
 	for (c = 0; c < RMB_CLASSES; c++) {
 		while ((r = p->free[c])) {
@@ -387,6 +397,5 @@ void rmb_pool_close(struct rmb_pool *p)
 	list_del(&p->budget_node);
 	if (p->peer && !--p->peer->groups)
 		p->budget->n_peers--;
-	p->peer = NULL;
-	p->budget = NULL;
+	p->closed = true;
 }

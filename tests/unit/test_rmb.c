@@ -351,6 +351,29 @@ static void test_drop_gauges(void **state)
 	assert_int_equal(counter_get(&free_r[1]), 0);
 }
 
+/* A ring put back after its pool closed (its group's transport let go
+ * first) is freed and uncharged, not kept on a list nobody frees; the
+ * closed pool gives no ring. */
+static void test_put_after_close(void **state)
+{
+	struct ops_log log = { 0 };
+	struct fx fx;
+	struct rmb *a;
+
+	fx_init(&fx, 1 * MIB, 1 * MIB);
+	fx.pool.ops = &log_ops;
+	fx.pool.ops_ctx = &log;
+	a = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+	rmb_pool_close(&fx.pool);
+	assert_null(rmb_get(&fx.pool, 16 * KIB));
+	rmb_put(&fx.pool, a);
+	assert_int_equal(fx.budget.used, 0);
+	assert_int_equal(fx.budget.in_use, 0);
+	assert_int_equal(log.releases, 1);
+	assert_int_equal(fx.pool.n_free, 0);
+	rmb_pool_close(&fx.pool);	/* a second close is a no-op */
+}
+
 /* What on_short was told. */
 struct shorts {
 	unsigned begins, ends;
@@ -572,6 +595,7 @@ int main(void)
 		cmocka_unit_test(test_null_below_min),
 		cmocka_unit_test(test_budget_shared),
 		cmocka_unit_test(test_drop_gauges),
+		cmocka_unit_test(test_put_after_close),
 		cmocka_unit_test(test_fair_share),
 		cmocka_unit_test(test_grow_keeps_reserve),
 		cmocka_unit_test(test_close_returns_budget),
