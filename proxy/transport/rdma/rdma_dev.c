@@ -163,7 +163,9 @@ int rdma__init(struct smc_net *net, char *errbuf, size_t errlen)
 		return -ENOMEM;
 	dev->net = net;
 	dev->relaxed_ok = true;
-	rmb_budget_init(&dev->tx_budget, cfg->buffers.pool);
+	/* The mirrors get what the rings get: this worker's share of
+	 * buffers.pool (0 is auto, resolved there), not the raw setting. */
+	rmb_budget_init(&dev->tx_budget, net->rmb_budget.limit);
 	dev->tx_budget.g_pinned = &net->stats->ring_bytes_pinned;
 	list_init(&dev->zombies);
 	dev->ctx = rdma_pick_device(&dev->port);
