@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <stdio.h>
 #include <string.h>
 
 #include "core/addr.h"
@@ -7,6 +8,7 @@
 #include "ctl_link.h"
 #include "flow.h"
 #include "smc/lgr.h"
+#include "smc/rmb.h"
 #include "proxy.h"
 
 static const char *lgr_transport_name(const struct lgr *lgr)
@@ -99,6 +101,28 @@ json_t *ctl_links_json(struct proxy *p)
 	return arr;
 }
 
+/*
+ * A group's ring bytes, and its peer's account in this worker's budget:
+ * what the peer's flows hold, its fair share and what is left of it, its
+ * groups, and the rings it was refused.
+ */
+static void ctl_peer_rings(json_t *row, const struct lgr *lgr)
+{
+	const struct rmb_peer *peer = lgr->rmb_peer;
+	uint64_t share;
+
+	if (!row || !peer)
+		return;
+	share = rmb_peer_share(peer);
+	json_object_update_new(row, json_pack("{s:I, s:I, s:I, s:I, s:i, s:I}",
+		"ring_bytes", (json_int_t)lgr->rmbs.held,
+		"peer_ring_bytes", (json_int_t)peer->held,
+		"peer_share_bytes", (json_int_t)share,
+		"peer_free_bytes", (json_int_t)(share > peer->held ? share - peer->held : 0),
+		"peer_groups", (int)peer->groups,
+		"peer_refused", (json_int_t)peer->refused));
+}
+
 json_t *ctl_peers_json(struct proxy *p)
 {
 	uint64_t now = uv_now(p->loop);
@@ -126,6 +150,7 @@ json_t *ctl_peers_json(struct proxy *p)
 			"retry_in_ms", (json_int_t)(neg && lgr->neg_until_ms > now ?
 						    lgr->neg_until_ms - now : 0),
 			"age_ms", (json_int_t)(now - lgr->created_ms)));
+		ctl_peer_rings(json_array_get(arr, json_array_size(arr) - 1), lgr);
 	}
 	return arr;
 }
@@ -143,6 +168,9 @@ static json_t *per_decline(const counter_t *v)
 
 void ctl_lgr_stats(json_t *body, const struct proxy_stats *st)
 {
+	json_t *rings, *by_size;
+	int c;
+
 	if (!body)
 		return;
 	json_object_set_new(body, "lgr", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
@@ -175,13 +203,36 @@ void ctl_lgr_stats(json_t *body, const struct proxy_stats *st)
 		"ring_full_local", (json_int_t)st->ring_full_local,
 		"ring_full_remote", (json_int_t)st->ring_full_remote,
 		"rings_grown", (json_int_t)st->rings_grown,
+		"rings_shrunk", (json_int_t)st->rings_shrunk,
 		"ring_moves_refused", (json_int_t)st->ring_moves_refused));
 	/* The ring budget: summed over workers, the daemon's. */
-	json_object_set_new(body, "rings", json_pack("{s:I, s:I, s:I, s:I}",
+	rings = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"budget_bytes", (json_int_t)st->ring_bytes_limit,
 		"carved_bytes", (json_int_t)st->ring_bytes_carved,
 		"in_use_bytes", (json_int_t)st->ring_bytes_in_use,
-		"free_bytes", (json_int_t)(st->ring_bytes_limit - st->ring_bytes_in_use)));
+		"free_bytes", (json_int_t)(st->ring_bytes_limit - st->ring_bytes_in_use),
+		"pinned_bytes", (json_int_t)st->ring_bytes_pinned,
+		"shortages", (json_int_t)st->ring_shortages,
+		"refused", (json_int_t)st->rings_refused,
+		"refused_share", (json_int_t)st->rings_refused_share);
+	/* Rings in use and free (kept warm) by size class, those with any. */
+	by_size = json_object();
+	for (c = 0; c < RMB_CLASSES; c++) {
+		char name[16];
+		uint64_t kib = (uint64_t)(RMB_MIN_SIZE << c) >> 10;
+
+		if (!st->rings_used[c] && !st->rings_free[c])
+			continue;
+		if (kib >= 1024)
+			snprintf(name, sizeof(name), "%lluMiB", (unsigned long long)(kib >> 10));
+		else
+			snprintf(name, sizeof(name), "%lluKiB", (unsigned long long)kib);
+		json_object_set_new(by_size, name, json_pack("{s:I, s:I}",
+			"used", (json_int_t)st->rings_used[c],
+			"free", (json_int_t)st->rings_free[c]));
+	}
+	json_object_set_new(rings, "by_size", by_size);
+	json_object_set_new(body, "rings", rings);
 	json_object_set_new(body, "rdma", json_pack("{s:I, s:I, s:I, s:I}",
 		"link_failures", (json_int_t)st->rdma_link_failures,
 		"async_events", (json_int_t)st->rdma_async_events,

@@ -276,6 +276,32 @@ static int render_links_prometheus(FILE *out, const json_t *links)
 	return 0;
 }
 
+/* rings.by_size: smcproxy_rings{size="16KiB",state="used"|"free"}. */
+static void prom_rings_by_size(FILE *out, const json_t *by_size)
+{
+	static const char *const states[] = { "used", "free" };
+	const json_t *v, *n;
+	const char *key;
+	size_t i;
+
+	if (!json_is_object(by_size) || !json_object_size(by_size))
+		return;
+	prom_family(out, "smcproxy_rings", "gauge",
+		    "Receive rings by size class: held by flows (used) or free and kept for the next flow.");
+	json_object_foreach((json_t *)by_size, key, v) {
+		for (i = 0; i < 2; i++) {
+			n = json_object_get(v, states[i]);
+			if (!json_is_number(n))
+				continue;
+			fputs("smcproxy_rings{size=\"", out);
+			prom_label_value(out, key);
+			fprintf(out, "\",state=\"%s\"} ", states[i]);
+			prom_number(out, n);
+			fputc('\n', out);
+		}
+	}
+}
+
 static int render_stats_prometheus(FILE *out, const json_t *st)
 {
 	const json_t *flows = json_object_get(st, "flows");
@@ -318,6 +344,7 @@ static int render_stats_prometheus(FILE *out, const json_t *st)
 		      "direction", json_object_get(st, "bytes"));
 	prom_per_worker(out, json_object_get(st, "per_worker"));
 	prom_cq(out, json_object_get(st, "cq"));
+	prom_rings_by_size(out, json_object_get(json_object_get(st, "rings"), "by_size"));
 	for (i = 0; i < sizeof(prom_stats_scalars) / sizeof(prom_stats_scalars[0]); i++) {
 		v = json_object_get(st, prom_stats_scalars[i].key);
 		if (json_is_number(v))

@@ -172,6 +172,36 @@ static const struct stats_col stats_cq_cols[] = {
 
 static void note_not_answering(FILE *out, const json_t *reply, const char *what);
 
+/* The ring budget by size class: rings flows hold, and free ones kept
+ * warm for the next flow (any group takes their budget when it needs it). */
+static int stats_rings_table(FILE *out, const json_t *by_size)
+{
+	const json_t *v;
+	const char *key;
+	char buf[64];
+	struct ctl_tbl t;
+	int rc;
+
+	if (!json_is_object(by_size) || !json_object_size(by_size))
+		return 0;
+	ctl_tbl_init(&t, 3);
+	t.right[0] = t.right[1] = t.right[2] = true;
+	ctl_tbl_row(&t);
+	ctl_tbl_set(&t, 0, "ring size");
+	ctl_tbl_set(&t, 1, "in use");
+	ctl_tbl_set(&t, 2, "free");
+	json_object_foreach((json_t *)by_size, key, v) {
+		ctl_tbl_row(&t);
+		ctl_tbl_set(&t, 0, "%s", key);
+		ctl_tbl_set(&t, 1, "%s", ctl_fmt_value(buf, sizeof(buf), json_object_get(v, "used")));
+		ctl_tbl_set(&t, 2, "%s", ctl_fmt_value(buf, sizeof(buf), json_object_get(v, "free")));
+	}
+	fputc('\n', out);
+	rc = ctl_tbl_print(out, &t, "");
+	ctl_tbl_free(&t);
+	return rc;
+}
+
 static int render_stats_table(FILE *out, const json_t *st)
 {
 	const json_t *v, *sub;
@@ -265,6 +295,8 @@ static int render_stats_table(FILE *out, const json_t *st)
 			continue;
 		}
 		json_object_foreach((json_t *)v, subkey, sub) {
+			if (json_is_object(sub))
+				continue;	/* rings.by_size: its own table */
 			ctl_tbl_row(&t);
 			ctl_fmt_humanise(name, sizeof(name), key);
 			ctl_tbl_set(&t, 0, "%s %s", name, subkey);
@@ -276,7 +308,9 @@ static int render_stats_table(FILE *out, const json_t *st)
 	}
 	rc = ctl_tbl_print(out, &t, "");
 	ctl_tbl_free(&t);
-	return rc;
+	if (rc < 0)
+		return rc;
+	return stats_rings_table(out, json_object_get(json_object_get(st, "rings"), "by_size"));
 }
 
 static int render_flows_table(FILE *out, const json_t *reply, const json_t *flows)

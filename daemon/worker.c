@@ -29,7 +29,8 @@
 #include "cfg.h"
 #include "flow.h"
 #include "log.h"
-#include "smc/lgr-t.h"
+#include "smc/lgr.h"
+#include "smc/rmb.h"
 #include "smc/transport.h"
 #include "worker.h"
 
@@ -227,6 +228,75 @@ static void worker_on_peer_refused(struct proxy *p, const struct sockaddr *peer,
 		   what, then);
 }
 
+/*
+ * Once per shortage of the ring budget, not once per flow: which budget
+ * ran out, and when it has room again, how many flows went without.
+ */
+static void worker_on_ring_short(struct proxy *p, enum rmb_short why,
+				 const struct rmb_peer *peer)
+{
+	const struct rmb_budget *b = &p->smc.rmb_budget;
+	struct worker *w = p->data;
+	struct sockaddr_storage ss;
+	char a[ADDR_STRLEN] = "?", t[24];
+
+	if (peer) {
+		char *colon;
+
+		lgr_rmb_peer_addr(peer, &ss);
+		addr_format((const struct sockaddr *)&ss, a, sizeof(a));
+		/* The address alone: an account has no port. */
+		colon = strrchr(a, ':');
+		if (colon && colon[1] == '0' && !colon[2]) {
+			*colon = '\0';
+			if (a[0] == '[' && colon[-1] == ']') {
+				colon[-1] = '\0';
+				memmove(a, a + 1, strlen(a));
+			}
+		}
+	}
+	switch (why) {
+	case RMB_SHORT_NONE:
+		log_notice("%sring budget has room again (%llu of %llu KiB held); "
+			   "%llu flows went over tcp meanwhile (out_of_memory)",
+			   worker_tag(w, t, sizeof(t)), (unsigned long long)(b->in_use >> 10),
+			   (unsigned long long)(b->limit >> 10),
+			   (unsigned long long)b->short_refused);
+		break;
+	case RMB_SHORT_POOL:
+		log_warn("%sring budget spent: this worker's share of buffers.pool "
+			 "(%llu KiB) is held by flows (%llu KiB); a flow of peer %s and "
+			 "the next ones go over tcp (out_of_memory) until rings are free",
+			 worker_tag(w, t, sizeof(t)), (unsigned long long)(b->limit >> 10),
+			 (unsigned long long)(b->in_use >> 10), a);
+		break;
+	case RMB_SHORT_RESERVE:
+		log_warn("%sring budget short: peer %s holds %llu KiB, all of this worker's "
+			 "share of buffers.pool (%llu KiB) but the eighth kept for other peers; "
+			 "its new flows go over tcp (out_of_memory)",
+			 worker_tag(w, t, sizeof(t)), a, (unsigned long long)(peer->held >> 10),
+			 (unsigned long long)(b->limit >> 10));
+		break;
+	case RMB_SHORT_PEER:
+		log_warn("%sring budget short: peer %s holds %llu KiB, above its fair share "
+			 "(%llu KiB of buffers.pool's %llu KiB over %u peers), and the rest is "
+			 "kept for peers below theirs; its new flows go over tcp (out_of_memory)",
+			 worker_tag(w, t, sizeof(t)), a, (unsigned long long)(peer->held >> 10),
+			 (unsigned long long)(rmb_peer_share(peer) >> 10),
+			 (unsigned long long)(b->limit >> 10), b->n_peers);
+		break;
+	case RMB_SHORT_REGION:
+		log_warn("%sring budget: a link group's region of peer %s has no room for a "
+			 "ring; flows go over tcp (out_of_memory)", worker_tag(w, t, sizeof(t)), a);
+		break;
+	case RMB_SHORT_HOST:
+		log_warn("%sring budget: the host refused memory for a ring of peer %s "
+			 "(malloc, or registration: RLIMIT_MEMLOCK); flows go over tcp "
+			 "(out_of_memory)", worker_tag(w, t, sizeof(t)), a);
+		break;
+	}
+}
+
 /* Tells the main thread once: no longer accepting, and no flow left. */
 static void worker_check_drained(struct worker *w)
 {
@@ -247,6 +317,7 @@ static const struct proxy_ops worker_proxy_ops = {
 	.event = worker_on_proxy_event,
 	.lgr_event = worker_on_lgr_event,
 	.peer_refused = worker_on_peer_refused,
+	.ring_short = worker_on_ring_short,
 	.idle = worker_on_proxy_idle,
 };
 

@@ -54,6 +54,10 @@ struct proxy_ops {
 	 * (smc_net_ops.peer_refused). May be NULL. */
 	void (*peer_refused)(struct proxy *p, const struct sockaddr *peer,
 			     enum smc_refusal why);
+	/* The ring budget ran out or has room again (smc_net_ops.ring_short).
+	 * May be NULL. */
+	void (*ring_short)(struct proxy *p, enum rmb_short why,
+			   const struct rmb_peer *peer);
 	/* The last flow ended (used by the shutdown drain). */
 	void (*idle)(struct proxy *p);
 };

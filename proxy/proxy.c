@@ -119,12 +119,22 @@ static void proxy_smc_peer_refused(struct smc_net *net, const struct sockaddr *p
 		p->ops->peer_refused(p, peer, why);
 }
 
+static void proxy_smc_ring_short(struct smc_net *net, enum rmb_short why,
+				 const struct rmb_peer *peer)
+{
+	struct proxy *p = proxy_of_net(net);
+
+	if (p->ops->ring_short)
+		p->ops->ring_short(p, why, peer);
+}
+
 static const struct smc_net_ops proxy_smc_ops = {
 	.flow_open = proxy_smc_flow_open,
 	.dest_is_listener = proxy_smc_dest_is_listener,
 	.exhausted = proxy_smc_exhausted,
 	.lgr_event = proxy_smc_lgr_event,
 	.peer_refused = proxy_smc_peer_refused,
+	.ring_short = proxy_smc_ring_short,
 };
 
 /* Link groups, the control port and the transports. */

@@ -128,6 +128,7 @@ struct conn {
 	struct list_head cork_node;	/* link->corked */
 	struct list_head drain_node;	/* link->draining: last send in flight */
 	struct list_head wait_node;	/* lgr->connecting */
+	struct list_head grown_node;	/* lgr->grown: our ring is larger than ring_init */
 	struct loop_defer defer;
 
 	uint64_t bytes_tx;		/* socket -> peer */

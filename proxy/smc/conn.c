@@ -56,6 +56,11 @@
  * unanswered before its link group is given up. */
 #define CONN_OPEN_GRACE	4
 
+/* How long a flow with a grown ring must stay idle before it is offered a
+ * small ring again: long enough that a flow pausing between requests
+ * keeps its ring, short against the budget a burst left behind. */
+#define CONN_SHRINK_IDLE_MS	10000
+
 #define conn_of_ev(e)	((struct conn *)((char *)(e) - offsetof(struct conn, ev)))
 
 static void conn_on_event(struct epset_entry *e, uint32_t events);
@@ -118,9 +123,15 @@ static uint32_t conn_tx_space(const struct conn *c)
 
 static int conn_init_rx(struct conn *c, struct lgr *lgr)
 {
+	struct proxy_stats *st = lgr->net->stats;
+
 	c->rmb = rmb_get(&lgr->rmbs, lgr->ring_init);
-	if (!c->rmb)
+	if (!c->rmb) {
+		counter_inc(&st->rings_refused);
+		if (lgr->rmbs.refused == RMB_SHORT_PEER)
+			counter_inc(&st->rings_refused_share);
 		return -ENOMEM;
+	}
 	c->rx_ring = lgr->region + c->rmb->offset;
 	return 0;
 }
@@ -140,6 +151,7 @@ static void conn_common_init(struct conn *c, struct lgr *lgr, int fd,
 	list_init(&c->cork_node);
 	list_init(&c->drain_node);
 	list_init(&c->wait_node);
+	list_init(&c->grown_node);
 	c->last_active_ms = uv_now(lgr->net->loop);
 }
 
@@ -318,6 +330,7 @@ static void conn_maybe_release(struct conn *c)
 	rmb_put(&lgr->rmbs, c->rx_next);
 	c->rx_next = NULL;
 	list_del(&c->wait_node);
+	list_del(&c->grown_node);
 	loop_defer(lgr->net->core, &c->defer, conn_reap);
 }
 
@@ -604,6 +617,23 @@ static void conn_grow(struct conn *c)
 	link_conn_work(c, CONN_TX_MOVE);
 }
 
+void conn_maybe_shrink(struct conn *c, uint64_t now)
+{
+	struct lgr *lgr = c->lgr;
+	struct rmb *r;
+
+	if (c->rx_next || c->state != CONN_ACTIVE || c->peer_fin ||
+	    c->rmb->size <= lgr->ring_init || conn_rx_avail(c) ||
+	    now - c->last_active_ms < CONN_SHRINK_IDLE_MS)
+		return;
+	r = rmb_get_shrink(&lgr->rmbs, lgr->ring_init);
+	if (!r)
+		return;		/* not even that: asked again next sweep */
+	c->rx_next = r;
+	counter_inc(&conn_net(c)->stats->rings_shrunk);
+	link_conn_work(c, CONN_TX_MOVE);
+}
+
 /* The peer switched to our next ring: the old one, all consumed, is free
  * for the next flow; cursors start again at the new ring's start. */
 static void conn_rx_switch(struct conn *c)
@@ -614,6 +644,9 @@ static void conn_rx_switch(struct conn *c)
 	c->rmb = c->rx_next;
 	c->rx_next = NULL;
 	c->rx_ring = c->lgr->region + c->rmb->offset;
+	list_del(&c->grown_node);
+	if (c->rmb->size > c->lgr->ring_init)
+		list_add_tail(&c->grown_node, &c->lgr->grown);
 	c->rx_prod = c->rx_cons = c->rx_cons_sent = zero;
 	c->rx_gen++;
 }

@@ -53,6 +53,13 @@ void conn_tx_posted(struct conn *c);
 void conn_tx_progress(struct conn *c);
 /* Deadline passed (OPENING or CONNECTING). */
 void conn_on_deadline(struct conn *c);
+/*
+ * From the group's sweep, for a conn on lgr->grown: once the flow has
+ * been idle for CONN_SHRINK_IDLE_MS with its ring empty, offers the peer
+ * a ring of ring_init bytes through the same move as growing (LLC
+ * RMB_MOVE), and the large ring goes back to the budget at the switch.
+ */
+void conn_maybe_shrink(struct conn *c, uint64_t now);
 
 const char *conn_state_name(const struct conn *c);
 

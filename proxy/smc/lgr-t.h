@@ -97,6 +97,7 @@ struct lgr {
 	uint8_t *region;
 	uint32_t region_size;
 	struct rmb_pool rmbs;
+	struct rmb_peer *rmb_peer;	/* the peer's account in net->rmb_budget */
 
 	/* Conns by token index; gen[i] is the generation of index i. */
 	struct conn **conns;
@@ -106,6 +107,9 @@ struct lgr {
 	unsigned next_index;
 	struct list_head conn_list;
 	struct list_head connecting;	/* conns with a deadline */
+	/* Conns whose ring grew: lgr_sweep() offers an idle one a small ring
+	 * again. Idle flows on small rings are on no list and cost nothing. */
+	struct list_head grown;
 
 	uint64_t flows_total;
 	uint64_t bytes_tx, bytes_rx;

@@ -50,6 +50,29 @@ const char *lgr_role_name(enum lgr_role r)
 	return r == LGR_ROLE_CLIENT ? "client" : "server";
 }
 
+/* The peer's account in the ring budget: by address, without the port
+ * (a server sees each of a peer's groups come from another port). */
+static struct rmb_peer *lgr_rmb_peer(struct smc_net *net, const struct sockaddr *peer)
+{
+	uint8_t key[RMB_PEER_KEY] = { (uint8_t)peer->sa_family };
+
+	if (peer->sa_family == AF_INET)
+		memcpy(key + 1, &((const struct sockaddr_in *)(const void *)peer)->sin_addr, 4);
+	else if (peer->sa_family == AF_INET6)
+		memcpy(key + 1, &((const struct sockaddr_in6 *)(const void *)peer)->sin6_addr, 16);
+	return rmb_peer_get(&net->rmb_budget, key, sizeof(key));
+}
+
+void lgr_rmb_peer_addr(const struct rmb_peer *peer, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	ss->ss_family = peer->key[0];
+	if (ss->ss_family == AF_INET)
+		memcpy(&((struct sockaddr_in *)ss)->sin_addr, peer->key + 1, 4);
+	else if (ss->ss_family == AF_INET6)
+		memcpy(&((struct sockaddr_in6 *)ss)->sin6_addr, peer->key + 1, 16);
+}
+
 struct lgr *lgr__new(struct smc_net *net, enum lgr_role role, const struct sockaddr *peer)
 {
 	struct lgr *lgr;
@@ -73,8 +96,11 @@ struct lgr *lgr__new(struct smc_net *net, enum lgr_role role, const struct socka
 	list_init(&lgr->waiting);
 	list_init(&lgr->conn_list);
 	list_init(&lgr->connecting);
+	list_init(&lgr->grown);
 	list_init(&lgr->sched_node);
-	if (getrandom(lgr->id, sizeof(lgr->id), 0) != sizeof(lgr->id)) {
+	lgr->rmb_peer = lgr_rmb_peer(net, peer);
+	if (!lgr->rmb_peer || getrandom(lgr->id, sizeof(lgr->id), 0) != sizeof(lgr->id)) {
+		rmb_peer_put(lgr->rmb_peer);
 		free(lgr);
 		return NULL;
 	}
@@ -131,8 +157,8 @@ static void lgr_release(struct lgr *lgr)
 		lgr->ops->lgr_close(lgr);
 		lgr->ops = NULL;
 	}
+	rmb_pool_close(&lgr->rmbs);	/* if the transport did not */
 	if (lgr->conns) {
-		rmb_pool_close(&lgr->rmbs);
 		free(lgr->conns);
 		free(lgr->gen);
 		lgr->conns = NULL;
@@ -146,6 +172,7 @@ void lgr__free(struct lgr *lgr)
 	if (!lgr)
 		return;
 	lgr_release(lgr);
+	rmb_peer_put(lgr->rmb_peer);
 	free(lgr);
 }
 
@@ -734,6 +761,10 @@ void lgr_sweep(struct smc_net *net, uint64_t now)
 				if (lgr->state != LGR_ACTIVE)
 					break;
 			}
+			if (lgr->state != LGR_ACTIVE)
+				break;
+			list_for_each_safe(cpos, ctmp, &lgr->grown)
+				conn_maybe_shrink(list_entry(cpos, struct conn, grown_node), now);
 			break;
 		}
 		case LGR_DOWN:

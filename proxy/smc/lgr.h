@@ -104,6 +104,8 @@ struct lgr *lgr_next(const struct smc_net *net, const struct lgr *prev);
 
 const char *lgr_state_name(enum lgr_state s);
 const char *lgr_role_name(enum lgr_role r);
+/* The address (no port) of a peer's account in the ring budget. */
+void lgr_rmb_peer_addr(const struct rmb_peer *peer, struct sockaddr_storage *ss);
 
 /* Private to proxy/: the handshake (lgr_clc.c) and the transports. */
 

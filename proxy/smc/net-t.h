@@ -75,6 +75,11 @@ struct smc_net_ops {
 	 * what it does about it. */
 	void (*peer_refused)(struct smc_net *net, const struct sockaddr *peer,
 			     enum smc_refusal why);
+	/* The ring budget ran out (why, and the peer whose flow got no
+	 * ring), or is free again (RMB_SHORT_NONE, peer NULL): once per
+	 * shortage, not per flow. May be NULL. */
+	void (*ring_short)(struct smc_net *net, enum rmb_short why,
+			   const struct rmb_peer *peer);
 };
 
 /*

@@ -226,6 +226,18 @@ static void smc_net_init_transports(struct smc_net *net, int host_id_err)
 	}
 }
 
+/* The budget's shortages, counted and told up (the daemon logs them). */
+static void smc_net_ring_short(struct rmb_budget *b, enum rmb_short why,
+			       const struct rmb_peer *peer)
+{
+	struct smc_net *net = b->ctx;
+
+	if (why != RMB_SHORT_NONE)
+		counter_inc(&net->stats->ring_shortages);
+	if (net->ops->ring_short)
+		net->ops->ring_short(net, why, peer);
+}
+
 int smc_net_init(struct smc_net *net, char *errbuf, size_t errlen)
 {
 	const struct cfg *cfg = net->cfg;
@@ -238,9 +250,14 @@ int smc_net_init(struct smc_net *net, char *errbuf, size_t errlen)
 	list_init(&net->kick_links);
 	list_init(&net->lgrs_sched);
 	smc_net_set_cfg(net, cfg);
-	net->rmb_budget.limit = rmb_budget_share(cfg->buffers.pool, net->n_workers);
+	rmb_budget_init(&net->rmb_budget, rmb_budget_share(cfg->buffers.pool, net->n_workers));
 	net->rmb_budget.g_carved = &net->stats->ring_bytes_carved;
 	net->rmb_budget.g_in_use = &net->stats->ring_bytes_in_use;
+	net->rmb_budget.g_pinned = &net->stats->ring_bytes_pinned;
+	net->rmb_budget.g_used_rings = net->stats->rings_used;
+	net->rmb_budget.g_free_rings = net->stats->rings_free;
+	net->rmb_budget.on_short = smc_net_ring_short;
+	net->rmb_budget.ctx = net;
 	counter_add(&net->stats->ring_bytes_limit, net->rmb_budget.limit);
 	smc_net_init_transports(net, smc_net_read_host_id(net->host_id));
 	if (cfg->auth.psk_file[0]) {

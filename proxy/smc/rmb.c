@@ -2,6 +2,7 @@
 #include <assert.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "rmb.h"
@@ -30,95 +31,342 @@ int rmb_class(uint32_t size)
 	return -1;
 }
 
-void rmb_pool_init(struct rmb_pool *p, uint32_t base, uint32_t size,
-		   struct rmb_budget *budget)
+/* ------------------------------------------------------------------ */
+/* The budget and its peers. */
+
+void rmb_budget_init(struct rmb_budget *b, uint64_t limit)
 {
-	*p = (struct rmb_pool){ .base = base, .size = size, .carved = base,
-				.budget = budget };
+	*b = (struct rmb_budget){ .limit = limit };
+	list_init(&b->pools);
+	list_init(&b->peers);
 }
 
-static struct rmb *rmb_carve(struct rmb_pool *p, uint32_t size, uint64_t reserve)
+static void gauge_add(counter_t *g, int c, int64_t v)
+{
+	if (g)
+		counter_add(&g[c], (uint64_t)v);
+}
+
+struct rmb_peer *rmb_peer_get(struct rmb_budget *b, const void *key, size_t len)
+{
+	uint8_t k[RMB_PEER_KEY] = { 0 };
+	struct list_head *pos;
+	struct rmb_peer *peer;
+
+	memcpy(k, key, len < sizeof(k) ? len : sizeof(k));
+	list_for_each(pos, &b->peers) {
+		peer = list_entry(pos, struct rmb_peer, node);
+		if (!memcmp(peer->key, k, sizeof(k))) {
+			peer->refs++;
+			return peer;
+		}
+	}
+	peer = calloc(1, sizeof(*peer));
+	if (!peer)
+		return NULL;
+	peer->budget = b;
+	memcpy(peer->key, k, sizeof(k));
+	peer->refs = 1;
+	list_add_tail(&peer->node, &b->peers);
+	return peer;
+}
+
+void rmb_peer_put(struct rmb_peer *peer)
+{
+	if (!peer)
+		return;
+	assert(peer->refs > 0);
+	if (--peer->refs)
+		return;
+	assert(!peer->groups);
+	list_del(&peer->node);
+	free(peer);
+}
+
+uint64_t rmb_peer_share(const struct rmb_peer *peer)
+{
+	const struct rmb_budget *b = peer->budget;
+
+	return b->limit / (b->n_peers ? b->n_peers : 1);
+}
+
+/* ------------------------------------------------------------------ */
+/* Pools. */
+
+void rmb_pool_init(struct rmb_pool *p, uint32_t base, uint32_t size,
+		   struct rmb_budget *budget, struct rmb_peer *peer)
+{
+	*p = (struct rmb_pool){ .base = base, .size = size, .carved = base,
+				.budget = budget, .peer = peer };
+	list_add_tail(&p->budget_node, &budget->pools);
+	if (peer && !peer->groups++)
+		budget->n_peers++;
+}
+
+static void rmb_charge(struct rmb_budget *b, int64_t size)
+{
+	b->used += (uint64_t)size;
+	if (b->g_carved)
+		counter_add(b->g_carved, (uint64_t)size);
+}
+
+static void rmb_pin(const struct rmb_pool *p, int64_t size)
+{
+	if (p->ops && p->ops->pins && p->budget->g_pinned)
+		counter_add(p->budget->g_pinned, (uint64_t)size);
+}
+
+/* A warm free ring of p gives its memory back: cold from now on. */
+static void rmb_drop(struct rmb_pool *p, int c)
+{
+	struct rmb *r = p->free[c];
+
+	p->free[c] = r->next;
+	gauge_add(p->budget->g_free_rings, c, -1);
+	if (p->ops && p->ops->drop)
+		p->ops->drop(p->ops_ctx, r);
+	rmb_pin(p, -(int64_t)r->size);
+	rmb_charge(p->budget, -(int64_t)r->size);
+	r->cold = true;
+	r->next = p->cold[c];
+	p->cold[c] = r;
+}
+
+/*
+ * Makes size bytes of the budget free to charge, dropping the free rings
+ * of any group (largest first) if it must: a free ring is budget nobody
+ * uses. false when the rings in use leave no room.
+ */
+static bool rmb_make_room(struct rmb_budget *b, uint32_t size)
+{
+	struct list_head *pos;
+	int c;
+
+	for (c = RMB_CLASSES - 1; c >= 0; c--) {
+		list_for_each(pos, &b->pools) {
+			struct rmb_pool *p = list_entry(pos, struct rmb_pool, budget_node);
+
+			if (b->used <= b->limit && b->limit - b->used >= size)
+				return true;
+			while (p->free[c] && (b->used > b->limit || b->limit - b->used < size))
+				rmb_drop(p, c);
+		}
+	}
+	return b->used <= b->limit && b->limit - b->used >= size;
+}
+
+/* What a ring is for: a flow's first, a larger one, or a smaller one. */
+enum rmb_want {
+	RMB_WANT_FLOW,
+	RMB_WANT_GROW,
+	RMB_WANT_SHRINK,
+};
+
+/*
+ * Whether p's flows may have one more ring of size bytes (struct
+ * rmb_budget, "Fairness"); if not, *why says which budget ran out.
+ */
+static bool rmb_admit(const struct rmb_pool *p, uint32_t size, enum rmb_want how,
+		      enum rmb_short *why)
+{
+	const struct rmb_budget *b = p->budget;
+	uint64_t reserve = b->limit >> RMB_RESERVE_SHIFT;
+
+	if (b->in_use > b->limit || b->limit - b->in_use < size) {
+		*why = RMB_SHORT_POOL;
+		return false;
+	}
+	if (b->limit - b->in_use - size >= reserve || how == RMB_WANT_SHRINK)
+		return true;
+	if (how == RMB_WANT_GROW) {
+		*why = RMB_SHORT_POOL;
+		return false;
+	}
+	if (!p->peer || (b->n_peers >= 2 && p->peer->held + size <= rmb_peer_share(p->peer)))
+		return true;
+	*why = b->n_peers >= 2 ? RMB_SHORT_PEER : RMB_SHORT_RESERVE;
+	return false;
+}
+
+static struct rmb *rmb_carve(struct rmb_pool *p, uint32_t size, enum rmb_short *why)
 {
 	struct rmb *r;
 
 	/* Every class is a multiple of 4 KiB and base is page aligned, so
 	 * every ring starts on a page. */
-	if (p->size - p->carved < size || p->budget->used > p->budget->limit ||
-	    p->budget->limit - p->budget->used < size + reserve)
-		return NULL;
-	r = calloc(1, sizeof(*r));
-	if (!r)
-		return NULL;
-	r->offset = p->carved;
-	r->size = size;
-	if (p->ops && p->ops->carve(p->ops_ctx, r)) {
-		free(r);
+	if (p->size - p->carved < size) {
+		*why = RMB_SHORT_REGION;
 		return NULL;
 	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		goto out_host;
+	r->offset = p->carved;
+	r->size = size;
+	if (p->ops && p->ops->carve && p->ops->carve(p->ops_ctx, r)) {
+		free(r);
+		goto out_host;
+	}
 	p->carved += size;
-	p->budget->used += size;
-	if (p->budget->g_carved)
-		counter_add(p->budget->g_carved, size);
+	return r;
+
+out_host:
+	*why = RMB_SHORT_HOST;
+	return NULL;
+}
+
+/* A ring of class c for p, charged to the budget: a warm free one, else
+ * a cold one made usable again, else a new one. */
+static struct rmb *rmb_take(struct rmb_pool *p, int c, enum rmb_short *why)
+{
+	uint32_t size = RMB_MIN_SIZE << c;
+	struct rmb *r = p->free[c];
+
+	if (r) {
+		p->free[c] = r->next;
+		p->n_free--;
+		gauge_add(p->budget->g_free_rings, c, -1);
+		return r;
+	}
+	if (!rmb_make_room(p->budget, size)) {
+		*why = RMB_SHORT_POOL;
+		return NULL;
+	}
+	r = p->cold[c];
+	if (r) {
+		if (p->ops && p->ops->carve && p->ops->carve(p->ops_ctx, r)) {
+			*why = RMB_SHORT_HOST;
+			return NULL;
+		}
+		p->cold[c] = r->next;
+		p->n_free--;
+		r->cold = false;
+	} else {
+		r = rmb_carve(p, size, why);
+		if (!r)
+			return NULL;
+	}
+	rmb_pin(p, size);
+	rmb_charge(p->budget, size);
 	return r;
 }
 
 static struct rmb *rmb_get_range(struct rmb_pool *p, uint32_t want, int lowest,
-				  uint64_t reserve)
+				 enum rmb_want how, enum rmb_short *why)
 {
+	struct rmb_budget *b = p->budget;
 	struct rmb *r;
 	int c = rmb_class(want);
 
-	if (c < 0)
+	*why = RMB_SHORT_NONE;
+	if (c < 0 || p->closed)
 		return NULL;
 	for (; c >= lowest; c--) {
-		r = p->free[c];
-		if (r) {
-			p->free[c] = r->next;
-			p->n_free--;
-		} else {
-			r = rmb_carve(p, RMB_MIN_SIZE << c, reserve);
+		enum rmb_short w = RMB_SHORT_NONE;
+
+		r = rmb_admit(p, RMB_MIN_SIZE << c, how, &w) ? rmb_take(p, c, &w) : NULL;
+		if (!r) {
+			if (*why == RMB_SHORT_NONE)
+				*why = w;	/* the largest class's reason */
+			continue;
 		}
-		if (r) {
-			r->next = NULL;
-			p->n_used++;
-			if (p->budget->g_in_use)
-				counter_add(p->budget->g_in_use, r->size);
-			return r;
-		}
+		r->next = NULL;
+		p->n_used++;
+		p->held += r->size;
+		b->in_use += r->size;
+		if (p->peer)
+			p->peer->held += r->size;
+		gauge_add(b->g_used_rings, c, 1);
+		if (b->g_in_use)
+			counter_add(b->g_in_use, r->size);
+		return r;
 	}
 	return NULL;
 }
 
 struct rmb *rmb_get(struct rmb_pool *p, uint32_t want)
 {
-	return rmb_get_range(p, want, 0, 0);
+	struct rmb_budget *b = p->budget;
+	enum rmb_short why;
+	struct rmb *r = rmb_get_range(p, want, 0, RMB_WANT_FLOW, &why);
+
+	p->refused = why;
+	if (r || why == RMB_SHORT_NONE)
+		return r;
+	/* A flow goes without a ring: a shortage, told when it begins. */
+	b->short_refused++;
+	if (p->peer)
+		p->peer->refused++;
+	if (b->short_why == RMB_SHORT_NONE) {
+		b->short_why = why;
+		if (b->on_short)
+			b->on_short(b, why, p->peer);
+	}
+	return NULL;
 }
 
 struct rmb *rmb_get_spare(struct rmb_pool *p, uint32_t want, uint32_t min)
 {
+	enum rmb_short why;
 	int lowest = rmb_class(min);
 
 	if (lowest < 0)
 		return NULL;
-	return rmb_get_range(p, want, lowest, p->budget->limit / 8);
+	return rmb_get_range(p, want, lowest, RMB_WANT_GROW, &why);
+}
+
+struct rmb *rmb_get_shrink(struct rmb_pool *p, uint32_t want)
+{
+	enum rmb_short why;
+	int c = rmb_class(want);
+
+	if (c < 0)
+		return NULL;
+	return rmb_get_range(p, want, c, RMB_WANT_SHRINK, &why);
 }
 
 void rmb_put(struct rmb_pool *p, struct rmb *r)
 {
+	struct rmb_budget *b;
 	int c;
 
 	if (!r)
 		return;
+	b = p->budget;
 	c = rmb_class(r->size);
 	/* One of p's rings: carved from it, and in use. */
 	assert(c >= 0 && p->n_used > 0 && r->offset >= p->base && r->offset < p->carved &&
-	       r->size <= p->carved - r->offset);
+	       r->size <= p->carved - r->offset && !r->cold && p->held >= r->size);
+	p->n_used--;
+	p->held -= r->size;
+	b->in_use -= r->size;
+	if (p->peer)
+		p->peer->held -= r->size;
+	gauge_add(b->g_used_rings, c, -1);
+	if (b->g_in_use)
+		counter_add(b->g_in_use, 0 - (uint64_t)r->size);
+	if (p->closed) {
+		/* Its group's transport let go of the pool while a flow still
+		 * held the ring: no free list to keep it on. */
+		rmb_pin(p, -(int64_t)r->size);
+		rmb_charge(b, -(int64_t)r->size);
+		if (p->ops && p->ops->release)
+			p->ops->release(p->ops_ctx, r);
+		free(r);
+		return;
+	}
 	r->next = p->free[c];
 	p->free[c] = r;
-	p->n_used--;
 	p->n_free++;
-	if (p->budget->g_in_use)
-		counter_add(p->budget->g_in_use, 0 - (uint64_t)r->size);
+	gauge_add(b->g_free_rings, c, 1);
+	/* The shortage ends once the reserve is free again. */
+	if (b->short_why != RMB_SHORT_NONE &&
+	    b->limit - b->in_use >= b->limit >> RMB_RESERVE_SHIFT) {
+		b->short_why = RMB_SHORT_NONE;
+		if (b->on_short)
+			b->on_short(b, RMB_SHORT_NONE, NULL);
+		b->short_refused = 0;
+	}
 }
 
 void rmb_pool_close(struct rmb_pool *p)
@@ -126,16 +374,28 @@ void rmb_pool_close(struct rmb_pool *p)
 	struct rmb *r;
 	int c;
 
+	if (!p->budget || p->closed)
+		return;		/* never initialised, or closed */
 	for (c = 0; c < RMB_CLASSES; c++) {
 		while ((r = p->free[c])) {
 			p->free[c] = r->next;
-			p->budget->used -= r->size;
-			if (p->budget->g_carved)
-				counter_add(p->budget->g_carved, 0 - (uint64_t)r->size);
-			if (p->ops)
+			gauge_add(p->budget->g_free_rings, c, -1);
+			rmb_pin(p, -(int64_t)r->size);
+			rmb_charge(p->budget, -(int64_t)r->size);
+			if (p->ops && p->ops->release)
+				p->ops->release(p->ops_ctx, r);
+			free(r);
+		}
+		while ((r = p->cold[c])) {
+			p->cold[c] = r->next;
+			if (p->ops && p->ops->release)
 				p->ops->release(p->ops_ctx, r);
 			free(r);
 		}
 	}
 	p->n_free = 0;
+	list_del(&p->budget_node);
+	if (p->peer && !--p->peer->groups)
+		p->budget->n_peers--;
+	p->closed = true;
 }

@@ -5,15 +5,31 @@
 
 #include "rmb-t.h"
 
+/* An empty budget of limit bytes, no peers, no pools. */
+void rmb_budget_init(struct rmb_budget *b, uint64_t limit);
+/*
+ * The peer of key (its address bytes, at most RMB_PEER_KEY), with one
+ * more reference: the link groups to or from one peer share its account.
+ * NULL when out of memory.
+ */
+struct rmb_peer *rmb_peer_get(struct rmb_budget *b, const void *key, size_t len);
+/* Drops a reference; the last frees it. NULL is ignored. */
+void rmb_peer_put(struct rmb_peer *peer);
+/* A peer's fair share: the budget over the peers with a ring pool. */
+uint64_t rmb_peer_share(const struct rmb_peer *peer);
+
 /* Rings go in [base, size) of the owner's region; budget is shared by the
- * link groups of one worker and must outlive the pool. */
+ * link groups of one worker and must outlive the pool, as must peer
+ * (NULL: the pool's rings take no part in the fair share). */
 void rmb_pool_init(struct rmb_pool *p, uint32_t base, uint32_t size,
-		   struct rmb_budget *budget);
+		   struct rmb_budget *budget, struct rmb_peer *peer);
 /*
  * A ring of want bytes (a power of two, RMB_MIN_SIZE..64 MiB), or of the
  * largest smaller class that is free or can still be carved when the pool
  * or the budget runs short: a smaller ring only costs throughput, while no
- * ring costs the flow its link. NULL when not even RMB_MIN_SIZE is left.
+ * ring costs the flow its link. Free rings of other groups give their
+ * budget up for it. NULL when not even RMB_MIN_SIZE is left for the
+ * pool's peer (rmb-t.h, "Fairness"): a shortage begins (on_short).
  */
 struct rmb *rmb_get(struct rmb_pool *p, uint32_t want);
 /*
@@ -24,15 +40,25 @@ struct rmb *rmb_get(struct rmb_pool *p, uint32_t want);
  */
 struct rmb *rmb_get_spare(struct rmb_pool *p, uint32_t want, uint32_t min);
 /*
+ * A ring of want bytes for a flow that gives a larger one back (an idle
+ * flow shrinking): only the budget's room counts, not the reserve nor the
+ * peer's share, since the flow frees more than it takes. NULL without
+ * starting a shortage.
+ */
+struct rmb *rmb_get_shrink(struct rmb_pool *p, uint32_t want);
+/*
  * A worker's share of the daemon's ring budget (buffers.pool, 0: auto, a
  * sixteenth of the host's memory, 64 MiB to 16 GiB), split evenly among
  * n_workers (0 counts as 1): each worker's flows draw on its own share,
  * so the data path takes no lock.
  */
 uint64_t rmb_budget_share(uint64_t pool, unsigned n_workers);
-/* Back on its free list for the next flow. NULL is ignored. */
+/* Back on its free list for the next flow (or, when the budget is short,
+ * another group's); ends a shortage once the reserve is free again. NULL
+ * is ignored. */
 void rmb_put(struct rmb_pool *p, struct rmb *r);
-/* Frees every ring (all must have been put back) and returns the budget. */
+/* Frees every ring (all must have been put back) and returns the budget.
+ * A pool never initialised (zeroed) or closed already is ignored. */
 void rmb_pool_close(struct rmb_pool *p);
 /* The class index of a ring size, or -1 if it is not one. */
 int rmb_class(uint32_t size);

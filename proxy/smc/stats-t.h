@@ -8,6 +8,7 @@
 #include "core/counter.h"
 #include "clc-t.h"
 #include "fallback-t.h"	/* enum flow_mode, enum fallback_reason */
+#include "rmb-t.h"		/* RMB_CLASSES */
 
 /*
  * One set per worker. Only the owning worker writes (counter_inc() and
@@ -54,7 +55,14 @@ struct proxy_stats {
 	counter_t ring_bytes_limit;	/* gauge: this worker's share of buffers.pool */
 	counter_t ring_bytes_carved;	/* gauge: rings carved from it, in use or cached */
 	counter_t ring_bytes_in_use;	/* gauge: rings flows hold */
+	counter_t ring_bytes_pinned;	/* gauge: rings and mirrors registered (rdma) */
+	counter_t rings_used[RMB_CLASSES];	/* gauge: rings flows hold, by size class */
+	counter_t rings_free[RMB_CLASSES];	/* gauge: free rings kept warm, by size class */
+	counter_t ring_shortages;	/* times the budget ran out (episodes) */
+	counter_t rings_refused;	/* flows that got no ring: out_of_memory */
+	counter_t rings_refused_share;	/* ... of them, their peer over its fair share */
 	counter_t rings_grown;		/* our ring of a flow replaced by a larger one */
+	counter_t rings_shrunk;		/* ... by a small one again, the flow idle */
 	counter_t ring_moves_refused;	/* the peer's new ring not taken (no mirror) */
 	counter_t flows_reset_link;	/* flows reset because their link group failed */
 	counter_t links_silent;		/* links down: the peer said nothing for links.dead_after */

@@ -59,6 +59,7 @@ MARK=5459267
 ALLOW='["1024-65535"]'
 
 IT_PIDS=()
+IT_NS_EXTRA=()		# more namespaces a test made: deleted as NS_C and NS_S are
 DAEMON_PID=
 SERVER_PID=
 PEER_PID=
@@ -96,7 +97,7 @@ it_cleanup() {
 	for p in "${IT_PIDS[@]}"; do
 		kill -KILL "$p" 2>/dev/null
 	done
-	for ns in "${NS_C:-}" "${NS_S:-}"; do
+	for ns in "${NS_C:-}" "${NS_S:-}" "${IT_NS_EXTRA[@]}"; do
 		[ -n "$ns" ] || continue
 		if ip netns list 2>/dev/null | grep -qw "$ns"; then
 			# Only processes this test started live in its namespaces.

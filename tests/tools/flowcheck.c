@@ -12,7 +12,7 @@
  *                   [--rate BYTES] [--reset-within MS] [--quiet]
  *   flowcheck probe --connect ADDR:PORT [--expect refused,reset,eof,...]
  *                   [--within MS] [--send N]
- *   flowcheck hold  --connect ADDR:PORT --count N [--seconds S]
+ *   flowcheck hold  --connect ADDR:PORT --count N [--seconds S] [--exchange SIZE]
  *   flowcheck sha256 < FILE      (self-check: compare with sha256sum)
  *
  * The wire protocol of one flow (all integers big-endian):
@@ -1264,7 +1264,7 @@ static void usage(void)
 	      "        [--reset-within MS] [--quiet] [--verbose]\n"
 	      "  flowcheck probe --connect ADDR:PORT [--expect LIST] [--within MS] [--send N]\n"
 	      "        LIST: comma-separated of refused,reset,eof,data,timeout\n"
-	      "  flowcheck hold --connect ADDR:PORT --count N [--seconds S]\n"
+	      "  flowcheck hold --connect ADDR:PORT --count N [--seconds S] [--exchange SIZE]\n"
 	      "  flowcheck sha256 < FILE\n",
 	      stderr);
 	exit(2);
@@ -1757,12 +1757,188 @@ static int cmd_probe(int argc, char **argv)
 
 /* ------------------------------------------------------------------ */
 /* hold: open N connections and keep them open.                         */
+/*
+ * With --exchange SIZE every connection is a normal-mode flow that
+ * answers twice: at the open it sends its header and SIZE bytes of up and
+ * reads the SIZE bytes of down the server sends at once; then it idles
+ * (--seconds, or until SIGUSR1); then it sends SIZE more bytes of up and
+ * its FIN, and reads the trailer, whose digests must match both streams.
+ * All connections are open at once throughout. Prints
+ * "hold: N answered twice, N failed" and exits 1 if any did not.
+ */
 
-static volatile sig_atomic_t stop_hold;
+static volatile sig_atomic_t stop_hold, again_hold;
+static unsigned hold_reported;		/* failures printed */
 static void on_stop(int sig)
 {
 	(void)sig;
 	stop_hold = 1;
+}
+
+static void on_again(int sig)
+{
+	(void)sig;
+	again_hold = 1;
+}
+
+struct hold_flow {
+	uint64_t seed;
+	struct gen up, down;
+	struct sha256 up_hash, down_hash;
+	uint32_t got;			/* bytes of this phase read */
+	uint8_t trailer[TRAILER_LEN];
+	bool failed;
+};
+
+/* Sends all of p (small: it fits the socket's buffer) or fails the flow. */
+static void hold_send(int fd, struct hold_flow *f, const uint8_t *p, size_t n)
+{
+	ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+
+	if (w < 0 || (size_t)w != n) {
+		if (!f->failed && hold_reported++ < 3)
+			printf("FAIL flow: send: %s\n", w < 0 ? strerror(errno) : "short");
+		f->failed = true;
+	}
+}
+
+/* Up bytes of the next phase, hashed as sent. */
+static void hold_send_up(int fd, struct hold_flow *f, uint8_t *buf, size_t size)
+{
+	gen_fill(&f->up, buf, size);
+	sha256_update(&f->up_hash, buf, size);
+	hold_send(fd, f, buf, size);
+}
+
+/*
+ * Reads until every live flow has want bytes of this phase (down bytes,
+ * checked against the stream; or the trailer, then EOF) or the deadline
+ * passes. Returns how many flows are still waiting.
+ */
+static unsigned hold_read(struct pollfd *pfd, struct hold_flow *fl, unsigned count,
+			  size_t want, bool trailer, double deadline)
+{
+	uint8_t buf[4096], exp[4096];
+	unsigned waiting = 0;
+
+	for (unsigned i = 0; i < count; i++) {
+		fl[i].got = 0;
+		pfd[i].events = fl[i].failed ? 0 : POLLIN;
+		waiting += !fl[i].failed;
+	}
+	while (waiting && now_s() < deadline && !stop_hold) {
+		if (poll(pfd, count, 100) < 0 && errno != EINTR)
+			die("poll: %s", strerror(errno));
+		for (unsigned i = 0; i < count; i++) {
+			struct hold_flow *f = &fl[i];
+			size_t room = trailer ? sizeof(f->trailer) + 1 - f->got : want - f->got;
+			ssize_t n;
+
+			if (!pfd[i].events || !pfd[i].revents)
+				continue;
+			if (room > sizeof(buf))
+				room = sizeof(buf);
+			n = recv(pfd[i].fd, buf, room, MSG_DONTWAIT);
+			if (n < 0 && (errno == EAGAIN || errno == EINTR))
+				continue;
+			if (trailer && n == 0 && f->got == sizeof(f->trailer)) {
+				pfd[i].events = 0;	/* trailer, then EOF: done */
+				waiting--;
+				continue;
+			}
+			if (n <= 0 || (trailer && f->got + (size_t)n > sizeof(f->trailer))) {
+				if (hold_reported++ < 3)
+					printf("FAIL flow %u: %s after %u bytes: %s\n", i,
+					       trailer ? "trailer" : "down", f->got,
+					       n < 0 ? strerror(errno) : n ? "too long" : "eof");
+				f->failed = true;
+				pfd[i].events = 0;
+				waiting--;
+				continue;
+			}
+			if (trailer) {
+				memcpy(f->trailer + f->got, buf, (size_t)n);
+			} else {
+				gen_fill(&f->down, exp, (size_t)n);
+				sha256_update(&f->down_hash, buf, (size_t)n);
+				if (memcmp(buf, exp, (size_t)n)) {
+					if (hold_reported++ < 3)
+						printf("FAIL flow %u: down bytes differ\n", i);
+					f->failed = true;
+				}
+			}
+			f->got += (uint32_t)n;
+			if (f->failed || (!trailer && f->got == want)) {
+				pfd[i].events = 0;
+				waiting--;
+			}
+		}
+	}
+	return waiting;
+}
+
+/* The two answers of --exchange; returns the flows that failed. */
+static unsigned hold_exchange(struct pollfd *pfd, unsigned count, size_t size,
+			      double seconds)
+{
+	struct hold_flow *fl = calloc(count, sizeof(*fl));
+	uint8_t *buf = xmalloc(HDR_LEN + size);
+	unsigned failed = 0, late;
+
+	if (!fl)
+		die("out of memory");
+	for (unsigned i = 0; i < count; i++) {
+		struct hold_flow *f = &fl[i];
+
+		f->seed = 0x686f6c64ULL + i;
+		gen_init(&f->up, f->seed, STREAM_UP);
+		gen_init(&f->down, f->seed, STREAM_DOWN);
+		sha256_init(&f->up_hash);
+		sha256_init(&f->down_hash);
+		memset(buf, 0, HDR_LEN);
+		memcpy(buf, MAGIC, 8);
+		put32(buf + 8, M_NORMAL);
+		put64(buf + 16, 2 * size);
+		put64(buf + 24, size);
+		put64(buf + 32, f->seed);
+		hold_send(pfd[i].fd, f, buf, HDR_LEN);
+		hold_send_up(pfd[i].fd, f, buf, size);
+	}
+	late = hold_read(pfd, fl, count, size, false, now_s() + 60);
+	for (unsigned i = 0; i < count; i++)
+		failed += fl[i].failed;
+	printf("hold: %u answered once, %u failed, %u late\n", count - failed - late,
+	       failed, late);
+	fflush(stdout);
+
+	double until = now_s() + seconds;
+	while (!stop_hold && !again_hold && now_s() < until)
+		usleep(20000);
+
+	for (unsigned i = 0; i < count; i++) {
+		if (fl[i].failed)
+			continue;
+		hold_send_up(pfd[i].fd, &fl[i], buf, size);
+		if (shutdown(pfd[i].fd, SHUT_WR) < 0)
+			fl[i].failed = true;
+	}
+	late = hold_read(pfd, fl, count, 0, true, now_s() + 60);
+	failed = 0;
+	for (unsigned i = 0; i < count; i++) {
+		struct hold_flow *f = &fl[i];
+		char g[17], w[17];
+
+		if (!f->failed && f->got == sizeof(f->trailer) &&
+		    !digest_differs(&f->up_hash, f->trailer, g, w) &&
+		    !digest_differs(&f->down_hash, f->trailer + DIGEST_LEN, g, w))
+			continue;
+		f->failed = true;
+		failed++;
+	}
+	printf("hold: %u answered twice, %u failed\n", count - failed, failed);
+	free(buf);
+	free(fl);
+	return failed;
 }
 
 static int cmd_hold(int argc, char **argv)
@@ -1772,6 +1948,7 @@ static int cmd_hold(int argc, char **argv)
 	bool have_addr = false;
 	unsigned count = 0;
 	double seconds = 10;
+	uint64_t exchange = 0;
 
 	for (int i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "--connect")) {
@@ -1781,15 +1958,19 @@ static int cmd_hold(int argc, char **argv)
 			count = (unsigned)atoi(arg_value(&i, argc, argv));
 		else if (!strcmp(argv[i], "--seconds"))
 			seconds = atof(arg_value(&i, argc, argv));
+		else if (!strcmp(argv[i], "--exchange"))
+			exchange = parse_size(arg_value(&i, argc, argv));
 		else
 			usage();
 	}
-	if (!have_addr || !count)
+	if (!have_addr || !count || exchange > 1024 * 1024)
 		usage();
 
 	struct sigaction sa = { .sa_handler = on_stop };
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	struct sigaction sa_again = { .sa_handler = on_again };
+	sigaction(SIGUSR1, &sa_again, NULL);
 
 	struct pollfd *pfd = calloc(count, sizeof(*pfd));
 	unsigned connected = 0, failed = 0, pending = 0;
@@ -1828,14 +2009,20 @@ static int cmd_hold(int argc, char **argv)
 	printf("hold: %u connected, %u failed, %u pending\n", connected, failed,
 	       pending);
 	fflush(stdout);
-	double until = now_s() + seconds;
-	while (!stop_hold && now_s() < until)
-		usleep(20000);
+	int rc = 0;
+	if (exchange) {
+		if (failed || pending || hold_exchange(pfd, count, exchange, seconds))
+			rc = 1;
+	} else {
+		double until = now_s() + seconds;
+		while (!stop_hold && now_s() < until)
+			usleep(20000);
+	}
 	for (unsigned i = 0; i < count; i++)
 		close(pfd[i].fd);
 	free(pfd);
 	printf("hold: closed\n");
-	return 0;
+	return rc;
 }
 
 int main(int argc, char **argv)

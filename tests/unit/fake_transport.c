@@ -297,7 +297,7 @@ struct world *world_new_links(uint32_t rx_ring, uint32_t region,
 	w->sched_hook.fn = world_on_batch_end;
 	loop_hook_add(&w->core, LOOP_BATCH_END, &w->sched_hook);
 	w->net.cork = (struct cork_params){ .enabled = true, .max_bytes = cork_max };
-	w->net.rmb_budget.limit = region;
+	rmb_budget_init(&w->net.rmb_budget, region);
 
 	w->fake.room = 64;
 	w->fake.peer = calloc(1, FAKE_PEER_SIZE);
@@ -321,6 +321,7 @@ struct world *world_new_links(uint32_t rx_ring, uint32_t region,
 	list_init(&lgr->waiting);
 	list_init(&lgr->conn_list);
 	list_init(&lgr->connecting);
+	list_init(&lgr->grown);
 	list_add_tail(&lgr->node, &w->net.lgrs);
 	w->net.n_lgrs++;
 	w->net.n_lgrs_role[LGR_ROLE_CLIENT]++;
@@ -329,7 +330,7 @@ struct world *world_new_links(uint32_t rx_ring, uint32_t region,
 	lgr->ring_size = rx_ring;
 	lgr->region = w->region;
 	lgr->region_size = region;
-	rmb_pool_init(&lgr->rmbs, 0, region, &w->net.rmb_budget);
+	rmb_pool_init(&lgr->rmbs, 0, region, &w->net.rmb_budget, NULL);
 	assert_int_equal(lgr__setup_links(lgr, links, 16), 0);
 	for (i = 0; i < links; i++)
 		lgr->links[i].tp = world_fake(w, i);

@@ -402,6 +402,74 @@ static void test_failover_resends_offer(void **state)
 	world_free(w);
 }
 
+/*
+ * A flow whose ring grew and then went idle is offered a small ring again
+ * by the group's sweep (the same move, generation 2), only once it has
+ * been idle long enough; at the peer's switch the
+ * large ring goes back to the budget, and bytes in the small ring reach
+ * the application in order.
+ */
+static void test_owner_shrinks_when_idle(void **state)
+{
+	struct world *w = moving_world(1);
+	struct wflow *f = world_open(w, 0, SMALL);
+	uint8_t *data = random_bytes(SMALL + 3000, 7), *got = malloc(SMALL + 3000);
+	uint64_t in_use;
+	struct llc_msg mv;
+
+	/* Grown to 64 KiB and switched (as in test_owner_grows_and_switches). */
+	world_peer_write(w, f, data, SMALL);
+	world_peer_cdc(w, f, 0, 0);
+	app_read_exact(w, f, got, SMALL);
+	world_settle(w);
+	f->peer_prod = (struct smc_cursor){ 0, 0 };
+	f->peer_prod_gen = 1;
+	world_peer_cdc(w, f, 0, 0);
+	assert_int_equal(f->c.rmb->size, SMALL << RMB_GROW_SHIFT);
+	assert_false(list_empty(&w->lgr->grown));
+
+	/* Active lately: kept. */
+	memcpy(w->region + f->c.rmb->offset, data + SMALL, 1000);
+	f->peer_prod = (struct smc_cursor){ 0, 1000 };
+	world_peer_cdc(w, f, 0, 0);
+	app_read_exact(w, f, got + SMALL, 1000);
+	world_settle(w);
+	lgr_sweep(&w->net, f->c.last_active_ms + 9999);
+	assert_null(f->c.rx_next);
+	assert_int_equal(w->stats.rings_shrunk, 0);
+
+	/* Idle and empty: a 16 KiB ring is offered with generation 2. */
+	lgr_sweep(&w->net, f->c.last_active_ms + 10000);
+	assert_non_null(f->c.rx_next);
+	assert_int_equal(f->c.rx_next->size, SMALL);
+	assert_int_equal(w->stats.rings_shrunk, 1);
+	world_settle(w);
+	mv = last_llc(&w->fake, LLC_RMB_MOVE);
+	assert_int_equal(mv.move.gen, 2);
+	assert_int_equal(mv.move.rmb.size, SMALL);
+	assert_int_equal(mv.move.rmb.offset, f->c.rx_next->offset);
+	/* One offer at a time. */
+	lgr_sweep(&w->net, f->c.last_active_ms + 20000);
+	assert_int_equal(w->stats.rings_shrunk, 1);
+
+	/* The peer switches and writes into the small ring. */
+	in_use = w->net.rmb_budget.in_use;
+	memcpy(w->region + f->c.rx_next->offset, data + SMALL + 1000, 2000);
+	f->peer_prod = (struct smc_cursor){ 0, 2000 };
+	f->peer_prod_gen = 2;
+	world_peer_cdc(w, f, 0, 0);
+	assert_null(f->c.rx_next);
+	assert_int_equal(f->c.rx_gen, 2);
+	assert_int_equal(f->c.rmb->size, SMALL);
+	assert_true(list_empty(&w->lgr->grown));
+	assert_int_equal(w->net.rmb_budget.in_use, in_use - (SMALL << RMB_GROW_SHIFT));
+	app_read_exact(w, f, got + SMALL + 1000, 2000);
+	assert_memory_equal(got, data, SMALL + 3000);
+	free(data);
+	free(got);
+	world_free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -413,6 +481,7 @@ int main(void)
 		cmocka_unit_test(test_writer_offers),
 		cmocka_unit_test(test_failover_after_switch_replays_new_ring),
 		cmocka_unit_test(test_failover_resends_offer),
+		cmocka_unit_test(test_owner_shrinks_when_idle),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

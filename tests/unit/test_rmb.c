@@ -32,8 +32,8 @@ struct fx {
 
 static void fx_init(struct fx *fx, uint32_t ring_bytes, uint64_t budget)
 {
-	fx->budget = (struct rmb_budget){ .limit = budget };
-	rmb_pool_init(&fx->pool, BASE, BASE + ring_bytes, &fx->budget);
+	rmb_budget_init(&fx->budget, budget);
+	rmb_pool_init(&fx->pool, BASE, BASE + ring_bytes, &fx->budget, NULL);
 }
 
 static struct rmb *get_ok(struct rmb_pool *p, uint32_t want, uint32_t size)
@@ -226,37 +226,265 @@ static void test_null_below_min(void **state)
 }
 
 /*
- * Two link groups of one worker share its budget: what one carved the
- * other cannot have, even once it is free again (carved rings stay with
- * their pool); closing a pool hands its bytes back.
+ * Two link groups of one worker share its budget, and a ring one of them
+ * freed is the other's at once: the free ring gives its budget up (it
+ * goes cold, its offsets stay its pool's) and is charged again when its
+ * own pool uses it next. Closing a pool hands its bytes back.
  */
 static void test_budget_shared(void **state)
 {
-	struct rmb_budget budget = { .limit = 128 * KIB };
+	struct rmb_budget budget;
 	struct rmb_pool pa, pb;
-	struct rmb *a, *b;
+	struct rmb *a, *b, *c;
 
-	rmb_pool_init(&pa, BASE, BASE + 16 * MIB, &budget);
-	rmb_pool_init(&pb, BASE, BASE + 16 * MIB, &budget);
+	rmb_budget_init(&budget, 128 * KIB);
+	rmb_pool_init(&pa, BASE, BASE + 16 * MIB, &budget, NULL);
+	rmb_pool_init(&pb, BASE, BASE + 16 * MIB, &budget, NULL);
 	a = get_ok(&pa, 64 * KIB, 64 * KIB);
 	b = get_ok(&pb, 64 * KIB, 64 * KIB);
 	assert_int_equal(budget.used, 128 * KIB);
+	assert_int_equal(budget.in_use, 128 * KIB);
 	assert_null(rmb_get(&pa, 64 * KIB));
 	assert_null(rmb_get(&pb, 16 * KIB));
+	assert_int_equal(pa.refused, RMB_SHORT_POOL);
 
 	rmb_put(&pb, b);
+	assert_int_equal(budget.used, 128 * KIB);	/* warm: kept while nobody needs it */
+	assert_int_equal(budget.in_use, 64 * KIB);
+	c = get_ok(&pa, 64 * KIB, 64 * KIB);
+	assert_int_equal(c->offset, BASE + 64 * KIB);
+	assert_true(b->cold);
+	assert_ptr_equal(pb.cold[rmb_class(64 * KIB)], b);
 	assert_int_equal(budget.used, 128 * KIB);
-	assert_null(rmb_get(&pa, 16 * KIB));
+	assert_null(rmb_get(&pb, 16 * KIB));
 
+	/* pb's cold ring comes back charged, at its old offset. */
+	rmb_put(&pa, c);
+	b = get_ok(&pb, 64 * KIB, 64 * KIB);
+	assert_false(b->cold);
+	assert_int_equal(b->offset, BASE);
+	assert_int_equal(pb.carved, BASE + 64 * KIB);
+	assert_int_equal(budget.used, 128 * KIB);
+	rmb_put(&pb, b);
 	rmb_pool_close(&pb);
 	assert_int_equal(budget.used, 64 * KIB);
-	b = get_ok(&pa, 64 * KIB, 64 * KIB);
-	assert_int_equal(b->offset, BASE + 64 * KIB);
-	assert_int_equal(budget.used, 128 * KIB);
 	rmb_put(&pa, a);
-	rmb_put(&pa, b);
 	rmb_pool_close(&pa);
 	assert_int_equal(budget.used, 0);
+	assert_true(list_empty(&budget.pools));
+}
+
+/* Ops that count what the transport is asked to do. */
+struct ops_log {
+	unsigned carves, drops, releases;
+};
+
+static int log_carve(void *ctx, struct rmb *r)
+{
+	((struct ops_log *)ctx)->carves++;
+	return 0;
+}
+
+static void log_drop(void *ctx, struct rmb *r)
+{
+	((struct ops_log *)ctx)->drops++;
+}
+
+static void log_release(void *ctx, struct rmb *r)
+{
+	((struct ops_log *)ctx)->releases++;
+}
+
+static const struct rmb_ops log_ops = {
+	.carve = log_carve, .drop = log_drop, .release = log_release, .pins = true,
+};
+
+/* A dropped ring gives its memory (and its pinning) back, and is carved
+ * (registered) again when used; the gauges follow, by size class. */
+static void test_drop_gauges(void **state)
+{
+	counter_t carved = 0, in_use = 0, pinned = 0, used[RMB_CLASSES] = { 0 },
+		  free_r[RMB_CLASSES] = { 0 };
+	struct ops_log la = { 0 }, lb = { 0 };
+	struct rmb_budget budget;
+	struct rmb_pool pa, pb;
+	struct rmb *a, *b;
+
+	rmb_budget_init(&budget, 64 * KIB);
+	budget.g_carved = &carved;
+	budget.g_in_use = &in_use;
+	budget.g_pinned = &pinned;
+	budget.g_used_rings = used;
+	budget.g_free_rings = free_r;
+	rmb_pool_init(&pa, BASE, BASE + 16 * MIB, &budget, NULL);
+	rmb_pool_init(&pb, BASE, BASE + 16 * MIB, &budget, NULL);
+	pa.ops = pb.ops = &log_ops;
+	pa.ops_ctx = &la;
+	pb.ops_ctx = &lb;
+	a = get_ok(&pa, 32 * KIB, 32 * KIB);
+	b = get_ok(&pa, 32 * KIB, 32 * KIB);
+	assert_int_equal(counter_get(&used[1]), 2);
+	assert_int_equal(counter_get(&pinned), 64 * KIB);
+	rmb_put(&pa, a);
+	rmb_put(&pa, b);
+	assert_int_equal(counter_get(&used[1]), 0);
+	assert_int_equal(counter_get(&free_r[1]), 2);
+	assert_int_equal(counter_get(&in_use), 0);
+	assert_int_equal(counter_get(&carved), 64 * KIB);
+
+	/* pb needs 16 KiB: one of pa's free rings is dropped, not both. */
+	a = get_ok(&pb, 16 * KIB, 16 * KIB);
+	assert_int_equal(la.drops, 1);
+	assert_int_equal(counter_get(&free_r[1]), 1);
+	assert_int_equal(counter_get(&used[0]), 1);
+	assert_int_equal(counter_get(&pinned), 48 * KIB);
+	assert_int_equal(counter_get(&carved), 48 * KIB);
+	assert_int_equal(counter_get(&in_use), 16 * KIB);
+	assert_int_equal(lb.carves, 1);
+	rmb_put(&pb, a);
+	rmb_pool_close(&pb);
+	assert_int_equal(lb.releases, 1);
+	rmb_pool_close(&pa);
+	assert_int_equal(la.releases, 2);	/* the warm one and the cold one */
+	assert_int_equal(counter_get(&pinned), 0);
+	assert_int_equal(counter_get(&carved), 0);
+	assert_int_equal(counter_get(&free_r[1]), 0);
+}
+
+/* A ring put back after its pool closed (its group's transport let go
+ * first) is freed and uncharged, not kept on a list nobody frees; the
+ * closed pool gives no ring. */
+static void test_put_after_close(void **state)
+{
+	struct ops_log log = { 0 };
+	struct fx fx;
+	struct rmb *a;
+
+	fx_init(&fx, 1 * MIB, 1 * MIB);
+	fx.pool.ops = &log_ops;
+	fx.pool.ops_ctx = &log;
+	a = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+	rmb_pool_close(&fx.pool);
+	assert_null(rmb_get(&fx.pool, 16 * KIB));
+	rmb_put(&fx.pool, a);
+	assert_int_equal(fx.budget.used, 0);
+	assert_int_equal(fx.budget.in_use, 0);
+	assert_int_equal(log.releases, 1);
+	assert_int_equal(fx.pool.n_free, 0);
+	rmb_pool_close(&fx.pool);	/* a second close is a no-op */
+}
+
+/* What on_short was told. */
+struct shorts {
+	unsigned begins, ends;
+	enum rmb_short last;
+	const struct rmb_peer *peer;
+	uint64_t refused_at_end;
+};
+
+static void on_short(struct rmb_budget *b, enum rmb_short why, const struct rmb_peer *peer)
+{
+	struct shorts *sh = b->ctx;
+
+	if (why == RMB_SHORT_NONE) {
+		sh->ends++;
+		sh->refused_at_end = b->short_refused;
+	} else {
+		sh->begins++;
+		sh->last = why;
+		sh->peer = peer;
+	}
+}
+
+/*
+ * Fair share: peer A alone fills the budget with small rings up to the
+ * reserve (the last eighth); peer B, coming later, still gets rings from
+ * it, while A, above its share, gets none. As A's flows end, the memory
+ * goes to B below its share; A gets rings again only beyond the reserve.
+ * The shortage is told once when it begins and once when it ends.
+ */
+static void test_fair_share(void **state)
+{
+	struct rmb_budget budget;
+	struct rmb_pool pa, pb;
+	struct rmb_peer *peer_a, *peer_b;
+	struct rmb *ra[64], *rb[64];
+	struct shorts sh = { 0 };
+	unsigned na = 0, nb = 0, i;
+
+	rmb_budget_init(&budget, 64 * 16 * KIB);	/* 64 rings; reserve 8 */
+	budget.on_short = on_short;
+	budget.ctx = &sh;
+	peer_a = rmb_peer_get(&budget, "A", 1);
+	peer_b = rmb_peer_get(&budget, "B", 1);
+	assert_ptr_equal(rmb_peer_get(&budget, "A", 1), peer_a);
+	rmb_peer_put(peer_a);
+	rmb_pool_init(&pa, BASE, BASE + 16 * MIB, &budget, peer_a);
+	while ((ra[na] = rmb_get(&pa, 16 * KIB)))
+		na++;
+	assert_int_equal(na, 56);
+	assert_int_equal(pa.refused, RMB_SHORT_RESERVE);	/* no other peer yet */
+	assert_int_equal(sh.begins, 1);
+	assert_ptr_equal(sh.peer, peer_a);
+
+	rmb_pool_init(&pb, BASE, BASE + 16 * MIB, &budget, peer_b);
+	assert_int_equal(budget.n_peers, 2);
+	assert_int_equal(rmb_peer_share(peer_b), 32 * 16 * KIB);
+	assert_null(rmb_get(&pa, 16 * KIB));
+	assert_int_equal(pa.refused, RMB_SHORT_PEER);
+	while ((rb[nb] = rmb_get(&pb, 16 * KIB)))
+		nb++;
+	assert_int_equal(nb, 8);
+	assert_int_equal(pb.refused, RMB_SHORT_POOL);
+	assert_int_equal(peer_b->held, 8 * 16 * KIB);
+	assert_int_equal(sh.begins, 1);		/* one shortage, many refusals */
+
+	/* A's flow ends: its ring is B's, not A's. */
+	rmb_put(&pa, ra[--na]);
+	assert_null(rmb_get(&pa, 16 * KIB));
+	rb[nb] = rmb_get(&pb, 16 * KIB);
+	assert_non_null(rb[nb++]);
+	assert_int_equal(sh.ends, 0);
+
+	/* Half of A's flows end: the reserve is free again, the shortage
+	 * is over, and A gets rings beyond the reserve. */
+	for (i = 0; i < 28; i++)
+		rmb_put(&pa, ra[--na]);
+	assert_int_equal(sh.ends, 1);
+	assert_int_equal(sh.refused_at_end, 4);
+	ra[na] = rmb_get(&pa, 16 * KIB);
+	assert_non_null(ra[na++]);
+	assert_int_equal(budget.short_refused, 0);
+
+	while (na)
+		rmb_put(&pa, ra[--na]);
+	while (nb)
+		rmb_put(&pb, rb[--nb]);
+	rmb_pool_close(&pa);
+	rmb_pool_close(&pb);
+	assert_int_equal(budget.n_peers, 0);
+	assert_int_equal(budget.used, 0);
+	rmb_peer_put(peer_a);
+	rmb_peer_put(peer_b);
+	assert_true(list_empty(&budget.peers));
+}
+
+/* A growing ring never takes the reserve, even for a peer below its
+ * share; it takes a smaller class that leaves the reserve whole. */
+static void test_grow_keeps_reserve(void **state)
+{
+	struct fx fx;
+	struct rmb *a, *g;
+
+	fx_init(&fx, 16 * MIB, 1 * MIB);		/* reserve 128 KiB */
+	a = get_ok(&fx.pool, 512 * KIB, 512 * KIB);
+	g = rmb_get_spare(&fx.pool, 512 * KIB, 32 * KIB);
+	assert_non_null(g);
+	assert_int_equal(g->size, 256 * KIB);
+	assert_null(rmb_get_spare(&fx.pool, 256 * KIB, 256 * KIB));
+	rmb_put(&fx.pool, g);
+	rmb_put(&fx.pool, a);
+	rmb_pool_close(&fx.pool);
 }
 
 static void test_close_returns_budget(void **state)
@@ -330,13 +558,14 @@ static void test_invalid_sizes(void **state)
  * its end, no offset wraps around to the bottom. */
 static void test_region_at_4gib(void **state)
 {
-	struct rmb_budget budget = { .limit = UINT64_MAX };
+	struct rmb_budget budget;
 	struct rmb_pool pool;
 	struct rmb *r[80];
 	uint64_t total = 0;
 	unsigned n = 0, i;
 
-	rmb_pool_init(&pool, 0, UINT32_MAX, &budget);
+	rmb_budget_init(&budget, UINT64_MAX);
+	rmb_pool_init(&pool, 0, UINT32_MAX, &budget, NULL);
 	while (n < ARRAY_SIZE(r) && (r[n] = rmb_get(&pool, 64 * MIB))) {
 		assert_true((uint64_t)r[n]->offset + r[n]->size <= UINT32_MAX);
 		assert_int_equal(r[n]->offset, total);
@@ -365,6 +594,10 @@ int main(void)
 		cmocka_unit_test(test_fallback_budget_short),
 		cmocka_unit_test(test_null_below_min),
 		cmocka_unit_test(test_budget_shared),
+		cmocka_unit_test(test_drop_gauges),
+		cmocka_unit_test(test_put_after_close),
+		cmocka_unit_test(test_fair_share),
+		cmocka_unit_test(test_grow_keeps_reserve),
 		cmocka_unit_test(test_close_returns_budget),
 		cmocka_unit_test(test_alignment),
 		cmocka_unit_test(test_invalid_sizes),

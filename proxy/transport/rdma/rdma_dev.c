@@ -23,6 +23,7 @@
 #include "core/loop.h"
 #include "smc/lgr.h"
 #include "smc/net.h"
+#include "smc/rmb.h"
 #include "rdma.h"
 #include "rdma-int.h"
 #include "smc/transport.h"
@@ -162,7 +163,10 @@ int rdma__init(struct smc_net *net, char *errbuf, size_t errlen)
 		return -ENOMEM;
 	dev->net = net;
 	dev->relaxed_ok = true;
-	dev->tx_budget.limit = cfg->buffers.pool;
+	/* The mirrors get what the rings get: this worker's share of
+	 * buffers.pool (0 is auto, resolved there), not the raw setting. */
+	rmb_budget_init(&dev->tx_budget, net->rmb_budget.limit);
+	dev->tx_budget.g_pinned = &net->stats->ring_bytes_pinned;
 	list_init(&dev->zombies);
 	dev->ctx = rdma_pick_device(&dev->port);
 	if (!dev->ctx) {

@@ -98,8 +98,31 @@ static void rdma_rmb_release(void *ctx, struct rmb *r)
 	r->mr = NULL;
 }
 
-static const struct rmb_ops rdma_rx_rmb_ops = { rdma_rx_carve, rdma_rmb_release };
-static const struct rmb_ops rdma_tx_rmb_ops = { rdma_tx_carve, rdma_rmb_release };
+/* A free ring whose budget another group needs: unpinned, and its pages
+ * back to the host (the region is anonymous memory; a later carve
+ * registers zero pages again). */
+static void rdma_rx_drop(void *ctx, struct rmb *r)
+{
+	struct rdma_lgr *rg = ctx;
+
+	rdma_rmb_release(ctx, r);
+	madvise(rg->rx + r->offset, r->size, MADV_DONTNEED);
+}
+
+static void rdma_tx_drop(void *ctx, struct rmb *r)
+{
+	struct rdma_lgr *rg = ctx;
+
+	rdma_rmb_release(ctx, r);
+	madvise(rg->tx + r->offset, r->size, MADV_DONTNEED);
+}
+
+static const struct rmb_ops rdma_rx_rmb_ops = {
+	.carve = rdma_rx_carve, .release = rdma_rmb_release, .drop = rdma_rx_drop, .pins = true,
+};
+static const struct rmb_ops rdma_tx_rmb_ops = {
+	.carve = rdma_tx_carve, .release = rdma_rmb_release, .drop = rdma_tx_drop, .pins = true,
+};
 
 /* Server, before its accept: our registered region for lgr. */
 int rdma__lgr_prepare(struct lgr *lgr)
@@ -132,12 +155,12 @@ int rdma__lgr_prepare(struct lgr *lgr)
 	rg->tx = rdma_region(size);
 	if (!rg->rx || !rg->tx)
 		goto out_errno;
-	rmb_pool_init(&rg->tx_pool, 0, (uint32_t)size, &dev->tx_budget);
+	rmb_pool_init(&rg->tx_pool, 0, (uint32_t)size, &dev->tx_budget, NULL);
 	rg->tx_pool.ops = &rdma_tx_rmb_ops;
 	rg->tx_pool.ops_ctx = rg;
 	lgr->region = rg->rx;
 	lgr->region_size = (uint32_t)size;
-	rmb_pool_init(&lgr->rmbs, 0, (uint32_t)size, &net->rmb_budget);
+	rmb_pool_init(&lgr->rmbs, 0, (uint32_t)size, &net->rmb_budget, lgr->rmb_peer);
 	lgr->rmbs.ops = &rdma_rx_rmb_ops;
 	lgr->rmbs.ops_ctx = rg;
 	return 0;

@@ -408,6 +408,7 @@ static void shm_lgr_close(struct lgr *lgr)
 	}
 	if (sg->sock >= 0)
 		close(sg->sock);
+	rmb_pool_close(&lgr->rmbs);	/* its ops use sg */
 	if (sg->memfd >= 0)
 		close(sg->memfd);
 	if (sg->local)
@@ -523,6 +524,22 @@ static void shm_on_sock(struct epset_entry *e, uint32_t events);
 /* ------------------------------------------------------------------ */
 /* Regions. */
 
+/*
+ * A free ring whose budget another group needs: a hole punched in the
+ * memfd gives its pages back to the host at once (they read as zeros when
+ * the ring is used again). The peer never writes into a free ring; a
+ * hostile one that does so only takes pages back, as a write anywhere in
+ * the region could.
+ */
+static void shm_rmb_drop(void *ctx, struct rmb *r)
+{
+	struct shm_lgr *sg = ctx;
+
+	fallocate(sg->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, r->offset, r->size);
+}
+
+static const struct rmb_ops shm_rmb_ops = { .drop = shm_rmb_drop };
+
 /* Our side: a sealed memfd with a queue per link and the ring area, and
  * an eventfd per link for the peer to ring. */
 static int shm_lgr_prepare(struct lgr *lgr)
@@ -580,7 +597,9 @@ static int shm_lgr_prepare(struct lgr *lgr)
 	}
 	lgr->region = sg->local;
 	lgr->region_size = sg->local_size;
-	rmb_pool_init(&lgr->rmbs, base, sg->local_size, &net->rmb_budget);
+	rmb_pool_init(&lgr->rmbs, base, sg->local_size, &net->rmb_budget, lgr->rmb_peer);
+	lgr->rmbs.ops = &shm_rmb_ops;
+	lgr->rmbs.ops_ctx = sg;
 	return 0;
 
 out_errno:
