@@ -10,6 +10,7 @@
 #   rp_init "$@"               # rt_init, and this test's meeting place
 #   rp_put NAME [WORDS...]     # tell the other half NAME (and a value)
 #   rp_get NAME [SECONDS]      # wait for the other half's NAME; print it
+#   rp_setup KEY=JSON ...      # b: server, daemon B; a: redirect, daemon A
 #
 # and everything of tests/rdma/lib.sh (rt_config, rt_start, rt_stat,
 # rt_links, rt_run, rt_pass, rt_fail...), on this topology:
