@@ -195,13 +195,21 @@ check-integration: all tools
 	tests/integration/run $(B)
 
 # The rdma transport over real verbs: Soft-RoCE (rdma_rxe) in a QEMU guest
-# that boots Debian's kernel and runs every tests/rdma/t_*.sh in one boot.
+# that boots Debian's kernel and runs every tests/rdma/t_*.sh in one boot;
+# then, between two hosts (check-rdma-pair), every tests/rdma/pair/t_*.sh
+# in one boot of two guests joined by a wire, a daemon in each. Both run
+# even when the first fails, so that one run says everything.
 # RDMA=0 make check skips them, loudly; a machine that cannot boot the guest
 # fails make check rather than pass it untested.
 # make check asks first, so that a machine without the guest's packages
 # learns it before the other suites ran.
 check-rdma: all tools check-rdma-ready
-	tests/rdma/lab tests/rdma/run $(B)
+	rc=0; tests/rdma/lab tests/rdma/run $(B) || rc=1; \
+	  tests/rdma/lab --pair tests/rdma/pair/run $(B) -- tests/rdma/pair/run $(B) || rc=1; \
+	  exit $$rc
+
+check-rdma-pair: all tools check-rdma-ready
+	tests/rdma/lab --pair tests/rdma/pair/run $(B) -- tests/rdma/pair/run $(B)
 
 check-rdma-ready:
 	@tests/rdma/lab --check || { echo "check-rdma: the rdma guest tests cannot run here:" \
@@ -251,5 +259,5 @@ lint-man:
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
 
-.PHONY: all deps check check-layers check-asan check-tsan check-integration check-rdma check-rdma-ready demo bench install uninstall clean fuzz tools units lint-man
+.PHONY: all deps check check-layers check-asan check-tsan check-integration check-rdma check-rdma-pair check-rdma-ready demo bench install uninstall clean fuzz tools units lint-man
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
