@@ -17,10 +17,12 @@ echo "  daemon B (debug.fail_link false): exit $rc: $out"
 [ $rc -eq 1 ] || rt_fail "daemon B without debug.fail_link: exit $rc: $out"
 grep -q 'not allowed' <<<"$out" || rt_fail "daemon B without debug.fail_link did not say why: $out"
 
-# 10 flows of 512 KiB each way at 24 KiB/s: about 21 s each, all mid-way
-# when the link fails. (Rate-limited flows move in small writes, which
-# cost the TCG guest much CPU: keep the rate low.)
-rt_run --flows 10 --concurrency 10 --size 512KiB --rate 24KiB --seed 51 --timeout 120 \
+# 10 flows of 1 MiB each way at 24 KiB/s: about 43 s each, all mid-way
+# when the link fails, even on a loaded machine where each query of the
+# daemons below takes seconds (at 512 KiB they were seen to end first).
+# (Rate-limited flows move in small writes, which cost the TCG guest much
+# CPU: keep the rate low.)
+rt_run --flows 10 --concurrency 10 --size 1MiB --rate 24KiB --seed 51 --timeout 150 \
 	>"$RT_DIR/client.log" 2>&1 &
 client=$!
 RT_PIDS+=("$client")
