@@ -72,6 +72,7 @@ struct cfg {
 	} links;
 	struct {
 		uint64_t ring;
+		uint64_t ring_initial;	/* a new flow's ring, when rings move */
 		uint64_t pool;
 	} buffers;
 	struct {

@@ -909,6 +909,16 @@ static void check_cross(struct load *ld, struct cfg *cfg)
 		path_pop(ld);
 		path_pop(ld);
 	}
+	/* A flow's first ring is one a grown ring may reach. */
+	if (cfg->buffers.ring && cfg->buffers.ring_initial > cfg->buffers.ring) {
+		cfg__fmt_size(a, sizeof(a), cfg->buffers.ring_initial);
+		cfg__fmt_size(b, sizeof(b), cfg->buffers.ring);
+		path_push_key(ld, "buffers");
+		path_push_key(ld, "ring_initial");
+		verr(ld, false, "%s is larger than buffers.ring (%s)", a, b);
+		path_pop(ld);
+		path_pop(ld);
+	}
 }
 
 /* Line and column of byte offset off in text, counted as jansson does. */

@@ -17,7 +17,7 @@ static const char default_json[] =
 	"  \"mark\": 5459267,\n"
 	"  \"workers\": 0,\n"
 	"  \"links\": {\"per_peer\": 2, \"max_flows_per_link\": 255, \"dead_after\": \"15s\"},\n"
-	"  \"buffers\": {\"ring\": \"1MiB\", \"pool\": 0},\n"
+	"  \"buffers\": {\"ring\": \"1MiB\", \"ring_initial\": \"16KiB\", \"pool\": 0},\n"
 	"  \"autocork\": {\"enabled\": true, \"max_bytes\": \"64KiB\"},\n"
 	"  \"cq\": {\"pool\": 0, \"poll_budget\": 16},\n"
 	"  \"busy_poll\": {\"usecs\": 0, \"budget\": 50},\n"

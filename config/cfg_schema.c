@@ -44,6 +44,9 @@ static const struct cfg__key links_keys[] = {
 static const struct cfg__key buffers_keys[] = {
 	{ "ring", CFG__SIZE, false, CFG__F_POW2, F(buffers.ring),
 	  16 * KiB, 64 * MiB, "\"1MiB\"", NULL },
+	/* Must also be <= ring: checked in cfg.c after both are known. */
+	{ "ring_initial", CFG__SIZE, false, CFG__F_POW2, F(buffers.ring_initial),
+	  16 * KiB, 64 * MiB, "\"16KiB\"", NULL },
 	/* Must also be >= ring: checked in cfg.c after both are known. */
 	/* 0: auto, from the host's memory (rmb_budget_share()). */
 	{ "pool", CFG__SIZE, false, 0, F(buffers.pool), 0, 64 * GiB, "0", NULL },

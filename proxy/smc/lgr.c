@@ -172,6 +172,7 @@ static void lgr_reap(struct loop_defer *d)
 int lgr__setup_links(struct lgr *lgr, unsigned links, unsigned max_flows_per_link)
 {
 	unsigned i, cap;
+	uint32_t init;
 
 	if (!links || links > LGR_LINKS_MAX || !max_flows_per_link)
 		return -EINVAL;
@@ -188,11 +189,14 @@ int lgr__setup_links(struct lgr *lgr, unsigned links, unsigned max_flows_per_lin
 		return -ENOMEM;
 	}
 	lgr->conns_cap = cap + 1;
-	/* Flows start on the smallest ring, as the kernel's SMC-R starts
-	 * at 16 KiB, and grow when their traffic fills it (conn.c); a peer
-	 * that cannot move rings gets the full size at once. */
-	lgr->ring_init = lgr->ring_move && lgr->ring_size > RMB_INIT_SIZE ?
-			 RMB_INIT_SIZE : lgr->ring_size;
+	/* Flows start on buffers.ring_initial (16 KiB by default, where the
+	 * kernel's SMC-R starts) and grow when their traffic fills it
+	 * (conn.c); a peer that cannot move rings gets the full size at
+	 * once. A config built by hand may leave it 0: the smallest ring. */
+	init = (uint32_t)lgr->net->cfg->buffers.ring_initial;
+	if (init < RMB_INIT_SIZE)
+		init = RMB_INIT_SIZE;
+	lgr->ring_init = lgr->ring_move && lgr->ring_size > init ? init : lgr->ring_size;
 	lgr->next_index = 1;
 	lgr->n_links = links;
 	lgr->max_flows_per_link = max_flows_per_link;

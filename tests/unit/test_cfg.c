@@ -160,6 +160,7 @@ static void assert_settings_equal(const struct cfg *a, const struct cfg *b)
 	assert_int_equal(a->links.per_peer, b->links.per_peer);
 	assert_int_equal(a->links.max_flows_per_link, b->links.max_flows_per_link);
 	assert_int_equal(a->buffers.ring, b->buffers.ring);
+	assert_int_equal(a->buffers.ring_initial, b->buffers.ring_initial);
 	assert_int_equal(a->buffers.pool, b->buffers.pool);
 	assert_int_equal(a->autocork.enabled, b->autocork.enabled);
 	assert_int_equal(a->autocork.max_bytes, b->autocork.max_bytes);
@@ -216,7 +217,7 @@ static void test_defaults_values(void **state)
 		.mark = 5459267,
 		.workers = 0,
 		.links = { .per_peer = 2, .max_flows_per_link = 255 },
-		.buffers = { .ring = 1 * MiB, .pool = 0 },
+		.buffers = { .ring = 1 * MiB, .ring_initial = 16 * KiB, .pool = 0 },
 		.autocork = { .enabled = true, .max_bytes = 64 * KiB },
 		.cq = { .pool = 0, .poll_budget = 16 },
 		.shm = { .dir = "/run/smcproxy" },
@@ -319,7 +320,7 @@ static const char full_json[] =
 	"  \"mark\": 4294967295,\n"
 	"  \"workers\": 256,\n"
 	"  \"links\": {\"per_peer\": 16, \"max_flows_per_link\": 1},\n"
-	"  \"buffers\": {\"ring\": 65536, \"pool\": \"1GiB\"},\n"
+	"  \"buffers\": {\"ring\": 65536, \"ring_initial\": \"32KiB\", \"pool\": \"1GiB\"},\n"
 	"  \"autocork\": {\"enabled\": false, \"max_bytes\": \"16MiB\"},\n"
 	"  \"cq\": {\"pool\": 16, \"poll_budget\": 1024},\n"
 	"  \"shm\": {\"dir\": \"/dev/shm/smc\"},\n"
@@ -341,7 +342,7 @@ static void test_full_config(void **state)
 		.mark = 0xffffffffu,
 		.workers = 256,
 		.links = { .per_peer = 16, .max_flows_per_link = 1 },
-		.buffers = { .ring = 64 * KiB, .pool = 1024 * MiB },
+		.buffers = { .ring = 64 * KiB, .ring_initial = 32 * KiB, .pool = 1024 * MiB },
 		.autocork = { .enabled = false, .max_bytes = 16 * MiB },
 		.cq = { .pool = 16, .poll_budget = 1024 },
 		.shm = { .dir = "/dev/shm/smc" },
@@ -694,6 +695,12 @@ static void test_cross_check(void **state)
 		      "t.json:1:38: buffers.pool: 512KiB is smaller than buffers.ring (1MiB)\n");
 	expect_errors("{\"buffers\": {\"ring\": \"64MiB\", \"pool\": \"32MiB\"}}",
 		      "t.json:1:39: buffers.pool: 32MiB is smaller than buffers.ring (64MiB)\n");
+	/* A first ring no grown ring reaches; equal is the rings of old. */
+	expect_errors("{\"buffers\": {\"ring\": \"256KiB\", \"ring_initial\": \"1MiB\"}}",
+		      "t.json:1:48: buffers.ring_initial: 1MiB is larger than buffers.ring (256KiB)\n");
+	expect_errors("{\"buffers\": {\"ring_initial\": \"2MiB\"}}",
+		      "t.json:1:30: buffers.ring_initial: 2MiB is larger than buffers.ring (1MiB)\n");
+	cfg_free(load_ok("{\"buffers\": {\"ring\": \"1MiB\", \"ring_initial\": \"1MiB\"}}"));
 }
 
 /*
@@ -909,7 +916,7 @@ static void test_diff_every_key(void **state)
 			    "relay.keepalive,relay.idle_timeout,shutdown.drain_timeout,"
 			    "debug.fail_link");
 	assert_string_equal(d.restart, "listen,control,transport,mark,workers,links.per_peer,"
-			    "links.max_flows_per_link,buffers.ring,buffers.pool,cq.pool,"
+			    "links.max_flows_per_link,buffers.ring,buffers.ring_initial,buffers.pool,cq.pool,"
 			    "cq.poll_budget,shm.dir,stats.socket,auth.psk_file,relay.buffer,"
 			    "rdma.inline,rdma.sq_depth,rdma.rq_depth,metrics.listen,"
 			    "metrics.max_clients,metrics.timeout");

@@ -170,6 +170,48 @@ static void test_owner_grows_and_switches(void **state)
 	world_free(w);
 }
 
+/* The link group set up again as the handshake does, with
+ * buffers.ring_initial = init (0: a config built by hand). */
+static void setup_again(struct world *w, uint32_t init)
+{
+	free(w->lgr->conns);
+	free(w->lgr->gen);
+	w->cfg.buffers.ring_initial = init;
+	assert_int_equal(lgr__setup_links(w->lgr, 1, 16), 0);
+	w->lgr->links[0].tp = world_fake(w, 0);
+	w->lnk = &w->lgr->links[0];
+}
+
+/*
+ * buffers.ring_initial picks a new flow's ring. At buffers.ring the flow
+ * starts there and never grows, as rings did before they moved: a full
+ * ring offers no move.
+ */
+static void test_ring_initial_from_config(void **state)
+{
+	struct world *w = world_new_links(BIG, REGION, 64 * 1024, 1);
+	uint8_t *data = random_bytes(BIG, 4);
+	struct wflow *f;
+
+	w->lgr->ring_move = true;
+	setup_again(w, 4 * SMALL);
+	assert_int_equal(w->lgr->ring_init, 4 * SMALL);
+	setup_again(w, 0);
+	assert_int_equal(w->lgr->ring_init, SMALL);
+	setup_again(w, BIG);
+	assert_int_equal(w->lgr->ring_init, BIG);
+
+	f = world_open(w, 0, SMALL);
+	assert_int_equal(f->c.rmb->size, BIG);
+	world_peer_write(w, f, data, BIG);
+	world_peer_cdc(w, f, 0, 0);
+	assert_int_equal(f->c.state, CONN_ACTIVE);
+	assert_null(f->c.rx_next);
+	assert_int_equal(w->stats.rings_grown, 0);
+	free(data);
+	world_free(w);
+}
+
 /* The peer switches before we consumed the old ring: bytes would be
  * lost, so it broke the protocol and the flow is reset. */
 static void test_owner_early_switch_resets(void **state)
@@ -406,6 +448,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_owner_grows_and_switches),
+		cmocka_unit_test(test_ring_initial_from_config),
 		cmocka_unit_test(test_owner_early_switch_resets),
 		cmocka_unit_test(test_owner_bad_generation_resets),
 		cmocka_unit_test(test_owner_grow_leaves_reserve),
