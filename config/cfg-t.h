@@ -91,6 +91,7 @@ struct cfg {
 	struct {
 		unsigned usecs;		/* poll this long after activity; 0: off */
 		unsigned budget;	/* percent of a CPU for fruitless polls */
+		bool adaptive;		/* the window adapts, up to usecs */
 	} busy_poll;
 	struct {
 		char *dir;

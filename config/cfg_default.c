@@ -22,7 +22,7 @@ static const char default_json[] =
 	"  \"buffers\": {\"ring\": \"1MiB\", \"ring_initial\": \"16KiB\", \"pool\": 0},\n"
 	"  \"autocork\": {\"enabled\": true, \"max_bytes\": \"64KiB\"},\n"
 	"  \"cq\": {\"pool\": 0, \"poll_budget\": 16},\n"
-	"  \"busy_poll\": {\"usecs\": 0, \"budget\": 50},\n"
+	"  \"busy_poll\": {\"usecs\": 300, \"budget\": 50, \"adaptive\": true},\n"
 	"  \"shm\": {\"dir\": \"/run/smcproxy\"},\n"
 	"  \"stats\": {\"socket\": \"/run/smcproxy/smcproxyd.sock\", \"mode\": \"0660\"},\n"
 	"  \"fallback\": {\"connect_timeout\": \"2s\", \"negative_ttl\": \"30s\"},\n"

@@ -67,8 +67,9 @@ static const struct cfg__key cq_keys[] = {
 
 /* Live: each worker's loop takes the new values at once. */
 static const struct cfg__key busy_poll_keys[] = {
-	{ "usecs", CFG__UINT, true, 0, F(busy_poll.usecs), 0, 100000, "0", NULL },
+	{ "usecs", CFG__UINT, true, 0, F(busy_poll.usecs), 0, 100000, "300", NULL },
 	{ "budget", CFG__UINT, true, 0, F(busy_poll.budget), 1, 100, "50", NULL },
+	{ "adaptive", CFG__BOOL, true, 0, F(busy_poll.adaptive), 0, 1, "true", NULL },
 	{ 0 },
 };
 

@@ -54,7 +54,7 @@ static json_t *per_worker(struct smcd *d)
 
 		worker_stats_add(&d->workers.workers[i], &st);
 		/* The loop's counters: how the worker waited for work. */
-		json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 			"worker", (int)i,
 			"flows_active", (json_int_t)sum_modes(st.flows_active),
 			"flows_accepted", (json_int_t)st.flows_accepted,
@@ -64,7 +64,9 @@ static json_t *per_worker(struct smcd *d)
 			"wakeups", (json_int_t)counter_get(&ls->wakeups),
 			"busy_polls", (json_int_t)counter_get(&ls->polls),
 			"busy_poll_hits", (json_int_t)counter_get(&ls->poll_hits),
-			"busy_poll_idle_us", (json_int_t)(counter_get(&ls->poll_ns) / 1000)));
+			"busy_poll_idle_us", (json_int_t)(counter_get(&ls->poll_ns) / 1000),
+			"busy_poll_grows", (json_int_t)counter_get(&ls->poll_grows),
+			"busy_poll_shrinks", (json_int_t)counter_get(&ls->poll_shrinks)));
 	}
 	return arr;
 }

@@ -337,7 +337,8 @@ int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
 		goto out_close_listeners;
 	}
 	p->loop_open = true;
-	loop_set_busy_poll(&p->core, cfg->busy_poll.usecs, cfg->busy_poll.budget);
+	loop_set_busy_poll(&p->core, cfg->busy_poll.usecs, cfg->busy_poll.budget,
+				   cfg->busy_poll.adaptive);
 	p->done_hook.fn = proxy_on_batch_done;
 	loop_hook_add(&p->core, LOOP_BATCH_DONE, &p->done_hook);
 	for (i = 0; i < p->n_listeners; i++) {
@@ -616,7 +617,8 @@ void proxy_set_cfg(struct proxy *p, const struct cfg *cfg)
 	p->cfg = cfg;
 	smc_net_set_cfg(&p->smc, cfg);
 	if (p->loop_open)
-		loop_set_busy_poll(&p->core, cfg->busy_poll.usecs, cfg->busy_poll.budget);
+		loop_set_busy_poll(&p->core, cfg->busy_poll.usecs, cfg->busy_poll.budget,
+				   cfg->busy_poll.adaptive);
 	/* Live keys: new flows get them; running flows keep theirs. */
 	p->relay_params.connect_timeout_ms = cfg->fallback.connect_timeout_ms;
 	p->relay_params.keepalive_ms = cfg->relay.keepalive_ms;

@@ -9,6 +9,7 @@
 #include "counter.h"
 #include "epset-t.h"
 #include "list.h"
+#include "pollgov-t.h"
 
 /*
  * Embedded in an object that an event of the current epoll batch may
@@ -51,6 +52,8 @@ struct loop_stats {
 	counter_t poll_hits;		/* busy-poll rounds that found work */
 	counter_t poll_ns;		/* time spent in busy-poll rounds that found none */
 	counter_t poll_budget_hits;	/* a second's budget ran out */
+	counter_t poll_grows;		/* the adaptive window grew */
+	counter_t poll_shrinks;		/* ... and shrank */
 };
 
 struct loop {
@@ -61,10 +64,15 @@ struct loop {
 	uv_prepare_t tick;		/* the batch end of libuv's own events */
 	unsigned open_handles;		/* closing through loop_close_handle() */
 	/* Busy polling (loop_set_busy_poll()): after activity the loop polls
-	 * instead of blocking, for at most busy_ns since the last work
-	 * found, and for at most budget_ns of fruitless polling a second. */
-	uint64_t busy_ns;		/* 0: off */
+	 * instead of blocking, for the window since the last work found (gov's
+	 * when adaptive, else busy_ns), and for at most budget_ns of
+	 * fruitless polling a second. */
+	uint64_t busy_ns;		/* the bound; 0: off */
 	uint64_t budget_ns;
+	struct pollgov gov;
+	bool adaptive;
+	bool poll_empty;		/* the last poll round found nothing */
+	uint64_t last_work;		/* uv_hrtime() at the end of the last work */
 	uint64_t busy_until;		/* uv_hrtime(): poll until then */
 	uint64_t budget_start;		/* start of the current second */
 	uint64_t budget_spent;		/* fruitless polling in it */

@@ -5,12 +5,14 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <sched.h>
 #include <stddef.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
 #include "epset.h"
 #include "loop.h"
+#include "pollgov.h"
 
 #define LOOP_RUN_BATCH 64
 
@@ -117,12 +119,36 @@ bool loop_has_deferred(const struct loop *l)
 	return !list_empty(&l->grave);
 }
 
-void loop_set_busy_poll(struct loop *l, unsigned usecs, unsigned budget_pct)
+void loop_set_busy_poll(struct loop *l, unsigned usecs, unsigned budget_pct, bool adaptive)
 {
 	l->busy_ns = (uint64_t)usecs * 1000;
 	l->budget_ns = (uint64_t)(budget_pct > 100 ? 100 : budget_pct) * 10000000;
+	pollgov_set_max(&l->gov, adaptive ? l->busy_ns : 0);
+	l->adaptive = adaptive;
 	if (!l->busy_ns)
 		l->busy_until = 0;
+}
+
+/* After work: poll for the window from now on. */
+static void loop_worked(struct loop *l)
+{
+	l->last_work = uv_hrtime();
+	l->busy_until = l->last_work + (l->adaptive ? pollgov_window(&l->gov) : l->busy_ns);
+}
+
+/* A blocking wait returned work: teach the adaptive window how long
+ * after the last work it came. */
+static void loop_woke(struct loop *l)
+{
+	uint64_t before = pollgov_window(&l->gov);
+
+	if (!l->adaptive || !l->last_work)
+		return;
+	pollgov_woke(&l->gov, uv_hrtime() - l->last_work);
+	if (pollgov_window(&l->gov) > before)
+		counter_inc(&l->stats.poll_grows);
+	else if (pollgov_window(&l->gov) < before)
+		counter_inc(&l->stats.poll_shrinks);
 }
 
 /*
@@ -184,6 +210,13 @@ int loop_run(struct loop *l)
 		bool run_uv, polling = loop_busy(l, now), found = false;
 
 		if (polling) {
+			/* A round that found nothing gives the CPU to
+			 * whoever else may run on it (the peer daemon, the
+			 * application we wait for) before the next look:
+			 * on a CPU they share, spinning would only delay
+			 * the answer it waits for. */
+			if (l->poll_empty)
+				sched_yield();
 			/* The end of the last batch, then a look without
 			 * saying we may sleep: a peer that sees us running
 			 * skips its doorbell. */
@@ -202,6 +235,7 @@ int loop_run(struct loop *l)
 		if (polling) {
 			/* Timers still run on time while we poll. */
 			run_uv = uv_backend_timeout(uv) == 0;
+			l->poll_empty = n <= 0 && !found;
 			if (n > 0 || found) {
 				counter_inc(&l->stats.poll_hits);
 			} else {
@@ -213,11 +247,12 @@ int loop_run(struct loop *l)
 		} else {
 			/* Nothing came in time: a timer is due. */
 			run_uv = n <= 0 || timeout == 0;
-			if (n > 0)
+			if (n > 0) {
 				counter_inc(&l->stats.wakeups);
+				if (l->busy_ns)
+					loop_woke(l);
+			}
 		}
-		if ((n > 0 || found) && l->busy_ns)
-			l->busy_until = uv_hrtime() + l->busy_ns;
 		for (i = 0; i < n; i++) {
 			struct epset_entry *e = ev[i].data.ptr;
 
@@ -227,6 +262,8 @@ int loop_run(struct loop *l)
 				e->cb(e, ev[i].events);
 		}
 		loop_batch_end(l);
+		if ((n > 0 || found) && l->busy_ns)
+			loop_worked(l);
 		/* Not its return value: with our set no longer polled by
 		 * libuv, a closing layer may have no libuv handle left active
 		 * while deferred frees and the set itself still wait. */

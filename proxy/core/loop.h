@@ -23,12 +23,14 @@ void loop_defer(struct loop *l, struct loop_defer *d, void (*fn)(struct loop_def
 bool loop_has_deferred(const struct loop *l);
 /*
  * Busy polling: after a wake-up or a poll that found work, the loop polls
- * its epoll set and the LOOP_POLL hooks for up to usecs before it blocks,
+ * its epoll set and the LOOP_POLL hooks before it blocks, for up to usecs,
  * spending at most budget_pct of a CPU a second on polls that find nothing.
  * A round trip then does not pay a sleeping CPU's wake-up (tens of
- * microseconds on a virtual machine). usecs 0: off.
+ * microseconds on a virtual machine). adaptive: the window is pollgov's,
+ * between 0 and usecs, learnt from how soon work comes back after the
+ * loop blocked; else always usecs. usecs 0: off.
  */
-void loop_set_busy_poll(struct loop *l, unsigned usecs, unsigned budget_pct);
+void loop_set_busy_poll(struct loop *l, unsigned usecs, unsigned budget_pct, bool adaptive);
 /* Undoes loop_init() for a loop that never ran: its handles close with
  * no callback, the set's fd at once. */
 void loop_discard(struct loop *l);

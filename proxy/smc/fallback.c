@@ -8,6 +8,13 @@ unsigned clc_decline_of_errno(int err)
 {
 	switch (err) {
 	case -ENOSPC:
+	/* The decliner's host has no room for the flow's connection: no
+	 * local port left to its destination, or no fd. The same answer
+	 * as a full link group: another flow may fit later, and the
+	 * opener's own connect over TCP may well work. */
+	case -EADDRNOTAVAIL:
+	case -EMFILE:
+	case -ENFILE:
 		return CLC_DECL_MAX_FLOWS;
 	case -ENOMEM:
 	case -ENOBUFS:

@@ -36,7 +36,10 @@ static void test_errno_table(void **state)
 		{ -EINVAL, CLC_DECL_INTERNAL, FB_DECL_INTERNAL, "internal" },
 		{ -ENOLINK, CLC_DECL_INTERNAL, FB_DECL_INTERNAL, "internal" },
 		{ -EPROTONOSUPPORT, CLC_DECL_INTERNAL, FB_DECL_INTERNAL, "internal" },
-		{ -EMFILE, CLC_DECL_INTERNAL, FB_DECL_INTERNAL, "internal" },
+		/* The acceptor's connect to the destination found no port or
+		 * fd: no room for the flow, not a fault (was internal). */
+		{ -EMFILE, CLC_DECL_MAX_FLOWS, FB_DECL_MAX_FLOWS, "max_flows" },
+		{ -ENFILE, CLC_DECL_MAX_FLOWS, FB_DECL_MAX_FLOWS, "max_flows" },
 		/* A positive errno is a caller's bug, not a reason. */
 		{ ENOSPC, CLC_DECL_INTERNAL, FB_DECL_INTERNAL, "internal" },
 		{ 0, CLC_DECL_INTERNAL, FB_DECL_INTERNAL, "internal" },
@@ -72,14 +75,16 @@ static void test_decline_to_fallback(void **state)
 }
 
 /* A rendezvous the handshake named but we cannot reach has a reason of
- * its own (issue 12 item 3: it used to read "internal"); it is local, so
- * a flow decline for the same errno stays internal. */
+ * its own (issue 12 item 3: it used to read "internal"); it is local. The
+ * same errno on the acceptor's connect to the destination (no local port
+ * left) declines the flow with max_flows: no room there, not a fault
+ * (issue 13: it read "internal"). */
 static void test_no_rendezvous(void **state)
 {
 	(void)state;
 	assert_int_equal(fallback_of_errno(-EADDRNOTAVAIL), FB_NO_RENDEZVOUS);
 	assert_string_equal(fallback_reason_name(FB_NO_RENDEZVOUS), "no_rendezvous");
-	assert_int_equal(clc_decline_of_errno(-EADDRNOTAVAIL), CLC_DECL_INTERNAL);
+	assert_int_equal(clc_decline_of_errno(-EADDRNOTAVAIL), CLC_DECL_MAX_FLOWS);
 }
 
 int main(void)

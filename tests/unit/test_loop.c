@@ -215,7 +215,7 @@ static void test_busy_poll_window(void **state)
 	struct rig *r = rig_new();
 	uint64_t one = 1, polls, idle_ns;
 
-	loop_set_busy_poll(&r->l, 2000, 100);
+	loop_set_busy_poll(&r->l, 2000, 100, false);
 	r->poll_found = 3;
 	assert_int_equal(write(r->efd, &one, sizeof(one)), sizeof(one));
 	uv_timer_start(&r->stop, on_stop, 300, 0);
@@ -240,7 +240,7 @@ static void test_busy_poll_budget(void **state)
 	struct rig *r = rig_new();
 	uint64_t one = 1;
 
-	loop_set_busy_poll(&r->l, 100000, 1);
+	loop_set_busy_poll(&r->l, 100000, 1, false);
 	assert_int_equal(write(r->efd, &one, sizeof(one)), sizeof(one));
 	uv_timer_start(&r->stop, on_stop, 300, 0);
 	loop_run(&r->l);

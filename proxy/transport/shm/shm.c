@@ -487,6 +487,11 @@ static void shm_drain(struct shm_link *sl)
 	 * fill it.) Messages posted after our load of the producer index
 	 * come with a doorbell of their own, or are found by shm_before_sleep().
 	 */
+	/* Failing already: nothing of it is taken any more, and a lie that
+	 * failed it is not counted twice (a busy poll and the doorbell's
+	 * event both drain before the batch ends). */
+	if (lgr_failing(lgr))
+		return;
 	prod = __atomic_load_n(&sl->rxq->prod, __ATOMIC_ACQUIRE);
 	if (prod - sl->rx_cons > SHM_SLOTS) {
 		counter_inc(&lgr->net->stats->bad_messages);

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The adaptive poll window, after the kernel's haltpoll governor: a worker
+ * that blocked and was woken by work soon after its last work (within the
+ * bound) would have done better polling that long, so the window grows;
+ * one that slept past the bound would have polled for nothing, so the
+ * window shrinks. A worker with a steady request/response rhythm ends up
+ * polling just long enough to catch the next message without sleeping; an
+ * idle one stops polling after a few long sleeps. Pure arithmetic: the
+ * loop measures the times.
+ */
+#ifndef SMCPROXY_POLLGOV_H
+#define SMCPROXY_POLLGOV_H
+
+#include <stdbool.h>
+
+#include "pollgov-t.h"
+
+/* A window that grows from 0 starts at this (or at max_ns if smaller):
+ * about one wake-up of a halted vCPU, the cost polling is there to save. */
+#define POLLGOV_GROW_START_NS	25000ull
+
+/* Starts with window 0 (no polling until a wake-up shows it pays), under
+ * the bound max_ns (0: off, the window stays 0). */
+void pollgov_init(struct pollgov *g, uint64_t max_ns);
+
+/* A new bound (a reload), keeping what was learnt as far as it fits. */
+void pollgov_set_max(struct pollgov *g, uint64_t max_ns);
+
+/*
+ * A blocking wait ended with work idle_ns after the end of the last work.
+ * Within the window (the poll was cut short, by the budget): no change.
+ * Past it but within the bound: the window doubles (from
+ * POLLGOV_GROW_START_NS), up to the bound. Past the bound: it halves,
+ * down to 0 below POLLGOV_GROW_START_NS.
+ */
+void pollgov_woke(struct pollgov *g, uint64_t idle_ns);
+
+static inline uint64_t pollgov_window(const struct pollgov *g)
+{
+	return g->win_ns;
+}
+
+#endif
