@@ -561,18 +561,37 @@ void proxy__out_del(struct proxy *p, struct flow *f)
 	}
 }
 
+/*
+ * Whether the connection from peer to dest is one of our outbound ones.
+ * Our entry stays until the flow is freed, but the kernel lets go of the
+ * tuple earlier: once the server's FIN answers ours, our socket is in
+ * TIME_WAIT before we read the EOF, and a client host that reuses
+ * TIME_WAIT tuples (tcp_tw_reuse) may connect from it. So a match counts
+ * only while our socket still holds the tuple: a loop's connection comes
+ * from a live socket of ours, a reused tuple from someone else's.
+ */
 bool proxy__out_find(const struct proxy *p, const struct sockaddr *peer,
 		     const struct sockaddr *dest)
 {
 	struct flow *f = p->out_hash[out_bucket(peer)];
+	uint32_t mark;
+	int err;
 
 	for (; f; f = f->out_next)
 		if (addr_equal((struct sockaddr *)&f->out_local, peer) &&
 		    addr_equal((struct sockaddr *)&f->dest, dest))
-			return true;
+			return sock_tcp_holds_tuple(f->relay.fd[RELAY_SERVER]);
 	/* Another worker's? */
-	return atomic_load_explicit(&out_ports[addr_port(peer)], memory_order_relaxed) ==
-	       out_hash_tuple(peer, dest);
+	if (atomic_load_explicit(&out_ports[addr_port(peer)], memory_order_relaxed) !=
+	    out_hash_tuple(peer, dest))
+		return false;
+	/* Its socket is not ours to look at: ask the kernel whose socket
+	 * holds the tuple now. Ours carry our mark; without a mark, or when
+	 * the kernel will not say, refuse as a loop would be. */
+	err = sock_tuple_mark(peer, dest, &mark);
+	if (err == -ENOENT)
+		return false;
+	return err || !p->relay_params.mark || mark == p->relay_params.mark;
 }
 
 int proxy_check_loop(const struct proxy *p, const struct sockaddr *dest)

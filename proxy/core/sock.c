@@ -1,7 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* The daemon's socket recipes (sock.h). */
 #include <errno.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "addr.h"
@@ -59,4 +65,96 @@ int sock_set_rst_on_close(int fd)
 	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
 
 	return setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) < 0 ? -errno : 0;
+}
+
+bool sock_tcp_holds_tuple(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
+		return false;
+	/* A socket whose peer's FIN came after ours went to TIME_WAIT in the
+	 * kernel and reads as CLOSE here, even before we read the EOF. */
+	return ti.tcpi_state != TCP_CLOSE && ti.tcpi_state != TCP_TIME_WAIT;
+}
+
+static void sock_diag_fill_id(struct inet_diag_sockid *id, const struct sockaddr *local,
+			      const struct sockaddr *remote)
+{
+	id->idiag_sport = htons(addr_port(local));
+	id->idiag_dport = htons(addr_port(remote));
+	if (local->sa_family == AF_INET6) {
+		memcpy(id->idiag_src, &((const struct sockaddr_in6 *)(const void *)local)->sin6_addr, 16);
+		memcpy(id->idiag_dst, &((const struct sockaddr_in6 *)(const void *)remote)->sin6_addr, 16);
+	} else {
+		memcpy(id->idiag_src, &((const struct sockaddr_in *)(const void *)local)->sin_addr, 4);
+		memcpy(id->idiag_dst, &((const struct sockaddr_in *)(const void *)remote)->sin_addr, 4);
+	}
+	id->idiag_cookie[0] = id->idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+}
+
+int sock_tuple_mark(const struct sockaddr *local, const struct sockaddr *remote, uint32_t *mark)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct inet_diag_req_v2 req;
+	} q = {
+		.nlh = { .nlmsg_len = sizeof(q), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+			 .nlmsg_flags = NLM_F_REQUEST },
+		.req = { .sdiag_family = local->sa_family, .sdiag_protocol = IPPROTO_TCP,
+			 .idiag_states = ~0u },
+	};
+	union {
+		struct nlmsghdr nlh;
+		char buf[1024];
+	} r;
+	struct inet_diag_msg *msg;
+	struct rtattr *rta;
+	ssize_t n;
+	int fd, err, left;
+
+	if (local->sa_family != remote->sa_family)
+		return -EINVAL;
+	sock_diag_fill_id(&q.req.id, local, remote);
+	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (fd < 0)
+		return -errno;
+	if (send(fd, &q, sizeof(q), 0) < 0) {
+		err = -errno;
+		goto out_close;
+	}
+	n = recv(fd, &r, sizeof(r), 0);
+	if (n < 0) {
+		err = -errno;
+		goto out_close;
+	}
+	err = -EPROTO;
+	if (n < (ssize_t)sizeof(r.nlh) || !NLMSG_OK(&r.nlh, (size_t)n))
+		goto out_close;
+	if (r.nlh.nlmsg_type == NLMSG_ERROR) {
+		const struct nlmsgerr *e = NLMSG_DATA(&r.nlh);
+
+		err = r.nlh.nlmsg_len >= NLMSG_LENGTH(sizeof(*e)) && e->error ? e->error : -EPROTO;
+		goto out_close;
+	}
+	if (r.nlh.nlmsg_type != SOCK_DIAG_BY_FAMILY ||
+	    r.nlh.nlmsg_len < NLMSG_LENGTH(sizeof(*msg)))
+		goto out_close;
+	msg = NLMSG_DATA(&r.nlh);
+	err = -ENOENT;
+	if (msg->idiag_state == TCP_TIME_WAIT || msg->idiag_state == TCP_CLOSE)
+		goto out_close;
+	err = -EOPNOTSUPP;
+	left = (int)(r.nlh.nlmsg_len - NLMSG_LENGTH(sizeof(*msg)));
+	for (rta = (struct rtattr *)(msg + 1); RTA_OK(rta, left); rta = RTA_NEXT(rta, left)) {
+		if (rta->rta_type == INET_DIAG_MARK && RTA_PAYLOAD(rta) >= sizeof(*mark)) {
+			memcpy(mark, RTA_DATA(rta), sizeof(*mark));
+			err = 0;
+			break;
+		}
+	}
+out_close:
+	close(fd);
+	return err;
 }

@@ -7,6 +7,7 @@
 #ifndef SMCPROXY_SOCK_H
 #define SMCPROXY_SOCK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -42,5 +43,19 @@ int sock_bind(const struct sockaddr *sa, socklen_t len, unsigned flags);
 /* close() then sends an RST instead of a FIN: how a reset is carried on
  * to an application. 0 or -errno. */
 int sock_set_rst_on_close(int fd);
+
+/* Whether the TCP connection of fd still holds its 4-tuple: false once it
+ * ended (closed, or in TIME_WAIT, where a client may take the tuple
+ * over), or when fd is no TCP socket. */
+bool sock_tcp_holds_tuple(int fd);
+
+/*
+ * The mark of the TCP socket that holds the 4-tuple (local, remote) in
+ * this network namespace, asked of the kernel (sock_diag): 0 and *mark,
+ * -ENOENT when no socket holds it or only a TIME_WAIT one, -EOPNOTSUPP
+ * when the kernel does not say the mark (without CAP_NET_ADMIN), or
+ * another -errno. One netlink round trip: not for the hot path.
+ */
+int sock_tuple_mark(const struct sockaddr *local, const struct sockaddr *remote, uint32_t *mark);
 
 #endif
