@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -356,6 +357,29 @@ static void test_ratelimit_burst_is_the_daemons(void **state)
 	assert_true(log_ratelimit_ok(&shared_rl, 1000000 + 3 + 5000));
 }
 
+/* A real loopback connection: the loop check asks the kernel whether our
+ * outbound socket still holds its tuple. */
+static void tcp_pair(int *client, int *server, struct sockaddr_in *local,
+		     struct sockaddr_in *dest)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	int lfd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 1), 0);
+	assert_int_equal(getsockname(lfd, (struct sockaddr *)&sa, &len), 0);
+	*client = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(connect(*client, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	*server = accept(lfd, NULL, NULL);
+	assert_true(*server >= 0);
+	close(lfd);
+	len = sizeof(*local);
+	assert_int_equal(getsockname(*client, (struct sockaddr *)local, &len), 0);
+	*dest = sa;
+}
+
 static void test_loop_check_sees_other_workers(void **state)
 {
 	struct proxy *p0 = calloc(1, sizeof(*p0)), *p1 = calloc(1, sizeof(*p1));
@@ -363,25 +387,34 @@ static void test_loop_check_sees_other_workers(void **state)
 	struct sockaddr_in *local = (struct sockaddr_in *)&f->out_local;
 	struct sockaddr_in *dest = (struct sockaddr_in *)&f->dest;
 	struct sockaddr_in other;
+	char c;
+	int client, server;
 
-	local->sin_family = dest->sin_family = AF_INET;
-	inet_pton(AF_INET, "10.1.1.1", &local->sin_addr);
-	local->sin_port = htons(40001);
-	inet_pton(AF_INET, "10.1.1.2", &dest->sin_addr);
-	dest->sin_port = htons(6379);
+	tcp_pair(&client, &server, local, dest);
+	f->relay.fd[RELAY_SERVER] = client;
 	other = *local;
-	other.sin_port = htons(40002);
+	other.sin_port = htons(ntohs(local->sin_port) == 65535 ? 1 : ntohs(local->sin_port) + 1);
 
 	assert_false(proxy__out_find(p1, (struct sockaddr *)local, (struct sockaddr *)dest));
 	proxy__out_add(p0, f);
-	/* Worker 0's outbound connection, come back to worker 1. */
+	/* Worker 0's outbound connection, come back to worker 1 (no mark
+	 * configured: a live socket on the tuple is taken as ours). */
 	assert_true(proxy__out_find(p0, (struct sockaddr *)local, (struct sockaddr *)dest));
 	assert_true(proxy__out_find(p1, (struct sockaddr *)local, (struct sockaddr *)dest));
 	/* Another port, or another destination, is somebody else's. */
 	assert_false(proxy__out_find(p1, (struct sockaddr *)&other, (struct sockaddr *)dest));
 	assert_false(proxy__out_find(p1, (struct sockaddr *)local, (struct sockaddr *)&other));
+	/* Our FIN, then the server's: our socket is in TIME_WAIT before the
+	 * flow is freed, and a client may take the tuple over: not ours. */
+	assert_int_equal(shutdown(client, SHUT_WR), 0);
+	assert_int_equal(read(server, &c, 1), 0);
+	close(server);
+	assert_int_equal(read(client, &c, 1), 0);
+	assert_false(proxy__out_find(p0, (struct sockaddr *)local, (struct sockaddr *)dest));
+	assert_false(proxy__out_find(p1, (struct sockaddr *)local, (struct sockaddr *)dest));
 	proxy__out_del(p0, f);
 	assert_false(proxy__out_find(p1, (struct sockaddr *)local, (struct sockaddr *)dest));
+	close(client);
 	free(f);
 	free(p0);
 	free(p1);
