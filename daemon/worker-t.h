@@ -107,7 +107,11 @@ struct worker_pool {
 	size_t n_retired;
 
 	/* Shared by the workers: the burst of log lines is the daemon's. */
-	struct log_ratelimit rl_refused, rl_setup, rl_accept, rl_peers;
+	struct log_ratelimit rl_refused, rl_setup, rl_accept;
+	/* One budget per kind of refusal, so that a flood of one kind
+	 * (silent connections) cannot hide another (proposals without
+	 * the key) from the operator. */
+	struct log_ratelimit rl_peers[SMC_REFUSE_KINDS];
 
 	bool closing;
 	bool notify_closing;

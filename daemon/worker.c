@@ -190,7 +190,8 @@ static void worker_on_peer_refused(struct proxy *p, const struct sockaddr *peer,
 	char a[ADDR_STRLEN], t[24];
 	const char *what = "?", *where = "the control port", *then = "declined";
 
-	if (!log_ratelimit_ok(&w->pool->rl_peers, uv_now(p->loop)))
+	if ((unsigned)why >= SMC_REFUSE_KINDS ||
+	    !log_ratelimit_ok(&w->pool->rl_peers[why], uv_now(p->loop)))
 		return;
 	switch (why) {
 	case SMC_REFUSE_PREFIX:

@@ -50,6 +50,7 @@ enum smc_refusal {
 	SMC_REFUSE_RV_ADDR,	/* from another address than the group's handshake */
 	SMC_REFUSE_RV_AUTH,	/* without the tag of the group's secret */
 };
+#define SMC_REFUSE_KINDS (SMC_REFUSE_RV_AUTH + 1)
 
 /*
  * The calls the SMC layer makes up to the layer that owns the flows
