@@ -194,7 +194,7 @@ void ctl_lgr_stats(json_t *body, const struct proxy_stats *st)
 		"destinations", (json_int_t)st->dest_refused,
 		"ports", (json_int_t)st->ports_refused,
 		"bad_messages", (json_int_t)st->bad_messages));
-	json_object_set_new(body, "cdc", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	json_object_set_new(body, "cdc", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"doorbells_saved", (json_int_t)st->doorbells_saved,
 		"sent", (json_int_t)st->cdc_sent,
 		"received", (json_int_t)st->cdc_received,
