@@ -1,12 +1,17 @@
 #!/bin/bash
-# Guards the loss of a group's last rdma link (man/smcproxy-protocol.7, RDMA TRANSPORT, "Link failure and failover"): with the peer's network gone (its control port made unreachable, then both links failed under traffic), the group's flows are reset on both ends within 1 s, new flows fall back to tcp with the reason counted, and once the peer is reachable again and fallback.negative_ttl has passed, new flows use a fresh rdma group.
+# Guards the loss of a group's last rdma link (man/smcproxy-protocol.7, RDMA TRANSPORT, "Link failure and failover"): with the peer's network gone (its control port made unreachable, then both links failed under traffic), the group's flows are reset on both ends at once (not when links.dead_after expires), new flows fall back to tcp with the reason counted, and once the peer is reachable again and fallback.negative_ttl has passed, new flows use a fresh rdma group.
 . "$(dirname "$0")/lib.sh"
 rt_init "$@"
 rt_redirect
 rt_server_start
 fb='{"connect_timeout": "2s", "negative_ttl": "2s"}'
-rt_config B fallback="$fb"
-rt_config A fallback="$fb" debug='{"fail_link": true}'
+# links.dead_after 60 s: a reset within 20 s of the last link failing can
+# only be the failure's own, not the liveness timer's. (A bound in
+# wall-clock seconds would be a timing assertion, and a loaded TCG guest
+# takes more than 1 s to show an RST.)
+linkcfg='{"per_peer": 2, "dead_after": "60s"}'
+rt_config B fallback="$fb" links="$linkcfg"
+rt_config A fallback="$fb" links="$linkcfg" debug='{"fail_link": true}'
 rt_start B
 rt_start A
 
@@ -39,20 +44,19 @@ echo "  daemon A: debug fail-link $lgr 0: $out"
 out=$(rt_ctl A debug fail-link "$lgr" 1 2>&1) || rt_fail "debug fail-link $lgr 1: $out"
 failed=$(date +%s%N)
 echo "  daemon A: debug fail-link $lgr 1: $out"
-for ((i = 0; i < 150; i++)); do
+for ((i = 0; i < 1000; i++)); do
 	kill -0 "$client" 2>/dev/null || break
 	sleep 0.02
 done
 ms=$((($(date +%s%N) - failed) / 1000000))
 if kill -0 "$client" 2>/dev/null; then
 	cat "$RT_DIR/client.log"
-	rt_fail "clients still hang 3 s after the last link failed"
+	rt_fail "clients still hang 20 s after the last link failed"
 fi
 wait "$client"
 sed 's/^/  /' "$RT_DIR/client.log" | grep -v '^  FAIL flow' | tail -3
 grep -q '^flows: 0 ok, 10 failed' "$RT_DIR/client.log" || rt_fail "not every flow was reset"
 echo "  all 10 clients saw the end ${ms} ms after the last link failed"
-[ "$ms" -le 1000 ] || rt_fail "flows took $ms ms to reset, more than 1 s"
 read -r fails reset fo < <(rt_stat A lgr.failures lgr.flows_reset lgr.link_failovers | tr '\n' ' ')
 echo "  daemon A: lgr.failures $fails flows_reset $reset link_failovers $fo"
 rt_eq "daemon A: lgr.failures" "$fails" 1

@@ -1,8 +1,9 @@
 #!/bin/bash
-# Guards rdma link-group failure when the peer daemon dies: SIGKILL of daemon B under traffic resets the group's flows on daemon A within 1 s and fails its group; A keeps serving over tcp (peer_unreachable) while B is down, and once B is back and fallback.negative_ttl has passed, new flows use rdma again.
+# Guards rdma link-group failure when the peer daemon dies: SIGKILL of daemon B under traffic resets the group's flows on daemon A at once (not when links.dead_after expires) and fails its group; A keeps serving over tcp (peer_unreachable) while B is down, and once B is back and fallback.negative_ttl has passed, new flows use rdma again.
 . "$(dirname "$0")/lib.sh"
 rt_init "$@"
-rt_setup fallback='{"connect_timeout": "2s", "negative_ttl": "1s"}'
+rt_setup fallback='{"connect_timeout": "2s", "negative_ttl": "1s"}' \
+	links='{"per_peer": 2, "dead_after": "60s"}'
 
 # 10 flows of 1 MiB each way at 24 KiB/s: all mid-way when B dies.
 # (Rate-limited flows move in small writes, which cost the TCG guest much
@@ -16,9 +17,13 @@ sleep 1
 rt_links A | sed 's/^/  links A before: /'
 groups=$(rt_stat A lgr.handshakes)
 rt_eq "daemon A: lgr.handshakes" "$groups" 1
+# The reset must come from the failure itself, not from the liveness
+# timer: links.dead_after is 60 s here, so a reset within 20 s can only be
+# the event's. (A bound in wall-clock seconds would be a timing assertion,
+# and a loaded TCG guest takes more than 1 s to show an RST.)
 kill -KILL "${RT_PID[B]}"
 killed=$(date +%s%N)
-for ((i = 0; i < 150; i++)); do
+for ((i = 0; i < 1000; i++)); do
 	kill -0 "$client" 2>/dev/null || break
 	sleep 0.02
 done
@@ -27,13 +32,12 @@ wait "${RT_PID[B]}" 2>/dev/null
 RT_PID[B]=
 if kill -0 "$client" 2>/dev/null; then
 	cat "$RT_DIR/client.log"
-	rt_fail "clients still hang 3 s after daemon B was killed"
+	rt_fail "clients still hang 20 s after daemon B was killed"
 fi
 wait "$client"
 sed 's/^/  /' "$RT_DIR/client.log" | grep -v '^  FAIL flow' | tail -3
 grep -q '^flows: 0 ok, 10 failed' "$RT_DIR/client.log" || rt_fail "not every flow was reset"
 echo "  all 10 clients saw the end ${ms} ms after SIGKILL"
-[ "$ms" -le 1000 ] || rt_fail "flows took $ms ms to reset, more than 1 s"
 read -r fails reset < <(rt_stat A lgr.failures lgr.flows_reset | tr '\n' ' ')
 echo "  daemon A: lgr.failures $fails flows_reset $reset"
 rt_eq "daemon A: lgr.failures" "$fails" 1
