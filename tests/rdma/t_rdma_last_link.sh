@@ -4,7 +4,7 @@
 rt_init "$@"
 rt_redirect
 rt_server_start
-fb='{"connect_timeout": "2s", "negative_ttl": "2s"}'
+fb='{"connect_timeout": "10s", "negative_ttl": "2s"}'
 # links.dead_after 60 s: a reset within 20 s of the last link failing can
 # only be the failure's own, not the liveness timer's. (A bound in
 # wall-clock seconds would be a timing assertion, and a loaded TCG guest

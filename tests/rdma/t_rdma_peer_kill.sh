@@ -2,7 +2,7 @@
 # Guards rdma link-group failure when the peer daemon dies: SIGKILL of daemon B under traffic resets the group's flows on daemon A at once (not when links.dead_after expires) and fails its group; A keeps serving over tcp (peer_unreachable) while B is down, and once B is back and fallback.negative_ttl has passed, new flows use rdma again.
 . "$(dirname "$0")/lib.sh"
 rt_init "$@"
-rt_setup fallback='{"connect_timeout": "2s", "negative_ttl": "1s"}' \
+rt_setup fallback='{"connect_timeout": "10s", "negative_ttl": "1s"}' \
 	links='{"per_peer": 2, "dead_after": "60s"}'
 
 # 10 flows of 1 MiB each way at 24 KiB/s: all mid-way when B dies.
