@@ -66,6 +66,7 @@
 static void conn_on_event(struct epset_entry *e, uint32_t events);
 static void conn_fill(struct conn *c);
 static void conn_drain(struct conn *c);
+static void conn_connected(struct conn *c);
 static void conn_end(struct conn *c, enum conn_end how, int err, unsigned decline);
 
 const char *conn_state_name(const struct conn *c)
@@ -497,6 +498,17 @@ void conn_on_deadline(struct conn *c)
 	struct lgr *lgr = c->lgr;
 
 	if (c->state == CONN_CONNECTING) {
+		/*
+		 * The deadline is checked before the batch's socket events:
+		 * a worker kept busy past it (a burst of opens, each connect
+		 * searching ports among thousands in TIME_WAIT) would reset
+		 * flows whose destination had long answered. The socket has
+		 * the last word.
+		 */
+		if (sock_connect_done(c->fd)) {
+			conn_connected(c);
+			return;
+		}
 		conn_reset(c, CONN_END_CONNECT_TIMEOUT, -ETIMEDOUT);
 		return;
 	}
