@@ -7,6 +7,7 @@
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -33,6 +34,13 @@ int sock_connect(int fd, const struct sockaddr *dest)
 	if (connect(fd, dest, addr_len(dest)) < 0 && errno != EINPROGRESS)
 		return -errno;
 	return 0;
+}
+
+bool sock_connect_done(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+
+	return poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLOUT | POLLERR | POLLHUP));
 }
 
 int sock_bind(const struct sockaddr *sa, socklen_t len, unsigned flags)

@@ -26,6 +26,12 @@ int sock_open_marked(int family, uint32_t mark);
  * -errno of an immediate failure. The caller still owns fd either way. */
 int sock_connect(int fd, const struct sockaddr *dest);
 
+/* Whether the kernel finished fd's connect, well or badly (SO_ERROR
+ * says which), whether or not the event loop has seen it yet: for a
+ * connect deadline, which a loop checks before the batch's socket
+ * events. One poll(2), not for the hot path. */
+bool sock_connect_done(int fd);
+
 /* sock_bind() flags. */
 #define SOCK_BIND_NONBLOCK	0x1	/* SOCK_NONBLOCK (a listener on a loop) */
 #define SOCK_BIND_REUSEPORT	0x2	/* SO_REUSEPORT: each worker binds its own */

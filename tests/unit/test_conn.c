@@ -874,6 +874,86 @@ static void test_open_unanswered_fails_group(void **state)
 	assert_int_equal(w->net.rmb_budget.used, 0);
 }
 
+/*
+ * The acceptor's connect deadline passes while its worker was busy, but
+ * the destination had answered: the socket is connected, only the loop
+ * has not looked yet (the deadline sweep runs before the batch's socket
+ * events). The flow goes on. (Regression: such flows were reset as
+ * connect timeouts, ~1000 of them when the peer's worker spent seconds
+ * connecting a burst of 1000 flows among ports in TIME_WAIT.)
+ */
+static void test_accept_deadline_after_connect(void **state)
+{
+	struct world *w = *state;
+	struct sockaddr_in dst = { .sin_family = AF_INET,
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct llc_flow_open open = {
+		.token = 0x1234,
+		.rmb = { .offset = 0, .size = RING },
+		.family = 4,
+	};
+	struct wflow *f = &w->flows[0];
+	struct sockaddr_storage dest = { 0 };
+	socklen_t len = sizeof(dst);
+	int l;
+
+	w->lgr->role = LGR_ROLE_SERVER;
+	w->net.n_lgrs_role[LGR_ROLE_CLIENT]--;
+	w->net.n_lgrs_role[LGR_ROLE_SERVER]++;
+	l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(bind(l, (struct sockaddr *)&dst, sizeof(dst)), 0);
+	assert_int_equal(listen(l, 1), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&dst, &len), 0);
+	memcpy(&dest, &dst, sizeof(dst));
+	assert_int_equal(conn_accept(&f->c, w->lnk, &open, (struct sockaddr *)&dest,
+				     &world_conn_ops), 0);
+	assert_int_equal(f->c.state, CONN_CONNECTING);
+	f->app = accept(l, NULL, NULL);	/* over loopback: connected by now */
+	close(l);
+	assert_true(f->app >= 0);
+
+	list_del(&f->c.wait_node);		/* as lgr_sweep() does */
+	conn_on_deadline(&f->c);
+	assert_int_equal(f->ended, 0);
+	assert_int_equal(f->c.state, CONN_ACTIVE);
+	assert_int_equal(w->stats.connect_timeouts, 0);
+	assert_int_equal(write(f->app, "hi", 2), 2);
+	assert_true(world_run_until(w, f->c.bytes_tx == 2));
+}
+
+/* The acceptor's connect is refused: the flow ends as a connect failure
+ * (an RST to the opener), counted once. Guards the EPOLLERR side of
+ * conn_connected(), which asks SO_ERROR only when the events do not say
+ * success. */
+static void test_accept_connect_refused(void **state)
+{
+	struct world *w = *state;
+	struct sockaddr_in dst = { .sin_family = AF_INET,
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct llc_flow_open open = {
+		.token = 0x1234,
+		.rmb = { .offset = 0, .size = RING },
+		.family = 4,
+	};
+	struct wflow *f = &w->flows[0];
+	struct sockaddr_storage dest = { 0 };
+	socklen_t len = sizeof(dst);
+	int l;
+
+	w->lgr->role = LGR_ROLE_SERVER;
+	w->net.n_lgrs_role[LGR_ROLE_CLIENT]--;
+	w->net.n_lgrs_role[LGR_ROLE_SERVER]++;
+	l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(bind(l, (struct sockaddr *)&dst, sizeof(dst)), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&dst, &len), 0);
+	memcpy(&dest, &dst, sizeof(dst));	/* bound, not listening: refused */
+	if (conn_accept(&f->c, w->lnk, &open, (struct sockaddr *)&dest, &world_conn_ops) == 0)
+		assert_true(world_run_until(w, f->ended != 0));
+	close(l);
+	assert_int_equal(f->ended, CONN_END_CONNECT_FAILED + 1);
+	assert_int_equal(w->stats.connect_failures, 1);
+}
+
 /* ------------------------------------------------------------------ */
 /* Failures found inside a receive path wait for the end of the batch
  * (lgr.h, "Failure"). */
@@ -1036,6 +1116,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_link_group_failure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_timeout_falls_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_unanswered_fails_group, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_accept_deadline_after_connect, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_accept_connect_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_post_failure_mid_rx_deferred, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failure_raised_twice_reported_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_on_failing_group, setup, teardown),

@@ -95,15 +95,21 @@ static int app_pair(int *app)
 	return fd;
 }
 
-static void fx_start(struct fx *fx, const struct sockaddr_in *dest, size_t buffer)
+static void fx_start_timeout(struct fx *fx, const struct sockaddr_in *dest, size_t buffer,
+			     unsigned timeout_ms)
 {
-	struct relay_params p = { .mark = 0, .connect_timeout_ms = 2000,
+	struct relay_params p = { .mark = 0, .connect_timeout_ms = timeout_ms,
 				  .keepalive_ms = 0, .client_tuned = false };
 	int relay_client = app_pair(&fx->app);
 
 	fx->pipes.size = buffer;
 	assert_int_equal(relay_start(&fx->r, &fx->env, relay_client,
 				     (const struct sockaddr *)dest, &p, &fx_ops), 0);
+}
+
+static void fx_start(struct fx *fx, const struct sockaddr_in *dest, size_t buffer)
+{
+	fx_start_timeout(fx, dest, buffer, 2000);
 }
 
 static int setup(void **state)
@@ -400,6 +406,34 @@ static void test_connect_refused(void **state)
 }
 
 /*
+ * The connect deadline passes while the worker was busy elsewhere, but
+ * the destination had answered: libuv runs the timer before it polls the
+ * socket, and the relay must go on, not fail a connected flow.
+ * (Regression: such flows were reset as connect timeouts.)
+ */
+static void test_deadline_after_connect(void **state)
+{
+	struct fx *fx = *state;
+	char c = 0;
+	int i;
+
+	fx_start_timeout(fx, &fx->srv_addr, 65536, 1);
+	fx->srv = accept(fx->srv_listen, NULL, NULL);	/* loopback: connected */
+	assert_true(fx->srv >= 0);
+	usleep(5000);		/* busy past the deadline */
+	uv_run(&fx->loop, UV_RUN_NOWAIT);
+	assert_int_equal(fx->ended, 0);
+	/* And the flow carries bytes. */
+	assert_int_equal(write(fx->app, "x", 1), 1);
+	for (i = 0; i < 500 && recv(fx->srv, &c, 1, MSG_DONTWAIT) != 1; i++) {
+		uv_run(&fx->loop, UV_RUN_NOWAIT);
+		usleep(10000);
+	}
+	assert_int_equal(c, 'x');
+	assert_int_equal(fx->ended, 0);
+}
+
+/*
  * The server reads nothing: the relay must hold at most its pipe and then
  * stop reading, and while blocked it must not spin (few splice calls).
  */
@@ -542,6 +576,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_server_rst, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_client_rst, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connect_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_deadline_after_connect, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_backpressure_no_spin, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_urgent_inline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_holds_no_pipe, setup, teardown),
