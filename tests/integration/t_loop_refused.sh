@@ -32,7 +32,8 @@ done
 it_wait_stat loops_refused -ge $((before + 42)) 10 || it_fail "not every direct connection was counted"
 # Lines dropped in the last window are reported when the next opens: one
 # more refusal a second until the account closes (bounded: a window is
-# 5 s; 60 tries only turn a limiter that loses count into a failure).
+# 5 s, so 6 tries open one; 20 only turn a limiter that loses count into
+# a failure).
 account() {
 	refused=$(($(it_stat loops_refused) - before))
 	lines=$(grep -c "refused connection" "$IT_DIR/daemon.log")
@@ -40,7 +41,7 @@ account() {
 		awk '{ n += $1 } END { print n + 0 }')
 	[ $((lines + dropped)) -eq "$refused" ]
 }
-for ((i = 0; i < 60; i++)); do
+for ((i = 0; i < 20; i++)); do
 	account && break
 	it_probe --connect "127.0.0.1:$LPORT" --expect reset,eof --within 5000 >/dev/null ||
 		it_fail "a direct connection was not closed"
