@@ -18,6 +18,8 @@
 #   it_server_expect PAT WHY  # stop the server, it_fail unless summary ~ PAT
 #   it_stat flows.accepted    # one value of `smcproxyctl --json stats`
 #   it_pass / it_fail "why"   # exactly one PASS/FAIL line, then exit
+#   it_eq WHAT GOT WANT       # it_fail unless the two numbers are equal
+#   auth=$(it_psk NAME)       # a fresh auth.psk_file secret, mode 0600
 #
 # What this library shares with tests/rdma/lib.sh is in tests/common.sh;
 # the it_* names above wrap it.
@@ -334,6 +336,18 @@ it_run_ok() {
 	rc=$?
 	printf '%s\n' "$out" | sed "s/^/  $label: /" | head -20
 	[ $rc -eq 0 ] || it_fail "$why"
+}
+
+# it_eq WHAT GOT WANT: fails the test unless the two numbers are equal.
+it_eq() { [ "$2" -eq "$3" ] 2>/dev/null || it_fail "$1 is $2, expected $3"; }
+
+# it_psk NAME: writes a fresh secret (32 random bytes in hex) to
+# $IT_DIR/NAME, mode 0600 as the daemon demands, and prints the "auth"
+# value that names it. Works inside $(...): returns 1 if it cannot.
+it_psk() {
+	local f=$IT_DIR/$1
+	head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$f" && chmod 600 "$f" || return 1
+	printf '{"psk_file": "%s"}' "$f"
 }
 
 # it_server_expect PATTERN WHY: stops the server, prints its summary line,

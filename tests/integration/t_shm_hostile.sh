@@ -9,9 +9,6 @@ LLM=("$CORPUS"/fuzz_link_msg/*.bin)
 [ ${#CLC[@]} -gt 10 ] && [ -f "${CLC[0]}" ] || it_fail "no fuzz_clc corpus in $CORPUS"
 [ ${#LLM[@]} -gt 10 ] && [ -f "${LLM[0]}" ] || it_fail "no fuzz_link_msg corpus in $CORPUS"
 
-# it_eq WHAT GOT WANT
-it_eq() { [ "$2" -eq "$3" ] || it_fail "$1 is $2, expected $3"; }
-
 # Both daemons take proposals: the peer daemon from the client host, the
 # client daemon (which also proposes for its redirected flows) from the
 # server host.

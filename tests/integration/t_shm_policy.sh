@@ -8,9 +8,6 @@ DR_POLICY='declines_received.policy|stats.declines.received.policy'
 LO_PORT=9002		# a service on the server host's loopback only
 FW_PORT=9003		# a service the server host's firewall closes to the network
 
-# it_eq WHAT GOT WANT
-it_eq() { [ "$2" -eq "$3" ] || it_fail "$1 is $2, expected $3"; }
-
 # ---------------------------------------------------------------------
 # (a) The peer daemon's prefixes leave the client host out. (Its control
 # port is IPv4, as the default "0.0.0.0:7002": IPv4 flows only.)
@@ -38,10 +35,8 @@ it_eq "(a) peer groups accepted" "$pacc" 0
 
 # ---------------------------------------------------------------------
 # (b) auth.psk_file: the same secret on both daemons, then different ones.
-head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$IT_DIR/psk-a"
-head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$IT_DIR/psk-b"
-auth_a="{\"psk_file\": \"$IT_DIR/psk-a\"}"
-auth_b="{\"psk_file\": \"$IT_DIR/psk-b\"}"
+auth_a=$(it_psk psk-a) || it_fail "cannot write $IT_DIR/psk-a"
+auth_b=$(it_psk psk-b) || it_fail "cannot write $IT_DIR/psk-b"
 
 # (b0) Issue 11, finding 7: a secret other users can read is refused at
 # start, as ssh refuses such a key.

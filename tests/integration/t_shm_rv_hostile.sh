@@ -3,8 +3,6 @@
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
 
-# it_eq WHAT GOT WANT
-it_eq() { [ "$2" -eq "$3" ] || it_fail "$1 is $2, expected $3"; }
 n_fds() { find "/proc/$PEER_PID/fd" -mindepth 1 2>/dev/null | wc -l; }
 
 # One worker on the peer daemon: one rendezvous socket, one loop to hang.

@@ -3,12 +3,7 @@
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
 
-# it_eq WHAT GOT WANT
-it_eq() { [ "$2" -eq "$3" ] || it_fail "$1 is $2, expected $3"; }
-
-head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$IT_DIR/psk"
-chmod 600 "$IT_DIR/psk"
-auth="{\"psk_file\": \"$IT_DIR/psk\"}"
+auth=$(it_psk psk) || it_fail "cannot write $IT_DIR/psk"
 it_setup_shm_split auth="$auth" -- auth="$auth"
 
 # The handshake with the right secret, then a hello without the proof.

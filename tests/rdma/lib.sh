@@ -5,7 +5,11 @@
 #
 #   . "$(dirname "$0")/lib.sh"
 #   rt_init "$@"               # $1 = build dir; rxe0 check, temp dir, cleanup
-#   rt_setup KEY=JSON ...      # REDIRECT, server, daemons B then A (rdma)
+#   rt_setup KEY=JSON ...      # the standard bed: rt_bed B, then rt_bed A
+#   rt_bed A|B KEY=JSON ...    # one side of it: B server and daemon B,
+#                              #   A the REDIRECT and daemon A (rdma)
+#   rt_step A|B FUNC ARGS...   # a scenario's step, run by that daemon's side
+#   rt_share VAR...            # in a step: VARs for the other side's steps
 #   rt_config A|B KEY=JSON ... # one daemon's config (defaults below)
 #   rt_start A|B / rt_stop A|B / rt_kill A|B
 #   rt_ctl A|B ARGS...         # smcproxyctl against that daemon
@@ -43,6 +47,17 @@
 # Both daemons are on one host, so transport "auto" would pick shm: the
 # tests force "rdma". Each test cleans up what it started (the tests share
 # one guest): processes, the nat rule, its directory under /run.
+#
+# Scenarios. A test that must also run between two hosts keeps its body
+# in tests/rdma/scenario/NAME.sh, which both tests/rdma/t_rdma_NAME.sh
+# (here) and tests/rdma/pair/t_pair_NAME.sh (tests/rdma/pair/lib.sh: one
+# daemon per guest) source. The body is a sequence of steps, each run by
+# the side whose daemon it drives or checks (side B also owns the
+# server): `rt_step A|B FUNC ARGS...`. Here this guest is both sides and a
+# step is a call; in a pair each guest runs its own side's steps and
+# waits for the other's, in order. Inside a step rt_ctl (rt_stat,
+# rt_links) refuses the other side's daemon, so that a scenario that
+# passes here cannot ask a daemon that lives in the other guest.
 
 set -u
 
@@ -211,6 +226,10 @@ rt_config() {
 rt_ctl() {
 	local d=$1
 	shift
+	if [ -n "$RT_STEP_SIDE" ] && [ "$d" != "$RT_STEP_SIDE" ]; then
+		rt_log "a step of side $RT_STEP_SIDE asked daemon $d (in a pair it is in the other guest)"
+		return 1
+	fi
 	"$SMCPROXYCTL" --socket "$RT_DIR/$d.sock" "$@"
 }
 
@@ -281,16 +300,49 @@ rt_kill() {
 	RT_PID[$1]=
 }
 
-# The standard test bed: the redirect, the server, daemon B then daemon A,
-# both with the defaults of rt_config plus the arguments.
-rt_setup() {
-	rt_redirect
-	rt_server_start
-	rt_config B "$@"
-	rt_config A "$@"
-	rt_start B
-	rt_start A
+# rt_bed A|B KEY=JSON...: one side of the standard test bed, with the
+# defaults of rt_config plus the arguments: B the server and daemon B; A
+# the redirect and daemon A (after B, so that A's first flows find B).
+rt_bed() {
+	local d=$1
+	shift
+	if [ "$d" = B ]; then
+		rt_server_start
+		rt_config B "$@"
+		rt_start B
+	else
+		rt_redirect
+		rt_config A "$@"
+		rt_start A
+	fi
 }
+
+# The standard test bed, both daemons with the same arguments.
+rt_setup() {
+	rt_step B rt_bed B "$@"
+	rt_step A rt_bed A "$@"
+}
+
+# rt_step A|B FUNC ARGS...: a step of a scenario (see Scenarios above).
+# This guest is both sides: the step is a call, with rt_ctl held to the
+# step's own daemon. tests/rdma/pair/lib.sh has the version for a pair.
+RT_STEP_SIDE=
+rt_step() {
+	RT_STEP_SIDE=$1
+	shift
+	"$@"
+	RT_STEP_SIDE=
+}
+
+# rt_share VAR...: in a step, VARs are for the other side's later steps.
+# Here both sides are one shell: nothing to do.
+rt_share() { :; }
+
+# Words for a PASS line that differ by topology.
+RT_WHERE="in one guest"
+# The rate of flows that must outlast a few queries of the daemons: each
+# guest of a pair has one vCPU, where queries take longer.
+RT_SLOW_RATE=24KiB
 
 # rt_links A|B: one line per link of the daemon's active link groups:
 # "lgr link state transport flows bytes_tx bytes_rx".
@@ -338,10 +390,15 @@ rt_defer() {
 rt_defer_eq() { [ "$2" -eq "$3" ] 2>/dev/null || rt_defer "$1 is $2, expected $3"; }
 
 # The counters that say where flows went instead of rdma, on stderr: for
-# a failure message that explains itself.
+# a failure message that explains itself. In a step, its own daemon's.
 rt_diag() {
-	rt_ctl A --json stats 2>&1 | "$JGET" stats.flows stats.fallback stats.lgr | sed 's/^/  A: /' >&2
-	rt_ctl B --json stats 2>&1 | "$JGET" stats.flows stats.declines_sent stats.lgr | sed 's/^/  B: /' >&2
+	local d
+	for d in ${RT_STEP_SIDE:-A B}; do
+		case $d in
+		A) rt_ctl A --json stats 2>&1 | "$JGET" stats.flows stats.fallback stats.lgr ;;
+		B) rt_ctl B --json stats 2>&1 | "$JGET" stats.flows stats.declines_sent stats.lgr ;;
+		esac | sed "s/^/  $d: /" >&2
+	done
 }
 
 rt_dump_logs() {

@@ -5,6 +5,11 @@
  * handled before the CQ was polled (the link was marked draining first),
  * so a FIN or CLOSED the peer counted as delivered was lost.
  *
+ * The same holds when the failure is local: `smcproxyctl debug fail-link`
+ * (the transport's link_fail) and a port that went down, seen by the
+ * device's async handler and acted on at the next sweep (rdma__sweep):
+ * what completed before is taken, then the link goes down.
+ *
  * The order is forced here, which no guest can do: one link of the rdma
  * transport (proxy/transport/rdma/rdma_link.c, rdma_cm.c, cq.c) on fakes.
  * rdma_get_cm_event() hands it a DISCONNECTED while the fake CQ still
@@ -71,6 +76,12 @@ static struct {
 	bool qp_error;			/* ibv_modify_qp(IBV_QPS_ERR) happened */
 	uint64_t posted_rx[FQ_MAX];	/* receives posted since the setup */
 	unsigned n_posted_rx;
+
+	/* The device's async events: at most one, and the port's state. */
+	struct ibv_context ctx;
+	bool async_ready;
+	enum ibv_event_type async_type;
+	enum ibv_port_state port_state;
 
 	/* The fake event channel: at most one event. */
 	struct rdma_cm_event ev;
@@ -208,6 +219,28 @@ int __wrap_rdma_get_cm_event(struct rdma_event_channel *ch, struct rdma_cm_event
 	}
 	w.ev_ready = false;
 	*ev = &w.ev;
+	return 0;
+}
+
+int __wrap_ibv_get_async_event(struct ibv_context *ctx, struct ibv_async_event *ev)
+{
+	if (!w.async_ready) {
+		errno = EAGAIN;
+		return -1;
+	}
+	w.async_ready = false;
+	memset(ev, 0, sizeof(*ev));
+	ev->event_type = w.async_type;
+	return 0;
+}
+
+void __wrap_ibv_ack_async_event(struct ibv_async_event *ev) {}
+
+/* What libibverbs' inline ibv_query_port() calls on a context of no
+ * provider (ours): the compat form, whose first member is the state. */
+int __wrap_ibv_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *pa)
+{
+	pa->state = w.port_state;
 	return 0;
 }
 
@@ -378,6 +411,53 @@ static void test_disconnect_idle(void **state)
 	w.rl = NULL;
 }
 
+/*
+ * `smcproxyctl debug fail-link`: the peer's last messages are in our CQ
+ * when the operator fails the link. They reach the core first, then the
+ * link goes down (ECONNABORTED), drains and is freed.
+ */
+static void test_fail_link_keeps_receives(void **state)
+{
+	peer_sends(0, 'F', IBV_WC_SUCCESS);
+	peer_sends(1, 'C', IBV_WC_SUCCESS);
+	assert_int_equal(rdma_ops.link_fail(&w.lgr.links[0]), 0);
+	assert_string_equal(w.trace, "rx:F rx:C disconnect down:-103 ");
+	cq_ready();
+	assert_string_equal(w.trace, "rx:F rx:C disconnect down:-103 defer ");
+	assert_int_equal(w.stats.rdma_link_failures, 1);
+	/* Down already: a second command finds nothing to fail. */
+	assert_int_equal(rdma_ops.link_fail(&w.lgr.links[0]), -ENOTCONN);
+	batch_end();
+	w.rl = NULL;
+}
+
+/*
+ * The port went down: the async handler notes it, the next sweep fails
+ * every link of the worker, each after what its CQ already holds.
+ */
+static void test_port_down_keeps_receives(void **state)
+{
+	w.dev.ctx = &w.ctx;
+	w.net.tp[smc_transport_slot(&rdma_ops)] = &w.dev;
+	list_add_tail(&w.lgr.node, &w.net.lgrs);
+	w.rl->last_tx_ms = uv_now(w.net.loop);	/* no keepalive due */
+	w.async_type = IBV_EVENT_PORT_ERR;
+	w.async_ready = true;
+	w.port_state = IBV_PORT_DOWN;
+	rdma__on_async(&w.dev.async_ev, EPOLLIN);
+	assert_int_equal(w.stats.rdma_async_events, 1);
+	assert_string_equal(w.trace, "");	/* acted on at the sweep */
+
+	peer_sends(0, 'F', IBV_WC_SUCCESS);
+	rdma__sweep(&w.net, uv_now(w.net.loop));
+	assert_string_equal(w.trace, "rx:F disconnect down:-100 ");
+	cq_ready();
+	assert_string_equal(w.trace, "rx:F disconnect down:-100 defer ");
+	batch_end();
+	w.rl = NULL;
+	list_del(&w.lgr.node);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -385,6 +465,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_device_removal_keeps_receives, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failed_receive_in_the_drain, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_disconnect_idle, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fail_link_keeps_receives, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_port_down_keeps_receives, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -51,6 +51,17 @@ static void sleep_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
+/*
+ * Waits for cond, polling. The bound (10 s and more) times nothing: it
+ * only turns a hang into a failure. The tests wait for what the code
+ * does, never for a time to pass, so a loaded machine cannot fail them.
+ */
+#define WAIT_FOR(cond)                                                  \
+	do {                                                            \
+		for (int wait_ = 0; wait_ < 10000 && !(cond); wait_++)  \
+			sleep_ms(1);                                    \
+	} while (0)
+
 /* Runs the main loop once without blocking, as often as it takes. */
 static void spin_main(uv_loop_t *loop, unsigned ms)
 {
@@ -59,6 +70,11 @@ static void spin_main(uv_loop_t *loop, unsigned ms)
 		sleep_ms(1);
 	}
 }
+
+/* A stuck loop, for as long as the test wants: a gated job holds its
+ * worker until the gate opens, and says that it started. */
+static atomic_bool gate_open;
+static atomic_int gated_started;
 
 struct fixture {
 	uv_loop_t main;
@@ -94,6 +110,9 @@ static int teardown(void **state)
 {
 	struct fixture *fx = *state;
 
+	/* A failed test may leave a worker in a gated job: let it go, or
+	 * the join below would wait for ever. */
+	atomic_store(&gate_open, true);
 	worker_pool_close(&fx->pool, on_pool_closed);
 	uv_run(&fx->main, UV_RUN_DEFAULT);
 	assert_true(fx->closed);
@@ -111,7 +130,7 @@ struct probe_job {
 	struct worker_job job;
 	pthread_t thread;
 	unsigned index, proxy_worker;
-	unsigned sleep_ms;
+	bool gated;
 	const struct cfg *cfg;
 };
 
@@ -119,8 +138,11 @@ static void probe_run(struct worker *w, struct worker_job *job)
 {
 	struct probe_job *j = (struct probe_job *)job;
 
-	if (j->sleep_ms)
-		sleep_ms(j->sleep_ms);	/* a stuck loop */
+	if (j->gated) {
+		atomic_fetch_add(&gated_started, 1);
+		while (!atomic_load(&gate_open))
+			sleep_ms(1);
+	}
 	j->thread = pthread_self();
 	j->index = w->index;
 	j->proxy_worker = w->proxy.worker;
@@ -133,21 +155,29 @@ static void probe_release(struct worker_job *job)
 	free(job);
 }
 
-static struct worker_job *probe_new(unsigned sleep)
+static struct worker_job *probe_new(bool gated)
 {
 	struct probe_job *j = calloc(1, sizeof(*j));
 
 	assert_non_null(j);
 	j->job.run = probe_run;
 	j->job.release = probe_release;
-	j->sleep_ms = sleep;
+	j->gated = gated;
 	return &j->job;
+}
+
+/* Closes the gate for the gated jobs to come; none started yet. */
+static void gate_close(void)
+{
+	atomic_store(&gate_open, false);
+	atomic_store(&gated_started, 0);
+	atomic_store(&released, 0);
 }
 
 static void test_jobs_run_on_the_workers_threads(void **state)
 {
 	struct fixture *fx = *state;
-	struct worker_job *jobs[2] = { probe_new(0), probe_new(0) };
+	struct worker_job *jobs[2] = { probe_new(false), probe_new(false) };
 	struct probe_job *a, *b;
 
 	assert_int_equal(worker_pool_run(&fx->pool, jobs, WORKER_ANSWER_MS), 0);
@@ -170,24 +200,26 @@ static void test_jobs_run_on_the_workers_threads(void **state)
 static void test_late_worker_is_reported_and_frees_its_job(void **state)
 {
 	struct fixture *fx = *state;
-	struct worker_job *jobs[2] = { probe_new(0), probe_new(600) };
+	struct worker_job *jobs[2] = { probe_new(false), probe_new(true) };
 	struct timespec t0, t1;
 	long ms;
 
-	atomic_store(&released, 0);
+	gate_close();
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	assert_int_equal(worker_pool_run(&fx->pool, jobs, 150), 1);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
-	/* The deadline holds: no waiting for the stuck worker. */
-	assert_true(ms >= 140 && ms < 500);
+	/* It waited its time (a floor: load only makes it longer), and not
+	 * for the stuck worker, which still holds its job: it returned. */
+	assert_true(ms >= 140);
+	assert_int_equal(atomic_load(&released), 0);
 	assert_non_null(jobs[0]);
 	assert_int_equal(jobs[0]->state, WORKER_JOB_RAN);
 	assert_null(jobs[1]);		/* the worker's now */
 	free(jobs[0]);
 	/* The worker runs it when it can, and frees it. */
-	for (int i = 0; i < 200 && !atomic_load(&released); i++)
-		sleep_ms(10);
+	atomic_store(&gate_open, true);
+	WAIT_FOR(atomic_load(&released));
 	assert_int_equal(atomic_load(&released), 1);
 }
 
@@ -227,38 +259,59 @@ static void test_stats_sum_every_member(void **state)
 
 /* ---- heartbeat --------------------------------------------------------- */
 
+static uint64_t beats(struct fixture *fx, unsigned i)
+{
+	return atomic_load(&fx->pool.workers[i].beats);
+}
+
+/* worker_pool_alive() since a look at which both loops beat again: the
+ * beats counted, not a time slept, so that a slow machine cannot make a
+ * live loop look stuck. */
+static bool alive_after_both_beat(struct fixture *fx, unsigned *stalled)
+{
+	uint64_t b0, b1;
+
+	worker_pool_alive(&fx->pool, NULL);
+	b0 = beats(fx, 0);
+	b1 = beats(fx, 1);
+	WAIT_FOR(beats(fx, 0) > b0 && beats(fx, 1) > b1);
+	assert_true(beats(fx, 0) > b0 && beats(fx, 1) > b1);
+	return worker_pool_alive(&fx->pool, stalled);
+}
+
 static void test_stuck_loop_shows_in_the_heartbeat(void **state)
 {
 	struct fixture *fx = *state;
-	struct worker_job *jobs[2] = { NULL, probe_new(300) };
+	struct worker_job *jobs[2] = { NULL, probe_new(true) };
 	unsigned stalled = 99;
+	uint64_t b0;
 
-	sleep_ms(30);
-	worker_pool_alive(&fx->pool, NULL);
-	sleep_ms(30);
-	assert_true(worker_pool_alive(&fx->pool, &stalled));
+	assert_true(alive_after_both_beat(fx, &stalled));
 
-	atomic_store(&released, 0);
-	/* Posted without waiting: worker 1 stops for 300 ms. */
+	/* Posted without waiting: worker 1 is stuck in it until the gate
+	 * opens, and beats no more from the moment it started. */
+	gate_close();
 	assert_int_equal(worker_pool_run(&fx->pool, jobs, 0), 1);
-	sleep_ms(30);
+	WAIT_FOR(atomic_load(&gated_started));
+	assert_int_equal(atomic_load(&gated_started), 1);
 	worker_pool_alive(&fx->pool, NULL);
-	sleep_ms(50);
+	/* Worker 0 beat since, so the one reported is worker 1. */
+	b0 = beats(fx, 0);
+	WAIT_FOR(beats(fx, 0) > b0);
 	assert_false(worker_pool_alive(&fx->pool, &stalled));
 	assert_int_equal(stalled, 1);
-	for (int i = 0; i < 100 && !atomic_load(&released); i++)
-		sleep_ms(10);
-	sleep_ms(30);
-	worker_pool_alive(&fx->pool, NULL);
-	sleep_ms(30);
-	assert_true(worker_pool_alive(&fx->pool, &stalled));
+
+	atomic_store(&gate_open, true);
+	WAIT_FOR(atomic_load(&released));
+	assert_int_equal(atomic_load(&released), 1);
+	assert_true(alive_after_both_beat(fx, &stalled));
 }
 
 /* ---- reload ------------------------------------------------------------ */
 
 static const struct cfg *cfg_of(struct fixture *fx, unsigned i)
 {
-	struct worker_job *jobs[2] = { probe_new(0), probe_new(0) };
+	struct worker_job *jobs[2] = { probe_new(false), probe_new(false) };
 	const struct cfg *c;
 
 	assert_int_equal(worker_pool_run(&fx->pool, jobs, WORKER_ANSWER_MS), 0);
@@ -272,7 +325,7 @@ static void test_reload_frees_the_old_cfg_once_all_switched(void **state)
 {
 	struct fixture *fx = *state;
 	struct cfg *c1 = fx->cfg, *c2 = cfg_any_port(""), *c3 = cfg_any_port("");
-	struct worker_job *jobs[2] = { probe_new(400), NULL };
+	struct worker_job *jobs[2] = { probe_new(true), NULL };
 
 	assert_int_equal(worker_pool_set_cfg(&fx->pool, c2, c1, WORKER_ANSWER_MS), 0);
 	assert_ptr_equal(cfg_of(fx, 0), c2);
@@ -280,13 +333,14 @@ static void test_reload_frees_the_old_cfg_once_all_switched(void **state)
 	assert_int_equal(fx->pool.n_retired, 0);	/* c1 is gone (ASan: once) */
 
 	/* Worker 0 is stuck: it switches late, and c2 lives until then. */
-	atomic_store(&released, 0);
+	gate_close();
 	assert_int_equal(worker_pool_run(&fx->pool, jobs, 0), 1);
-	sleep_ms(20);
+	WAIT_FOR(atomic_load(&gated_started));
 	assert_int_equal(worker_pool_set_cfg(&fx->pool, c3, c2, 100), 1);
 	assert_int_equal(fx->pool.n_retired, 1);
 	/* Its switch notifies the main loop, which frees c2. */
-	for (int i = 0; i < 100 && fx->pool.n_retired; i++)
+	atomic_store(&gate_open, true);
+	for (int i = 0; i < 1000 && fx->pool.n_retired; i++)
 		spin_main(&fx->main, 10);
 	assert_int_equal(fx->pool.n_retired, 0);
 	assert_ptr_equal(cfg_of(fx, 0), c3);

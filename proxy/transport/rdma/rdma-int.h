@@ -33,6 +33,8 @@ void rdma__close(struct smc_net *net);
 bool rdma__before_sleep(struct smc_net *net, bool run);
 bool rdma__poll(struct smc_net *net);
 void rdma__sweep(struct smc_net *net, uint64_t now);
+/* The device's async events: a port event is acted on at the next sweep. */
+void rdma__on_async(struct epset_entry *e, uint32_t events);
 struct rdma_dom *rdma__dom_new(struct ibv_context *ctx);
 void rdma__dom_put(struct rdma_dom *d);
 
@@ -53,6 +55,7 @@ void rl_established(struct rdma_link *rl, uint32_t peer_qpn);
 void rl_free_now(struct rdma_link *rl);
 void rdma__link_free(struct rdma_link *rl);
 void rdma__link_down(struct rdma_link *rl, int err);
+void rdma__link_fail(struct rdma_link *rl, int err);
 void rdma__keepalive(struct smc_net *net);
 void rdma__reap_stuck(struct rdma_dev *dev, uint64_t now);
 

@@ -104,7 +104,7 @@ static int rdma_link_fail(struct link *lnk)
 
 	if (!rl || rl->state != RL_UP)
 		return -ENOTCONN;
-	rdma__link_down(rl, -ECONNABORTED);
+	rdma__link_fail(rl, -ECONNABORTED);
 	return 0;
 }
 

@@ -22,7 +22,6 @@
 #include "rdma-int.h"
 #include "rdma_pd.h"
 
-static void rl_peer_disconnected(struct rdma_link *rl);
 
 /* Which way private data goes: the proposer (client) requests. */
 static enum rdma_pd_dir rg_dir(const struct lgr *lgr, bool sending)
@@ -301,38 +300,13 @@ static void rdma_on_cm_event(struct rdma_dev *dev, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		if (rl->state == RL_UP)
-			rl_peer_disconnected(rl);
+			rdma__link_fail(rl, -ECONNRESET);
 		else
 			rl_connect_failed(rl, -ECONNRESET);
 		return;
 	default:
 		return;
 	}
-}
-
-/*
- * The peer disconnected rl. What it sent before is complete in our CQ,
- * and its side counts it delivered (a FIN, a CLOSED: a side that released
- * its flow never sends them again); rdma_cm's event can come before the
- * CQ's, and a draining link drops what it receives. So the CQ is polled
- * first, while the link still takes its messages, and only then is the
- * link taken down. rl is held across the poll: a completion there may
- * fail the whole group, and the markers that then go in could complete
- * in the same poll and free it.
- */
-static void rl_peer_disconnected(struct rdma_link *rl)
-{
-	rl->held = true;
-	if (rl->cq)
-		cq_poll(rl->cq, true);
-	rl->held = false;
-	if (rl->state == RL_UP) {
-		rdma__link_down(rl, -ECONNRESET);
-		return;
-	}
-	/* Went down during the poll: free it if that waited for us. */
-	if (!rl->qp || (!rl->markers_left && !rl->markers_lost))
-		rdma__link_free(rl);
 }
 
 void rdma__on_cm(struct epset_entry *e, uint32_t events)

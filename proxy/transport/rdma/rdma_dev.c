@@ -60,7 +60,7 @@ void rdma__dom_put(struct rdma_dom *d)
 /* ------------------------------------------------------------------ */
 /* The device. */
 
-static void rdma_on_async(struct epset_entry *e, uint32_t events)
+void rdma__on_async(struct epset_entry *e, uint32_t events)
 {
 	struct rdma_dev *dev = (struct rdma_dev *)((char *)e - offsetof(struct rdma_dev, async_ev));
 	struct ibv_async_event ev;
@@ -111,9 +111,16 @@ void rdma__sweep(struct smc_net *net, uint64_t now)
 
 		if (lgr->ops != &rdma_ops || !rg || lgr->state != LGR_ACTIVE)
 			continue;
-		for (i = 0; i < lgr->n_links; i++)
-			if (rg->links[i])
-				rdma__link_down(rg->links[i], -ENETDOWN);
+		/* rg->links[] read again each time: a live link's drain
+		 * can take another down (a failed completion). */
+		for (i = 0; i < lgr->n_links; i++) {
+			struct rdma_link *rl = rg->links[i];
+
+			if (rl && rl->state == RL_UP)
+				rdma__link_fail(rl, -ENETDOWN);
+			else if (rl)
+				rdma__link_down(rl, -ENETDOWN);
+		}
 	}
 }
 
@@ -224,7 +231,7 @@ int rdma__init(struct smc_net *net, char *errbuf, size_t errlen)
 	if (net->worker == 0) {
 		flags = fcntl(dev->ctx->async_fd, F_GETFL);
 		fcntl(dev->ctx->async_fd, F_SETFL, flags | O_NONBLOCK);
-		dev->async_ev.cb = rdma_on_async;
+		dev->async_ev.cb = rdma__on_async;
 		if (epset_add(&net->core->epset, dev->ctx->async_fd, EPOLLIN, &dev->async_ev) == 0)
 			dev->owns_async = true;
 	}

@@ -553,6 +553,31 @@ void rdma__link_down(struct rdma_link *rl, int err)
 		lnk->tp = NULL;
 }
 
+/*
+ * A live link fails (the peer disconnected, our port went down, an
+ * operator failed it). What completed before is in our CQ, and the peer
+ * counts it delivered (a FIN, a CLOSED: a side that released its flow
+ * never sends them again), but a draining link drops what it receives.
+ * So the CQ is polled first, while the link still takes its messages,
+ * and only then is the link taken down. rl is held across the poll: a
+ * completion there may fail the whole group, and the markers that then
+ * go in could complete in the same poll and free it.
+ */
+void rdma__link_fail(struct rdma_link *rl, int err)
+{
+	rl->held = true;
+	if (rl->cq)
+		cq_poll(rl->cq, true);
+	rl->held = false;
+	if (rl->state == RL_UP) {
+		rdma__link_down(rl, err);
+		return;
+	}
+	/* Went down during the poll: free it if that waited for us. */
+	if (!rl->qp || (!rl->markers_left && !rl->markers_lost))
+		rdma__link_free(rl);
+}
+
 /* A link came up: the group is ready once all have. */
 void rl_established(struct rdma_link *rl, uint32_t peer_qpn)
 {

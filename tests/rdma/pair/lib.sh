@@ -10,10 +10,12 @@
 #   rp_init "$@"               # rt_init, and this test's meeting place
 #   rp_put NAME [WORDS...]     # tell the other half NAME (and a value)
 #   rp_get NAME [SECONDS]      # wait for the other half's NAME; print it
-#   rp_setup KEY=JSON ...      # b: server, daemon B; a: redirect, daemon A
 #
-# and everything of tests/rdma/lib.sh (rt_config, rt_start, rt_stat,
-# rt_links, rt_run, rt_pass, rt_fail...), on this topology:
+# and everything of tests/rdma/lib.sh (rt_setup, rt_step, rt_share,
+# rt_config, rt_stat, rt_links, rt_run, rt_pass, rt_fail...), on this
+# topology. Guest a is side A, guest b side B: each runs its own side's
+# rt_step and waits for the other's, so that a scenario written as steps
+# (tests/rdma/scenario/) runs here as in the single guest.
 #
 #   guest a, 10.78.0.1                        guest b, 10.78.0.2
 #   app: connect(10.78.0.2:9000)
@@ -37,10 +39,12 @@ set -u
 
 ROLE=${LAB_ROLE:-}
 case $ROLE in
-a) PEER_ROLE=b ;;
-b) PEER_ROLE=a ;;
-*) PEER_ROLE= ;;
+a) PEER_ROLE=b RP_SIDE=A ;;
+b) PEER_ROLE=a RP_SIDE=B ;;
+*) PEER_ROLE='' RP_SIDE='' ;;
 esac
+RT_WHERE="between two guests"
+RT_SLOW_RATE=16KiB
 ADDR=${LAB_ADDR:-}		# this guest's eth0: daemons' control ports
 NET=10.78.0.0/24
 SERVER=10.78.0.2		# guest b: flowcheck serve
@@ -105,26 +109,35 @@ rt_redirect() {
 
 rt_run() { "$FLOWCHECK" run --connect "$SERVER:$SPORT" "$@"; }
 
-# This guest's half of the standard bed: b the server and daemon B, then
-# says "up"; a waits for that, then the redirect and daemon A. Arguments
-# as rt_config's, for both daemons.
-rp_setup() {
-	if [ "$ROLE" = b ]; then
-		rt_server_start
-		rt_config B "$@"
-		rt_start B
-		rp_put up
-	else
-		rp_get up 180 >/dev/null || rt_fail "daemon B on guest b did not come up"
-		rt_redirect
-		rt_config A "$@"
-		rt_start A
+# rt_step A|B FUNC ARGS...: this guest's side runs the step, then says it
+# did; the other side's step is waited for (up to RP_STEP_WAIT seconds,
+# default 300: a step may run flows for minutes), then what it shared is
+# read. Both halves count the steps alike, as they run the same body.
+RP_STEP=0
+rt_step() {
+	local rp_side=$1 rp_f rp_v
+	shift
+	RP_STEP=$((RP_STEP + 1))
+	if [ "$rp_side" = "$RP_SIDE" ]; then
+		RT_STEP_SIDE=$rp_side
+		"$@"
+		RT_STEP_SIDE=
+		rp_put "step$RP_STEP"
+		return 0
 	fi
+	rp_get "step$RP_STEP" "${RP_STEP_WAIT:-300}" >/dev/null ||
+		rt_fail "guest $PEER_ROLE did not do step $RP_STEP ($*)"
+	for rp_f in "$RP_SYNC"/var.*."$PEER_ROLE"; do
+		[ -e "$rp_f" ] || continue
+		rp_v=${rp_f##*/var.}
+		printf -v "${rp_v%."$PEER_ROLE"}" '%s' "$(cat "$rp_f")"
+	done
 }
 
-# The diagnosis of a failure shows this guest's daemon only.
-rt_diag() {
-	local d=A
-	[ "$ROLE" = b ] && d=B
-	rt_ctl $d --json stats 2>&1 | "$JGET" stats.flows stats.fallback stats.lgr | sed "s/^/  $d: /" >&2
+# rt_share VAR...: the values for the other guest's later steps.
+rt_share() {
+	local rp_v
+	for rp_v in "$@"; do
+		rp_put "var.$rp_v" "${!rp_v}"
+	done
 }
