@@ -346,6 +346,24 @@ RT_SLOW_RATE=24KiB
 
 # rt_links A|B: one line per link of the daemon's active link groups:
 # "lgr link state transport flows bytes_tx bytes_rx".
+# rt_fail_link A|B LGR LINK: `debug fail-link`, its answer on stdout.
+# The control thread waits 1 s for the worker that owns the group; a TCG
+# guest on a loaded host can be slower, and the late job still runs: then
+# this waits (30 s at most) until the link is no longer active.
+rt_fail_link() {
+	local d=$1 lgr=$2 link=$3 out links i
+	out=$(rt_ctl "$d" debug fail-link "$lgr" "$link" 2>&1) && { echo "$out"; return 0; }
+	grep -q 'did not answer' <<<"$out" || { echo "$out"; return 1; }
+	for ((i = 0; i < 300; i++)); do
+		sleep 0.1
+		links=$(rt_links "$d") || continue
+		awk -v g="$lgr" -v l="$link" '$1 == g && $2 == l && $3 == "active" { a = 1 } END { exit a }' \
+			<<<"$links" && { echo "$out (the link went down after the answer)"; return 0; }
+	done
+	echo "$out; the link is still active 30 s later"
+	return 1
+}
+
 rt_links() {
 	local out n i f paths=()
 	out=$(rt_ctl "$1" --json links 2>&1) || { rt_log "smcproxyctl links ($1): $out"; return 1; }

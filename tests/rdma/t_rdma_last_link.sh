@@ -39,9 +39,9 @@ fb0=$(fallbacks)
 # The peer's network goes: new handshakes are refused, then both links.
 block=(INPUT -p tcp -d "$ADDR" --dport "${RT_CPORT[B]}" -j REJECT --reject-with tcp-reset)
 rt_rule_add "${block[@]}" || rt_fail "iptables: cannot block daemon B's control port"
-out=$(rt_ctl A debug fail-link "$lgr" 0 2>&1) || rt_fail "debug fail-link $lgr 0: $out"
+out=$(rt_fail_link A "$lgr" 0) || rt_fail "debug fail-link $lgr 0: $out"
 echo "  daemon A: debug fail-link $lgr 0: $out"
-out=$(rt_ctl A debug fail-link "$lgr" 1 2>&1) || rt_fail "debug fail-link $lgr 1: $out"
+out=$(rt_fail_link A "$lgr" 1) || rt_fail "debug fail-link $lgr 1: $out"
 failed=$(date +%s%N)
 echo "  daemon A: debug fail-link $lgr 1: $out"
 for ((i = 0; i < 1000; i++)); do

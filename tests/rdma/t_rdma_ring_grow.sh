@@ -54,7 +54,7 @@ read -r victim vflows < <(sort -k5,5nr <<<"$links" | awk 'NR == 1 { print $2, $5
 survivor=$((1 - victim))
 printf '%s\n' "$links" | sed 's/^/  links A before: /'
 [ "$vflows" -eq 1 ] || rt_fail "no link of daemon A carries the flow: $links"
-out=$(rt_ctl A debug fail-link "$lgr" "$victim" 2>&1) || { kill -CONT "$SERVER_PID"; rt_fail "debug fail-link $lgr $victim: $out"; }
+out=$(rt_fail_link A "$lgr" "$victim") || { kill -CONT "$SERVER_PID"; rt_fail "debug fail-link $lgr $victim: $out"; }
 echo "  daemon A: debug fail-link $lgr $victim while B's move from $pending to $((pending * 4)) bytes is open: $out"
 rt_wait_stat A lgr.flows_moved -eq 1 10 || { kill -CONT "$SERVER_PID"; rt_fail "the flow did not move to link $survivor"; }
 kill -CONT "$SERVER_PID"

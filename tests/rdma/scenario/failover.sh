@@ -38,7 +38,7 @@ fo_fail() {
 	# The victim: the link with the most flows; both must carry some.
 	read -r victim vflows < <(sort -k5,5nr <<<"$links" | awk 'NR == 1 { print $2, $5 }')
 	survivor=$((1 - victim))
-	out=$(rt_ctl A debug fail-link "$lgr" "$victim" 2>&1) || rt_fail "debug fail-link $lgr $victim: $out"
+	out=$(rt_fail_link A "$lgr" "$victim") || rt_fail "debug fail-link $lgr $victim: $out"
 	rt_share victim vflows
 	at_fail=$(rt_links A) || rt_fail "links of daemon A after the failure"
 	printf '%s\n' "$links" | sed 's/^/  links A before: /'
