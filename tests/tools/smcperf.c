@@ -398,6 +398,16 @@ struct worker {
 	uint64_t min_bytes, max_bytes;	/* bw --threads: per connection */
 };
 
+/* The first errors of a run, with what failed and why, on stderr: a count
+ * alone does not tell a refused connect from a reset in the middle. */
+static atomic_int errors_told;
+
+static void tell_error(const char *what, int err)
+{
+	if (atomic_fetch_add(&errors_told, 1) < 3)
+		fprintf(stderr, "smcperf: %s: %s\n", what, err ? strerror(err) : "end of stream");
+}
+
 static int client_connect(int nonblock)
 {
 	int fd = socket(opt.addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -518,6 +528,8 @@ static int mux_read_ack(struct mux_conn *m)
 			continue;
 		if (n < 0 && errno == EAGAIN)
 			return 0;
+		if (n == 0)
+			errno = 0;	/* told as the end of the stream */
 		if (n <= 0)
 			return -1;
 		m->ackn += n;
@@ -545,7 +557,10 @@ static void *mux_worker(void *arg)
 		struct mux_conn *m = &mc[i];
 
 		m->fd = client_connect(0);
+		if (m->fd < 0)
+			tell_error("connect", -m->fd);
 		if (m->fd >= 0 && write_all(m->fd, "B", 1) < 0) {
+			tell_error("first write", errno);
 			close(m->fd);
 			m->fd = -1;
 		}
@@ -630,6 +645,7 @@ static void *mux_worker(void *arg)
 			}
 			continue;
 fail:
+			tell_error(m->state == 0 ? "write" : "reading the count", errno);
 			if (m->state == 0)
 				writing--;
 			w->errors++;
