@@ -22,7 +22,9 @@
  * bw runs a thread per connection (at most 64); with --threads T it runs
  * the connections (up to 10000) non-blocking over T epoll threads instead,
  * for aggregate throughput over many flows, and reports how evenly the
- * flows were served (flow_min_bytes, flow_max_bytes).  -n bounds the writes
+ * flows were served (flow_min_bytes, flow_max_bytes).  Each connection
+ * gets at most 4 writes per turn before the others, so that the spread
+ * is the relay's, not the client's.  -n bounds the writes
  * of each connection (a fixed transfer: -s 65536 -n 1024 is 64 MiB).
  * --sndbuf sets SO_SNDBUF on client sockets, so that many connections do
  * not queue gigabytes in the kernel between them.
@@ -493,12 +495,29 @@ struct mux_conn {
 	unsigned char ack[8];
 	size_t ackn;
 	uint64_t bytes;
+	int again;		/* on the list of those still writable */
 };
 
+/* Whole writes a connection gets per turn: one that the relay keeps
+ * draining would otherwise keep the thread until the deadline while the
+ * others wait, and the bench would measure the client's unfairness. */
+#define MUX_TURN_WRITES	4
+
+struct mux_list {
+	struct mux_conn **c;
+	int n;
+};
+
+/* Writes until the socket would block (0), the connection is done
+ * writing (1), its turn is over while it is still writable (2), or an
+ * error (-1). */
 static int mux_write(struct mux_conn *m, const char *buf, struct worker *w)
 {
-	for (;;) {
+	for (int turn = 0;; ) {
 		ssize_t n;
+
+		if (!m->off && turn == MUX_TURN_WRITES)
+			return 2;
 
 		if (!m->off && ((opt.count && m->writes >= opt.count) || now_s() >= t_deadline))
 			return 1;	/* done writing */
@@ -515,6 +534,7 @@ static int mux_write(struct mux_conn *m, const char *buf, struct worker *w)
 			m->off = 0;
 			m->writes++;
 			w->ops++;
+			turn++;
 		}
 	}
 }
@@ -539,6 +559,47 @@ static int mux_read_ack(struct mux_conn *m)
 	return 1;
 }
 
+/* One connection's turn: write, or read the count once done writing. */
+static void mux_step(struct mux_conn *m, const char *buf, struct worker *w,
+		     int *left, int *writing, struct mux_list *ready)
+{
+	int r;
+
+	if (m->state == 0) {
+		r = mux_write(m, buf, w);
+		if (r == 1) {
+			shutdown(m->fd, SHUT_WR);
+			m->state = 1;
+			(*writing)--;
+		} else if (r == 2 && !m->again) {
+			m->again = 1;
+			ready->c[ready->n++] = m;
+		}
+		if (r < 0)
+			goto fail;
+	}
+	if (m->state == 1) {
+		r = mux_read_ack(m);
+		if (r == 0)
+			return;
+		if (r < 0)
+			goto fail;
+		w->bytes += m->bytes;
+		m->state = 2;
+		close(m->fd);
+		(*left)--;
+	}
+	return;
+fail:
+	tell_error(m->state == 0 ? "write" : "reading the count", errno);
+	if (m->state == 0)
+		(*writing)--;
+	w->errors++;
+	m->state = 2;
+	close(m->fd);
+	(*left)--;
+}
+
 static void *mux_worker(void *arg)
 {
 	struct worker *w = arg;
@@ -546,8 +607,10 @@ static void *mux_worker(void *arg)
 	char *buf = malloc(opt.size);
 	struct epoll_event ev[256];
 	int ep = epoll_create1(EPOLL_CLOEXEC), left = 0, writing = 0;
+	struct mux_list ready = { calloc(w->n + 1, sizeof(*ready.c)), 0 };
+	struct mux_list spare = { calloc(w->n + 1, sizeof(*spare.c)), 0 }, cur;
 
-	if (!mc || !buf || ep < 0) {
+	if (!mc || !buf || ep < 0 || !ready.c || !spare.c) {
 		w->errors++;
 		sync_start();
 		goto out;
@@ -591,7 +654,7 @@ static void *mux_worker(void *arg)
 		int timeout = writing ? (int)((t_deadline - now) * 1000) + 1 : 1000;
 		int n;
 
-		if (timeout < 0)
+		if (timeout < 0 || ready.n)
 			timeout = 0;
 		n = epoll_wait(ep, ev, 256, timeout);
 		if (n < 0 && errno != EINTR)
@@ -618,41 +681,19 @@ static void *mux_worker(void *arg)
 				writing--;
 			}
 		}
-		for (int i = 0; i < n; i++) {
-			struct mux_conn *m = ev[i].data.ptr;
-			int r;
-
-			if (m->state == 0) {
-				r = mux_write(m, buf, w);
-				if (r > 0) {
-					shutdown(m->fd, SHUT_WR);
-					m->state = 1;
-					writing--;
-				}
-				if (r < 0)
-					goto fail;
-			}
-			if (m->state == 1) {
-				r = mux_read_ack(m);
-				if (r == 0)
-					continue;
-				if (r < 0)
-					goto fail;
-				w->bytes += m->bytes;
-				m->state = 2;
-				close(m->fd);
-				left--;
-			}
-			continue;
-fail:
-			tell_error(m->state == 0 ? "write" : "reading the count", errno);
-			if (m->state == 0)
-				writing--;
-			w->errors++;
-			m->state = 2;
-			close(m->fd);
-			left--;
+		/* Those still writable after their last turn, after the
+		 * new events (which may include them again). */
+		cur = ready;
+		ready = spare;
+		spare = cur;
+		ready.n = 0;
+		for (int i = 0; i < n; i++)
+			mux_step(ev[i].data.ptr, buf, w, &left, &writing, &ready);
+		for (int i = 0; i < cur.n; i++) {
+			cur.c[i]->again = 0;
+			mux_step(cur.c[i], buf, w, &left, &writing, &ready);
 		}
+		spare = cur;
 	}
 	w->min_bytes = UINT64_MAX;
 	for (int i = 0; i < w->n; i++) {
@@ -670,6 +711,8 @@ out:
 	if (ep >= 0)
 		close(ep);
 	free(mc);
+	free(ready.c);
+	free(spare.c);
 	free(buf);
 	return NULL;
 }
