@@ -398,6 +398,7 @@ struct worker {
 	double t_done;
 	int n;			/* bw --threads: this thread's connections */
 	uint64_t min_bytes, max_bytes;	/* bw --threads: per connection */
+	int unwritten;		/* bw --threads: connections we never wrote to */
 };
 
 /* The first errors of a run, with what failed and why, on stderr: a count
@@ -701,6 +702,8 @@ static void *mux_worker(void *arg)
 			close(mc[i].fd);
 			w->errors++;
 		}
+		if (!mc[i].writes && !mc[i].off)
+			w->unwritten++;
 		if (mc[i].bytes < w->min_bytes)
 			w->min_bytes = mc[i].bytes;
 		if (mc[i].bytes > w->max_bytes)
@@ -881,7 +884,7 @@ static int cmd_client(const char *mode)
 	struct worker *w = calloc(nw, sizeof(*w));
 	struct rusage r0, r1;
 	uint64_t bytes = 0, sent = 0, min_b = UINT64_MAX, max_b = 0;
-	long ops = 0, errors = 0;
+	long ops = 0, errors = 0, unwritten = 0;
 	double t_end = 0, secs, cpu_u, cpu_s;
 	size_t nall = 0;
 	float *all = NULL;
@@ -919,6 +922,7 @@ static int cmd_client(const char *mode)
 			die("pthread_create");
 	for (int i = 0; i < nw; i++) {
 		pthread_join(w[i].tid, NULL);
+		unwritten += w[i].unwritten;
 		if (fn == mux_worker && w[i].n) {
 			if (w[i].min_bytes < min_b)
 				min_b = w[i].min_bytes;
@@ -951,9 +955,9 @@ static int cmd_client(const char *mode)
 		       cpu_u, cpu_s, errors);
 		/* How evenly the flows were served. */
 		if (fn == mux_worker)
-			printf(" threads=%d flow_min_bytes=%llu flow_max_bytes=%llu",
+			printf(" threads=%d flow_min_bytes=%llu flow_max_bytes=%llu flows_unwritten=%ld",
 			       nw, (unsigned long long)(min_b == UINT64_MAX ? 0 : min_b),
-			       (unsigned long long)max_b);
+			       (unsigned long long)max_b, unwritten);
 		printf("\n");
 	} else {
 		double sum = 0;
