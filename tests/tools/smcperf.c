@@ -22,7 +22,9 @@
  * bw runs a thread per connection (at most 64); with --threads T it runs
  * the connections (up to 10000) non-blocking over T epoll threads instead,
  * for aggregate throughput over many flows, and reports how evenly the
- * flows were served (flow_min_bytes, flow_max_bytes).  -n bounds the writes
+ * flows were served (flow_min_bytes, flow_max_bytes).  Each connection
+ * gets at most 4 writes per turn before the others, so that the spread
+ * is the relay's, not the client's.  -n bounds the writes
  * of each connection (a fixed transfer: -s 65536 -n 1024 is 64 MiB).
  * --sndbuf sets SO_SNDBUF on client sockets, so that many connections do
  * not queue gigabytes in the kernel between them.
@@ -396,7 +398,18 @@ struct worker {
 	double t_done;
 	int n;			/* bw --threads: this thread's connections */
 	uint64_t min_bytes, max_bytes;	/* bw --threads: per connection */
+	int unwritten;		/* bw --threads: connections we never wrote to */
 };
+
+/* The first errors of a run, with what failed and why, on stderr: a count
+ * alone does not tell a refused connect from a reset in the middle. */
+static atomic_int errors_told;
+
+static void tell_error(const char *what, int err)
+{
+	if (atomic_fetch_add(&errors_told, 1) < 3)
+		fprintf(stderr, "smcperf: %s: %s\n", what, err ? strerror(err) : "end of stream");
+}
 
 static int client_connect(int nonblock)
 {
@@ -483,12 +496,29 @@ struct mux_conn {
 	unsigned char ack[8];
 	size_t ackn;
 	uint64_t bytes;
+	int again;		/* on the list of those still writable */
 };
 
+/* Whole writes a connection gets per turn: one that the relay keeps
+ * draining would otherwise keep the thread until the deadline while the
+ * others wait, and the bench would measure the client's unfairness. */
+#define MUX_TURN_WRITES	4
+
+struct mux_list {
+	struct mux_conn **c;
+	int n;
+};
+
+/* Writes until the socket would block (0), the connection is done
+ * writing (1), its turn is over while it is still writable (2), or an
+ * error (-1). */
 static int mux_write(struct mux_conn *m, const char *buf, struct worker *w)
 {
-	for (;;) {
+	for (int turn = 0;; ) {
 		ssize_t n;
+
+		if (!m->off && turn == MUX_TURN_WRITES)
+			return 2;
 
 		if (!m->off && ((opt.count && m->writes >= opt.count) || now_s() >= t_deadline))
 			return 1;	/* done writing */
@@ -505,6 +535,7 @@ static int mux_write(struct mux_conn *m, const char *buf, struct worker *w)
 			m->off = 0;
 			m->writes++;
 			w->ops++;
+			turn++;
 		}
 	}
 }
@@ -518,6 +549,8 @@ static int mux_read_ack(struct mux_conn *m)
 			continue;
 		if (n < 0 && errno == EAGAIN)
 			return 0;
+		if (n == 0)
+			errno = 0;	/* told as the end of the stream */
 		if (n <= 0)
 			return -1;
 		m->ackn += n;
@@ -527,6 +560,47 @@ static int mux_read_ack(struct mux_conn *m)
 	return 1;
 }
 
+/* One connection's turn: write, or read the count once done writing. */
+static void mux_step(struct mux_conn *m, const char *buf, struct worker *w,
+		     int *left, int *writing, struct mux_list *ready)
+{
+	int r;
+
+	if (m->state == 0) {
+		r = mux_write(m, buf, w);
+		if (r == 1) {
+			shutdown(m->fd, SHUT_WR);
+			m->state = 1;
+			(*writing)--;
+		} else if (r == 2 && !m->again) {
+			m->again = 1;
+			ready->c[ready->n++] = m;
+		}
+		if (r < 0)
+			goto fail;
+	}
+	if (m->state == 1) {
+		r = mux_read_ack(m);
+		if (r == 0)
+			return;
+		if (r < 0)
+			goto fail;
+		w->bytes += m->bytes;
+		m->state = 2;
+		close(m->fd);
+		(*left)--;
+	}
+	return;
+fail:
+	tell_error(m->state == 0 ? "write" : "reading the count", errno);
+	if (m->state == 0)
+		(*writing)--;
+	w->errors++;
+	m->state = 2;
+	close(m->fd);
+	(*left)--;
+}
+
 static void *mux_worker(void *arg)
 {
 	struct worker *w = arg;
@@ -534,8 +608,10 @@ static void *mux_worker(void *arg)
 	char *buf = malloc(opt.size);
 	struct epoll_event ev[256];
 	int ep = epoll_create1(EPOLL_CLOEXEC), left = 0, writing = 0;
+	struct mux_list ready = { calloc(w->n + 1, sizeof(*ready.c)), 0 };
+	struct mux_list spare = { calloc(w->n + 1, sizeof(*spare.c)), 0 }, cur;
 
-	if (!mc || !buf || ep < 0) {
+	if (!mc || !buf || ep < 0 || !ready.c || !spare.c) {
 		w->errors++;
 		sync_start();
 		goto out;
@@ -545,7 +621,10 @@ static void *mux_worker(void *arg)
 		struct mux_conn *m = &mc[i];
 
 		m->fd = client_connect(0);
+		if (m->fd < 0)
+			tell_error("connect", -m->fd);
 		if (m->fd >= 0 && write_all(m->fd, "B", 1) < 0) {
+			tell_error("first write", errno);
 			close(m->fd);
 			m->fd = -1;
 		}
@@ -576,7 +655,7 @@ static void *mux_worker(void *arg)
 		int timeout = writing ? (int)((t_deadline - now) * 1000) + 1 : 1000;
 		int n;
 
-		if (timeout < 0)
+		if (timeout < 0 || ready.n)
 			timeout = 0;
 		n = epoll_wait(ep, ev, 256, timeout);
 		if (n < 0 && errno != EINTR)
@@ -603,40 +682,19 @@ static void *mux_worker(void *arg)
 				writing--;
 			}
 		}
-		for (int i = 0; i < n; i++) {
-			struct mux_conn *m = ev[i].data.ptr;
-			int r;
-
-			if (m->state == 0) {
-				r = mux_write(m, buf, w);
-				if (r > 0) {
-					shutdown(m->fd, SHUT_WR);
-					m->state = 1;
-					writing--;
-				}
-				if (r < 0)
-					goto fail;
-			}
-			if (m->state == 1) {
-				r = mux_read_ack(m);
-				if (r == 0)
-					continue;
-				if (r < 0)
-					goto fail;
-				w->bytes += m->bytes;
-				m->state = 2;
-				close(m->fd);
-				left--;
-			}
-			continue;
-fail:
-			if (m->state == 0)
-				writing--;
-			w->errors++;
-			m->state = 2;
-			close(m->fd);
-			left--;
+		/* Those still writable after their last turn, after the
+		 * new events (which may include them again). */
+		cur = ready;
+		ready = spare;
+		spare = cur;
+		ready.n = 0;
+		for (int i = 0; i < n; i++)
+			mux_step(ev[i].data.ptr, buf, w, &left, &writing, &ready);
+		for (int i = 0; i < cur.n; i++) {
+			cur.c[i]->again = 0;
+			mux_step(cur.c[i], buf, w, &left, &writing, &ready);
 		}
+		spare = cur;
 	}
 	w->min_bytes = UINT64_MAX;
 	for (int i = 0; i < w->n; i++) {
@@ -644,6 +702,8 @@ fail:
 			close(mc[i].fd);
 			w->errors++;
 		}
+		if (!mc[i].writes && !mc[i].off)
+			w->unwritten++;
 		if (mc[i].bytes < w->min_bytes)
 			w->min_bytes = mc[i].bytes;
 		if (mc[i].bytes > w->max_bytes)
@@ -654,6 +714,8 @@ out:
 	if (ep >= 0)
 		close(ep);
 	free(mc);
+	free(ready.c);
+	free(spare.c);
 	free(buf);
 	return NULL;
 }
@@ -822,7 +884,7 @@ static int cmd_client(const char *mode)
 	struct worker *w = calloc(nw, sizeof(*w));
 	struct rusage r0, r1;
 	uint64_t bytes = 0, sent = 0, min_b = UINT64_MAX, max_b = 0;
-	long ops = 0, errors = 0;
+	long ops = 0, errors = 0, unwritten = 0;
 	double t_end = 0, secs, cpu_u, cpu_s;
 	size_t nall = 0;
 	float *all = NULL;
@@ -860,6 +922,7 @@ static int cmd_client(const char *mode)
 			die("pthread_create");
 	for (int i = 0; i < nw; i++) {
 		pthread_join(w[i].tid, NULL);
+		unwritten += w[i].unwritten;
 		if (fn == mux_worker && w[i].n) {
 			if (w[i].min_bytes < min_b)
 				min_b = w[i].min_bytes;
@@ -892,9 +955,9 @@ static int cmd_client(const char *mode)
 		       cpu_u, cpu_s, errors);
 		/* How evenly the flows were served. */
 		if (fn == mux_worker)
-			printf(" threads=%d flow_min_bytes=%llu flow_max_bytes=%llu",
+			printf(" threads=%d flow_min_bytes=%llu flow_max_bytes=%llu flows_unwritten=%ld",
 			       nw, (unsigned long long)(min_b == UINT64_MAX ? 0 : min_b),
-			       (unsigned long long)max_b);
+			       (unsigned long long)max_b, unwritten);
 		printf("\n");
 	} else {
 		double sum = 0;

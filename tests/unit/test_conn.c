@@ -9,6 +9,8 @@
  * and CLOSED both ways, and back-pressure when the peer's ring is full.
  */
 #include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
