@@ -9,10 +9,17 @@
 #   CTL_ADDR    [A]= [B]= the control addresses of the rdma pairs' daemons
 #   MARK RING POOL LOG, and per case PORT[] BASE[] (rdma pairs' ports),
 #   CORK[] INLINE[] CQS[] (the keys a pair changes), ALLOW[] (a pair's
-#   allowed ports as JSON words, if more than PORT[]), CASE_ENV[] (words put
+#   allowed ports as JSON words, if more than PORT[]), EXTRA[] (more
+#   config keys of a pair: ', "key": value...'), CASE_ENV[] (words put
 #   before the client: LD_PRELOAD=... for kernel SMC-R)
 #   SECS, CASES (array), FLOW_CASES, RUNS (the csv every run goes to)
 # and gets die/note, the daemons' start and checks, and one client run.
+
+# The optional tables, empty unless the sourcing script filled them.
+for v in ALLOW CASE_ENV EXTRA; do
+	declare -p "$v" >/dev/null 2>&1 || declare -A "$v=()"
+done
+unset v
 
 die() { echo "$BENCH_TAG: $*" >&2; exit 2; }
 note() { echo "$BENCH_TAG: $*" >&2; }
@@ -122,7 +129,7 @@ rdma_config() {
 	 "rdma": {"inline": ${INLINE[$c]:-true}},
 	 "fallback": {"connect_timeout": "10s"},
 	 "stats": {"socket": "$WORK/$c-$d.sock"}, "shm": {"dir": "$WORK/$c-$d-shm"},
-	 "log": {"level": "$LOG"}}
+	 "log": {"level": "$LOG"}${EXTRA[$c]:-}}
 	EOF
 }
 
