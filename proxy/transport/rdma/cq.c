@@ -22,9 +22,15 @@ static void cq_on_event(struct epset_entry *e, uint32_t events)
 	void *ctx;
 	unsigned n = 0;
 
-	/* Edge-triggered: take every event the channel holds. */
-	while (ibv_get_cq_event(cq->channel, &ev_cq, &ctx) == 0)
-		n++;
+	/*
+	 * One read, not a loop to EAGAIN: an event needs an arm, and we arm
+	 * again only after this read (cq_poll()), so the channel holds at
+	 * most this one. That saves a failing read() per wake-up; were one
+	 * left behind, its arrival was an edge of its own, and
+	 * cq_pool_close() takes what remains before the CQ goes.
+	 */
+	if (ibv_get_cq_event(cq->channel, &ev_cq, &ctx) == 0)
+		n = 1;
 	if (!n)
 		return;
 	ibv_ack_cq_events(cq->cq, n);
@@ -215,12 +221,17 @@ out_errno:
 
 void cq_pool_close(struct cq_pool *pool)
 {
+	struct ibv_cq *ev_cq;
+	void *ctx;
 	unsigned i;
 
 	for (i = 0; i < pool->n; i++) {
 		struct cq *cq = &pool->cqs[i];
 
 		epset_del(pool->epset, cq->channel->fd);
+		/* ibv_destroy_cq() waits for every event to be acked. */
+		while (ibv_get_cq_event(cq->channel, &ev_cq, &ctx) == 0)
+			ibv_ack_cq_events(cq->cq, 1);
 		ibv_destroy_cq(cq->cq);
 		ibv_destroy_comp_channel(cq->channel);
 		cq->cq = NULL;
