@@ -10,13 +10,14 @@
 #   MARK RING POOL LOG, and per case PORT[] BASE[] (rdma pairs' ports),
 #   CORK[] INLINE[] CQS[] (the keys a pair changes), ALLOW[] (a pair's
 #   allowed ports as JSON words, if more than PORT[]), EXTRA[] (more
-#   config keys of a pair: ', "key": value...'), CASE_ENV[] (words put
+#   config keys of a pair: ', "key": value...'), DAEMON[] (another
+#   smcproxyd binary for a pair's daemons), CASE_ENV[] (words put
 #   before the client: LD_PRELOAD=... for kernel SMC-R)
 #   SECS, CASES (array), FLOW_CASES, RUNS (the csv every run goes to)
 # and gets die/note, the daemons' start and checks, and one client run.
 
 # The optional tables, empty unless the sourcing script filled them.
-for v in ALLOW CASE_ENV EXTRA; do
+for v in ALLOW CASE_ENV EXTRA DAEMON; do
 	declare -p "$v" >/dev/null 2>&1 || declare -A "$v=()"
 done
 unset v
@@ -95,7 +96,7 @@ redirect() { # SERVER_PORT LISTEN_PORT
 # few seconds). Its pid is left in LASTPID.
 start_daemon() {
 	local n=$1 pid i
-	"$SMCPROXYD" -c "$WORK/$n.json" --foreground >/dev/null 2>"$WORK/$n.log" &
+	"${DAEMON[${n%-[AB]}]:-$SMCPROXYD}" -c "$WORK/$n.json" --foreground >/dev/null 2>"$WORK/$n.log" &
 	pid=$!
 	PIDS+=("$pid")
 	LASTPID=$pid
