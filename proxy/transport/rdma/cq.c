@@ -51,6 +51,7 @@ bool cq_poll(struct cq *cq, bool drain)
 {
 	struct ibv_wc wc[CQ_POLL_BATCH];
 	unsigned budget = cq->pool->budget, taken = 0;
+	bool solicited;
 
 	for (;;) {
 		unsigned want = budget - taken;
@@ -67,11 +68,17 @@ bool cq_poll(struct cq *cq, bool drain)
 		if (n <= 0) {
 			/* n < 0 is a provider error: nothing we can take. */
 			counter_inc(&cq->st.empty_polls);
-			if (cq->armed) {
+			/* Solicited only while every link on the CQ can let
+			 * its send completions wait (cq_quiet()): then the
+			 * completion of our own message, which comes a wire
+			 * round trip after we sent it, wakes nobody; the
+			 * peer's messages do, and any later wake-up takes it. */
+			solicited = cq->n_links && cq->n_quiet == cq->n_links;
+			if (cq->armed && (!cq->armed_solicited || solicited)) {
 				cq->busy = false;
 				return false;
 			}
-			if (vb_req_notify_cq(cq->cq, 0)) {
+			if (vb_req_notify_cq(cq->cq, solicited)) {
 				/* No event will come (the device is likely
 				 * gone): leave it busy, polled again at each
 				 * wake-up of the loop, and do not spin. */
@@ -80,7 +87,10 @@ bool cq_poll(struct cq *cq, bool drain)
 				return false;
 			}
 			counter_inc(&cq->st.rearms);
+			if (solicited)
+				counter_inc(&cq->st.rearms_solicited);
 			cq->armed = true;
+			cq->armed_solicited = solicited;
 			continue;
 		}
 		counter_add(&cq->st.completions, (unsigned)n);
@@ -258,6 +268,20 @@ struct cq *cq_get(struct cq_pool *pool, unsigned need)
 		best->used += need;
 	}
 	return best;
+}
+
+void cq_quiet(struct cq *cq, bool quiet)
+{
+	if (quiet) {
+		cq->n_quiet++;
+		return;
+	}
+	cq->n_quiet--;
+	/* Armed for solicited events only: re-armed for all before the
+	 * worker blocks (cq_pool_idle()), and polled after that, since
+	 * what completed before the new arm raises no event. */
+	if (cq->armed && cq->armed_solicited)
+		cq->busy = true;
 }
 
 void cq_put(struct cq *cq, unsigned need)
