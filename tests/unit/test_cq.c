@@ -814,6 +814,24 @@ static void test_solicited_arm(void **state)
 	assert_int_equal(cq->st.rearms_solicited, 2);
 }
 
+/* The sweep polls a CQ armed for solicited events only (a failed send
+ * there raises no event: the peer died) and leaves the others alone. */
+static void test_sweep_solicited(void **state)
+{
+	hand_pool(2, 64);
+	pool.cqs[0].armed_solicited = true;
+	pool.cqs[0].n_links = pool.cqs[0].n_quiet = 1;
+	fcqs[0].armed_solicited = true;
+	fcq_complete(&fcqs[0], &ents[0].e, IBV_WC_RETRY_EXC_ERR, 0);
+	complete_n(&fcqs[1], 1, 1);		/* raises its event: not ours */
+	assert_int_equal(fcqs[0].events_raised, 0);
+	cq_pool_sweep(&pool);
+	assert_trace("P0:16=1 P0:16=0 ");
+	assert_int_equal(n_got, 1);
+	assert_int_equal(got[0].status, IBV_WC_RETRY_EXC_ERR);
+	assert_int_equal(fq_len(&fcqs[1]), 1);
+}
+
 /* ------------------------------------------------------------------ */
 /* Provider errors. */
 
@@ -1308,6 +1326,7 @@ int main(void)
 		T(test_rearm_empty),
 		T(test_armed_no_rearm),
 		T(test_solicited_arm),
+		T(test_sweep_solicited),
 		T(test_poll_error),
 		T(test_rearm_failure_ends),
 		T(test_stats),

@@ -126,6 +126,15 @@ bool cq_pool_idle(struct cq_pool *pool, bool run)
 	return ran;
 }
 
+void cq_pool_sweep(struct cq_pool *pool)
+{
+	unsigned i;
+
+	for (i = 0; i < pool->n; i++)
+		if (pool->cqs[i].armed_solicited)
+			cq_poll(&pool->cqs[i], false);
+}
+
 bool cq_pool_busy_poll(struct cq_pool *pool)
 {
 	struct ibv_wc wc[CQ_POLL_BATCH];
