@@ -230,6 +230,15 @@ bench: all tools
 bench-rdma: all tools
 	tests/bench/rdma $(B)
 
+# smcproxy over rdma between two Soft-RoCE guests (tests/rdma/lab --pair)
+# against direct TCP and kernel SMC-R: 64 B round trip, bulk, small writes
+# with autocork on and off, 100 flows with cq.pool 1 and 2, Redis, and the
+# daemons' context switches and syscalls per round trip; ratios only, about
+# 6 minutes; knobs at the top of tests/bench/rdma-pair.
+.PHONY: bench-rdma-pair
+bench-rdma-pair: all tools
+	tests/bench/rdma-pair $(B)
+
 install: all
 	install -D -m 0755 $(B)/smcproxyd $(DESTDIR)$(SBINDIR)/smcproxyd
 	install -D -m 0755 $(B)/smcproxyctl $(DESTDIR)$(BINDIR)/smcproxyctl

@@ -36,6 +36,7 @@ struct cq_stats {
 	counter_t completions;
 	counter_t empty_polls;		/* polls that found nothing */
 	counter_t rearms;		/* ibv_req_notify_cq calls */
+	counter_t rearms_solicited;	/* of which for solicited ones only */
 	counter_t events;		/* completion-channel wake-ups */
 	counter_t rearm_failures;	/* ibv_req_notify_cq errors */
 };
@@ -47,10 +48,12 @@ struct cq {
 	struct ibv_cq *cq;
 	struct epset_entry ev;
 	unsigned n_links;		/* links using it */
+	unsigned n_quiet;		/* of which need no send completion event */
 	unsigned cqe;			/* its size */
 	unsigned used;			/* entries the links on it may need */
 	bool moderated;			/* ibv_modify_cq took */
 	bool armed;
+	bool armed_solicited;		/* for the peers' messages only */
 	bool busy;			/* a full round: poll again before blocking */
 	struct cq_stats st;
 };

@@ -22,9 +22,15 @@ static void cq_on_event(struct epset_entry *e, uint32_t events)
 	void *ctx;
 	unsigned n = 0;
 
-	/* Edge-triggered: take every event the channel holds. */
-	while (ibv_get_cq_event(cq->channel, &ev_cq, &ctx) == 0)
-		n++;
+	/*
+	 * One read, not a loop to EAGAIN: an event needs an arm, and we arm
+	 * again only after this read (cq_poll()), so the channel holds at
+	 * most this one. That saves a failing read() per wake-up; were one
+	 * left behind, its arrival was an edge of its own, and
+	 * cq_pool_close() takes what remains before the CQ goes.
+	 */
+	if (ibv_get_cq_event(cq->channel, &ev_cq, &ctx) == 0)
+		n = 1;
 	if (!n)
 		return;
 	ibv_ack_cq_events(cq->cq, n);
@@ -45,6 +51,7 @@ bool cq_poll(struct cq *cq, bool drain)
 {
 	struct ibv_wc wc[CQ_POLL_BATCH];
 	unsigned budget = cq->pool->budget, taken = 0;
+	bool solicited;
 
 	for (;;) {
 		unsigned want = budget - taken;
@@ -61,11 +68,17 @@ bool cq_poll(struct cq *cq, bool drain)
 		if (n <= 0) {
 			/* n < 0 is a provider error: nothing we can take. */
 			counter_inc(&cq->st.empty_polls);
-			if (cq->armed) {
+			/* Solicited only while every link on the CQ can let
+			 * its send completions wait (cq_quiet()): then the
+			 * completion of our own message, which comes a wire
+			 * round trip after we sent it, wakes nobody; the
+			 * peer's messages do, and any later wake-up takes it. */
+			solicited = cq->n_links && cq->n_quiet == cq->n_links;
+			if (cq->armed && (!cq->armed_solicited || solicited)) {
 				cq->busy = false;
 				return false;
 			}
-			if (vb_req_notify_cq(cq->cq, 0)) {
+			if (vb_req_notify_cq(cq->cq, solicited)) {
 				/* No event will come (the device is likely
 				 * gone): leave it busy, polled again at each
 				 * wake-up of the loop, and do not spin. */
@@ -74,7 +87,10 @@ bool cq_poll(struct cq *cq, bool drain)
 				return false;
 			}
 			counter_inc(&cq->st.rearms);
+			if (solicited)
+				counter_inc(&cq->st.rearms_solicited);
 			cq->armed = true;
+			cq->armed_solicited = solicited;
 			continue;
 		}
 		counter_add(&cq->st.completions, (unsigned)n);
@@ -108,6 +124,15 @@ bool cq_pool_idle(struct cq_pool *pool, bool run)
 			ran = true;
 	}
 	return ran;
+}
+
+void cq_pool_sweep(struct cq_pool *pool)
+{
+	unsigned i;
+
+	for (i = 0; i < pool->n; i++)
+		if (pool->cqs[i].armed_solicited)
+			cq_poll(&pool->cqs[i], false);
 }
 
 bool cq_pool_busy_poll(struct cq_pool *pool)
@@ -215,12 +240,17 @@ out_errno:
 
 void cq_pool_close(struct cq_pool *pool)
 {
+	struct ibv_cq *ev_cq;
+	void *ctx;
 	unsigned i;
 
 	for (i = 0; i < pool->n; i++) {
 		struct cq *cq = &pool->cqs[i];
 
 		epset_del(pool->epset, cq->channel->fd);
+		/* ibv_destroy_cq() waits for every event to be acked. */
+		while (ibv_get_cq_event(cq->channel, &ev_cq, &ctx) == 0)
+			ibv_ack_cq_events(cq->cq, 1);
 		ibv_destroy_cq(cq->cq);
 		ibv_destroy_comp_channel(cq->channel);
 		cq->cq = NULL;
@@ -247,6 +277,20 @@ struct cq *cq_get(struct cq_pool *pool, unsigned need)
 		best->used += need;
 	}
 	return best;
+}
+
+void cq_quiet(struct cq *cq, bool quiet)
+{
+	if (quiet) {
+		cq->n_quiet++;
+		return;
+	}
+	cq->n_quiet--;
+	/* Armed for solicited events only: re-armed for all before the
+	 * worker blocks (cq_pool_idle()), and polled after that, since
+	 * what completed before the new arm raises no event. */
+	if (cq->armed && cq->armed_solicited)
+		cq->busy = true;
 }
 
 void cq_put(struct cq *cq, unsigned need)

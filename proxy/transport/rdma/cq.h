@@ -17,6 +17,13 @@ int cq_pool_init(struct cq_pool *pool, struct epset *epset, struct ibv_context *
 		 unsigned n, unsigned cqe, unsigned budget);
 /* Destroys the CQs: every QP using them must be destroyed first. */
 void cq_pool_close(struct cq_pool *pool);
+/* A link on cq became quiet (needs no event for its send completions) or
+ * loud again; the CQ is armed for solicited events only while all are. */
+void cq_quiet(struct cq *cq, bool quiet);
+/* Every sweep (100 ms): a CQ armed for solicited events only is polled,
+ * so that what raises no event there (our sends' completions, and a
+ * failed one: the peer died) waits no longer than that. */
+void cq_pool_sweep(struct cq_pool *pool);
 /*
  * Of the CQs with room for need more entries (a link's send and receive
  * depths: what it can have outstanding, so that a CQ shared by many links

@@ -48,6 +48,7 @@ void rdma__flush(struct link *lnk);
 uint32_t rdma__tx_done(struct link *lnk);
 void rdma__want_progress(struct link *lnk);
 void rl_kick(struct rdma_link *rl);
+void rl_quiet_update(struct rdma_link *rl);
 bool rc_queue_pending(struct rdma_link *rl, struct conn *c);
 struct rdma_link *rl_new(struct rdma_dev *dev, struct rdma_lgr *rg, unsigned idx);
 int rl_create_qp(struct rdma_link *rl);

@@ -86,6 +86,7 @@ struct rdma_link {
 	unsigned sq_depth, rq_depth;
 	unsigned max_inline;
 	bool use_inline;
+	bool quiet;			/* counted in cq->n_quiet (rl_quiet_update()) */
 	/* Send queue: slots in queue order. */
 	uint32_t sq_queued;		/* work requests queued so far */
 	uint32_t sq_posted;		/* of which handed to the device */
@@ -123,6 +124,7 @@ struct rdma_lgr {
 	uint64_t peer_addr;
 	uint32_t peer_size;
 	uint16_t peer_port;		/* client: the peer's listener */
+	bool peer_solicits;		/* its messages raise solicited events */
 	unsigned n_up;
 	struct rdma_link *links[LGR_LINKS_MAX];
 };

@@ -70,7 +70,7 @@ const struct smc_transport_ops rdma_ops = {
 static int rdma_addr_encode(struct smc_net *net, bool accept, uint8_t *out, size_t len)
 {
 	const struct rdma_dev *dev = rdma_dev_of(net);
-	struct rdma_tlv a = { .version = 1 };
+	struct rdma_tlv a = { .version = 1, .flags = RDMA_TLV_F_SOLICIT };
 
 	if (len < RDMA_TLV_LEN)
 		return -ENOSPC;

@@ -22,6 +22,9 @@ extern const struct smc_transport_ops rdma_ops;
 /* The RDMA_ADDR TLV of a proposal or accept (smcproxy-protocol(7)). */
 #define RDMA_TLV_LEN	20
 #define RDMA_TLV_MAX	64		/* longest value taken: room to grow */
+/* flags: every message we send asks for a solicited event, so the peer
+ * may arm its CQ for those only (cq.c); peers without it get all. */
+#define RDMA_TLV_F_SOLICIT	0x01
 struct rdma_tlv {
 	uint8_t version;		/* 1 */
 	uint8_t flags;

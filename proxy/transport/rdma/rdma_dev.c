@@ -97,6 +97,7 @@ void rdma__sweep(struct smc_net *net, uint64_t now)
 
 	if (!dev)
 		return;
+	cq_pool_sweep(&dev->cqs);
 	rdma__keepalive(net);
 	rdma__reap_stuck(dev, now);
 	if (gen == dev->port_gen)

@@ -125,6 +125,16 @@ static const struct rmb_ops rdma_tx_rmb_ops = {
 };
 
 /* Server, before its accept: our registered region for lgr. */
+/* The peer's RDMA_ADDR: in its proposal (we serve) or its accept. */
+static bool rg_peer_solicits(const struct lgr *lgr)
+{
+	const struct clc_addr *a = lgr->role == LGR_ROLE_SERVER ?
+		&lgr->hs.prop.addr[CLC_TLV_RDMA_ADDR - 1] : &lgr->hs.acc.addr[CLC_TLV_RDMA_ADDR - 1];
+	struct rdma_tlv t;
+
+	return rdma_tlv_decode(a->value, a->len, &t) == 0 && (t.flags & RDMA_TLV_F_SOLICIT);
+}
+
 int rdma__lgr_prepare(struct lgr *lgr)
 {
 	struct smc_net *net = lgr->net;
@@ -145,6 +155,7 @@ int rdma__lgr_prepare(struct lgr *lgr)
 		return -ENOMEM;
 	rg->lgr = lgr;
 	rg->dev = dev;
+	rg->peer_solicits = rg_peer_solicits(lgr);
 	lgr->tp = rg;
 	lgr->ops = &rdma_ops;
 	rg->dom = rdma__dom_new(dev->ctx);
@@ -287,6 +298,7 @@ int rdma__write(struct conn *c, uint32_t off, uint32_t len)
 	    !rc_queue_pending(rl, c)) {
 		if (list_empty(&rc->wait_node))
 			list_add_tail(&rc->wait_node, &rl->write_wait);
+		rl_quiet_update(rl);
 	}
 	rl_kick(rl);
 	return 0;
@@ -308,8 +320,10 @@ void rdma__conn_moved(struct conn *c)
 	list_del(&rc->wait_node);
 	rc->wr_pos = c->tx_prod_done.count;
 	rc->pending = (uint32_t)cursor_diff(c->tx_prod_done, c->tx_prod, c->tx_size);
-	if (rc->pending && (!list_empty(&rl->write_wait) || !rc_queue_pending(rl, c)))
+	if (rc->pending && (!list_empty(&rl->write_wait) || !rc_queue_pending(rl, c))) {
 		list_add_tail(&rc->wait_node, &rl->write_wait);
+		rl_quiet_update(rl);
+	}
 	rl_kick(rl);
 }
 

@@ -95,6 +95,26 @@ static int rl_post(struct rdma_link *rl)
 	return 0;
 }
 
+/*
+ * Whether the link can let its send completions wait for whatever wakes
+ * the worker next: up, with a peer whose messages raise solicited events,
+ * and nobody waiting for a completion (a progress request, bytes waiting
+ * for slots). Called where one of these may change; one left out only
+ * leaves the link loud, which costs a wake-up, not a stall, as long as
+ * every change to loud is seen: a request (rdma__want_progress()), a
+ * write that waits for slots, the link going down.
+ */
+void rl_quiet_update(struct rdma_link *rl)
+{
+	bool quiet = rl->state == RL_UP && rl->rg && rl->rg->peer_solicits && rl->lnk &&
+		     !rl->lnk->want_progress && list_empty(&rl->write_wait) && rl->cq;
+
+	if (quiet == rl->quiet)
+		return;
+	rl->quiet = quiet;
+	cq_quiet(rl->cq, quiet);
+}
+
 /* Makes sure the link is flushed at the end of the batch. */
 void rl_kick(struct rdma_link *rl)
 {
@@ -212,6 +232,8 @@ static void rdma_on_send(struct cq_entry *e, const struct ibv_wc *wc)
 	}
 	if (lnk->want_progress)
 		link_tx_progress(lnk);
+	if (rl->state == RL_UP)
+		rl_quiet_update(rl);
 }
 
 static int rl_post_recv(struct rdma_link *rl, unsigned i)
@@ -294,6 +316,8 @@ int rdma__post(struct link *lnk, const uint8_t msg[LINK_MSG_LEN])
 	wr = rl_queue(rl, true, true);
 	i = (rl->sq_queued - 1) % rl->sq_depth;
 	rl->tx[i].seq = lnk->tx_seq;
+	/* The peer's CQ may be armed for solicited events only. */
+	wr->send_flags |= IBV_SEND_SOLICITED;
 	buf = rl->bufs + i * LINK_MSG_LEN;
 	memcpy(buf, msg, LINK_MSG_LEN);
 	wr->opcode = IBV_WR_SEND;
@@ -329,7 +353,10 @@ uint32_t rdma__tx_done(struct link *lnk)
 void rdma__want_progress(struct link *lnk)
 {
 	/* Every message is signalled, and a full queue holds a signalled
-	 * write: a completion always comes while anything is in flight. */
+	 * write: a completion always comes while anything is in flight; its
+	 * event too, once the link is loud. */
+	if (lnk->tp)
+		rl_quiet_update(lnk->tp);
 }
 
 /* ------------------------------------------------------------------ */
@@ -343,6 +370,9 @@ static void rl_release_hw(struct rdma_link *rl)
 		rdma_destroy_qp(rl->id);
 	if (rl->id)
 		rdma_destroy_id(rl->id);
+	if (rl->quiet)
+		cq_quiet(rl->cq, false);
+	rl->quiet = false;
 	cq_put(rl->cq, rl->sq_depth + rl->rq_depth + 2);
 	if (rl->bufs_mr)
 		ibv_dereg_mr(rl->bufs_mr);
@@ -495,6 +525,7 @@ void rdma__link_down(struct rdma_link *rl, int err)
 	rl->state = RL_DRAINING;
 	list_for_each_safe(pos, tmp, &rl->write_wait)
 		list_del(pos);
+	rl_quiet_update(rl);	/* its markers' completions must wake us */
 	/* In the error state the device reads no mirror any more. */
 	list_for_each_safe(pos, tmp, &rl->quarantine) {
 		struct rdma_quarantine *q = list_entry(pos, struct rdma_quarantine, node);
@@ -591,6 +622,7 @@ void rl_established(struct rdma_link *rl, uint32_t peer_qpn)
 		rl->peer_qpn = peer_qpn;	/* the server learnt it from the request */
 	rl->msg_done = rl->lnk->tx_seq;
 	rg->n_up++;
+	rl_quiet_update(rl);
 	if (lgr->state == LGR_RENDEZVOUS && rg->n_up == lgr->n_links)
 		lgr__established(lgr);
 }
