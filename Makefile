@@ -38,8 +38,7 @@ WERROR   ?= 0
 OPT      ?= -O2
 CFLAGS  ?= $(OPT) -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Wshadow -Wvla -Wno-unused-parameter -D_GNU_SOURCE \
-	   -fno-strict-aliasing -DSMCPROXY_VERSION='"$(VERSION)"' \
-	   -Iconfig -Iproxy -Idaemon $(PKG_CFLAGS)
+	   -fno-strict-aliasing -Iconfig -Iproxy -Idaemon -I$(B) $(PKG_CFLAGS)
 ifeq ($(WERROR),1)
 CFLAGS  += -Werror
 endif
@@ -70,6 +69,15 @@ all: $(B)/smcproxyd $(B)/smcproxyctl
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# The version in a header rewritten only when it changes: the objects that
+# print it rebuild then, and only they (a -D flag would leave them stale).
+$(B)/version.h: FORCE
+	@mkdir -p $(B)
+	@v='#define SMCPROXY_VERSION "$(VERSION)"'; \
+	  [ "$$(cat $@ 2>/dev/null)" = "$$v" ] || echo "$$v" > $@
+$(B)/daemon/main.o $(B)/daemon/ctl_cmds.o $(B)/daemon/smcproxyctl.o: $(B)/version.h
+FORCE:
 
 $(B)/libsmcproxy.a: $(LIB_OBJ) $(CTLLIB_OBJ)
 	$(AR) rcs $@ $^

@@ -18,6 +18,7 @@
 #include "flow.h"
 #include "smc/transport.h"
 #include "smcd.h"
+#include "version.h"
 
 #define FLOWS_LIST_MAX 10000
 

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "privdrop.h"
 #include "smcd.h"
+#include "version.h"
 
 /* Exit statuses (smcproxyd(8)). */
 #define EXIT_CONFIG	2	/* the configuration is invalid */

@@ -27,6 +27,7 @@
 #include "cfg.h"
 #include "ctl_proto.h"
 #include "ctl_render.h"
+#include "version.h"
 
 #define CTL_DEFAULT_SOCKET	"/run/smcproxy/smcproxyd.sock"
 #define CTL_TIMEOUT_MS		5000
