@@ -192,6 +192,8 @@ static void prom_cq(FILE *out, const json_t *cqs)
 		  "Polls of each completion queue that found nothing." },
 		{ "rearms", "smcproxy_cq_rearms_total", "counter",
 		  "Times each completion queue was re-armed for an event." },
+		{ "rearms_solicited", "smcproxy_cq_rearms_solicited_total", "counter",
+		  "Of those re-arms, the ones for the peers' (solicited) messages only." },
 		{ "events", "smcproxy_cq_events_total", "counter",
 		  "Completion-channel events that woke the worker, by CQ." },
 		{ "rearm_failures", "smcproxy_cq_rearm_failures_total", "counter",

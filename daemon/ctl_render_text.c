@@ -166,6 +166,7 @@ static const struct stats_col stats_cq_cols[] = {
 	{ "completions", "completions", false },
 	{ "empty_polls", "empty polls", false },
 	{ "rearms", "rearms", false },
+	{ "rearms_solicited", "solicited", false },
 	{ "events", "events", false },
 	{ "rearm_failures", "rearm failures", false },
 };

@@ -955,11 +955,11 @@ static const char stats_cq_reply[] =
 	"{\"v\":1,\"ok\":true,\"stats\":{\"version\":\"0.2\",\"workers\":2,"
 	"\"connect_failures\":0,"
 	"\"cq\":[{\"worker\":0,\"cq\":0,\"polls\":1500,\"completions\":12000,"
-	"\"empty_polls\":300,\"rearms\":280,\"events\":290,\"rearm_failures\":0,"
+	"\"empty_polls\":300,\"rearms\":280,\"rearms_solicited\":250,\"events\":290,\"rearm_failures\":0,"
 	"\"links\":2,\"cqe\":1024,"
 	"\"moderated\":false},"
 	"{\"worker\":1,\"cq\":0,\"polls\":0,\"completions\":0,\"empty_polls\":0,"
-	"\"rearms\":1,\"events\":0,\"rearm_failures\":3,\"links\":0,\"cqe\":1024,"
+	"\"rearms\":1,\"rearms_solicited\":0,\"events\":0,\"rearm_failures\":3,\"links\":0,\"cqe\":1024,"
 	"\"moderated\":true}],"
 	"\"workers_not_answering\":[2]}}";
 
@@ -970,11 +970,11 @@ static void test_render_stats_cq(void **state)
 	(void)state;
 	assert_int_equal(render(stats_cq_reply, CTL_FORMAT_TABLE, CTL_CMD_STATS, &text), 0);
 	assert_true(has_line(text, "worker  cq  links  polls  completions  empty polls"
-			     "  rearms  events  rearm failures"));
+			     "  rearms  solicited  events  rearm failures"));
 	assert_true(has_line(text, "0        0      2  1,500       12,000          300"
-			     "     280     290               0"));
+			     "     280        250     290               0"));
 	assert_true(has_line(text, "1        0      0      0            0            0"
-			     "       1       0               3"));
+			     "       1          0       0               3"));
 	assert_true(has_line(text, "(not listed: the CQ counters of worker 2, which did not "
 			     "answer in time)"));
 	/* Not a row of JSON among the counters. */
