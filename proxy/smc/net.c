@@ -63,11 +63,10 @@ static bool smc_net_on_before_sleep(struct loop_hook *h, bool run)
 	return more;
 }
 
-/* Busy polling: each transport's look at its queues that keeps peers
- * from ringing us (smc_transport_ops.poll). */
-static bool smc_net_on_poll(struct loop_hook *h, bool run)
+/* Each transport's look at its queues that keeps peers from ringing us
+ * (smc_transport_ops.poll): what came on the worker's links. */
+static bool smc_net_poll(struct smc_net *net)
 {
-	struct smc_net *net = net_of_hook(h, offsetof(struct smc_net, poll_hook));
 	const struct smc_transport_ops *t;
 	bool found = false;
 	unsigned i;
@@ -78,18 +77,36 @@ static bool smc_net_on_poll(struct loop_hook *h, bool run)
 	return found;
 }
 
+/* Busy polling. */
+static bool smc_net_on_poll(struct loop_hook *h, bool run)
+{
+	return smc_net_poll(net_of_hook(h, offsetof(struct smc_net, poll_hook)));
+}
+
 void smc_net__kick_link(struct smc_net *net, struct link *lnk)
 {
 	if (list_empty(&lnk->kick_node))
 		list_add_tail(&lnk->kick_node, &net->kick_links);
 }
 
+/*
+ * The link-group timer. It runs after the batch's events, but a worker
+ * kept busy (more events than one batch takes, or shm peers that skip the
+ * doorbell while we run) has not read its links yet: a FLOW_ACCEPT or a
+ * TEST_LINK_RSP may sit in a queue. The deadlines and the liveness sweep
+ * judge what the peer said, so the queues are read first, as a busy poll
+ * reads them, and what that found ends as a batch would (failures run,
+ * answers rung) before anything is judged. Safe for shm's running flag:
+ * the loop clears it before it blocks, after this callback.
+ */
 static void smc_net_on_timer(uv_timer_t *t)
 {
 	struct smc_net *net = t->data;
 	const struct smc_transport_ops *tr;
 	unsigned i;
 
+	if (smc_net_poll(net))
+		smc_net__flush(net);
 	smc_transport_foreach(tr, i)
 		if (tr->sweep)
 			tr->sweep(net, uv_now(net->loop));

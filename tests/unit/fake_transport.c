@@ -161,9 +161,49 @@ static void fake_lgr_close(struct lgr *lgr)
 	lgr->tp = NULL;
 }
 
-static const struct smc_transport_ops fake_ops = {
+void fake_queue_rx(struct fake *f, const uint8_t msg[LINK_MSG_LEN])
+{
+	assert_true(f->rx_prod - f->rx_cons < FAKE_RXQ);
+	memcpy(f->rxq[f->rx_prod++ % FAKE_RXQ], msg, LINK_MSG_LEN);
+}
+
+static bool fake_link_poll(struct link *lnk)
+{
+	struct fake *f = fake_of_link(lnk);
+	bool found = false;
+
+	while (f->rx_cons != f->rx_prod && lnk->state == LINK_ACTIVE) {
+		found = true;
+		link_rx(lnk, f->rxq[f->rx_cons++ % FAKE_RXQ], LINK_MSG_LEN);
+	}
+	return found;
+}
+
+/* Every active group of the worker on the fake, as shm_poll() takes its
+ * queues; a failure link_rx() finds runs at the end of the batch. */
+static bool fake_poll(struct smc_net *net)
+{
+	struct list_head *pos, *tmp;
+	bool found = false;
+	unsigned i;
+
+	list_for_each_safe(pos, tmp, &net->lgrs) {
+		struct lgr *lgr = list_entry(pos, struct lgr, node);
+
+		if (lgr->state != LGR_ACTIVE || lgr->ops != &fake_ops || lgr_failing(lgr))
+			continue;
+		for (i = 0; i < lgr->n_links; i++)
+			if (fake_link_poll(&lgr->links[i]))
+				found = true;
+	}
+	return found;
+}
+
+const struct smc_transport_ops fake_ops = {
 	.name = "fake",
 	.mode = FLOW_MODE_SHM,
+	.clc_bit = CLC_TR_SHM,
+	.poll = fake_poll,
 	.tx_room = fake_tx_room,
 	.post = fake_post,
 	.flush = fake_flush,

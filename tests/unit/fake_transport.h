@@ -68,6 +68,7 @@
 #define FAKE_WRITES	1024
 #define FAKE_REWRITES	64
 #define FAKE_PEER_SIZE	(4u << 20)	/* the peer's region */
+#define FAKE_RXQ	16		/* messages the peer may queue unread */
 
 struct fake_msg {
 	uint32_t seq;			/* lnk->tx_seq when it was posted */
@@ -106,12 +107,25 @@ struct fake {
 	} rewrites[FAKE_REWRITES];
 	unsigned n_rewrites;
 	uint64_t rewritten;
+	/* Messages the peer queued on this link that no event announced
+	 * (an shm peer skips the doorbell while we run, a CQ holds
+	 * completions we did not poll): the transport's poll() hands them
+	 * to link_rx(), as shm_poll() does. */
+	uint8_t rxq[FAKE_RXQ][LINK_MSG_LEN];
+	unsigned rx_prod, rx_cons;
 };
 
 static inline struct fake *fake_of_link(struct link *lnk)
 {
 	return lnk->tp;
 }
+
+/* The transport of a world of one link (shm-like, CLC_TR_SHM), for a
+ * test that puts it in the registry (wraps smc_transport_at()). */
+extern const struct smc_transport_ops fake_ops;
+
+/* The peer queues msg on the link of f, unread until poll(). */
+void fake_queue_rx(struct fake *f, const uint8_t msg[LINK_MSG_LEN]);
 
 /* ------------------------------------------------------------------ */
 /* A proxy with one link group of one link (or a few) on the fake
