@@ -884,9 +884,13 @@ static void test_open_unanswered_fails_group(void **state)
  * connect timeouts, ~1000 of them when the peer's worker spent seconds
  * connecting a burst of 1000 flows among ports in TIME_WAIT.)
  */
-static void test_accept_deadline_after_connect(void **state)
+/*
+ * Flow 0 as the acceptor of an open towards a loopback socket of ours,
+ * listening or only bound (then the connect is refused): conn_accept()'s
+ * result; *lfd is that socket.
+ */
+static int world_accept_loopback(struct world *w, bool listening, int *lfd)
 {
-	struct world *w = *state;
 	struct sockaddr_in dst = { .sin_family = AF_INET,
 				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	struct llc_flow_open open = {
@@ -894,7 +898,6 @@ static void test_accept_deadline_after_connect(void **state)
 		.rmb = { .offset = 0, .size = RING },
 		.family = 4,
 	};
-	struct wflow *f = &w->flows[0];
 	struct sockaddr_storage dest = { 0 };
 	socklen_t len = sizeof(dst);
 	int l;
@@ -904,11 +907,22 @@ static void test_accept_deadline_after_connect(void **state)
 	w->net.n_lgrs_role[LGR_ROLE_SERVER]++;
 	l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	assert_int_equal(bind(l, (struct sockaddr *)&dst, sizeof(dst)), 0);
-	assert_int_equal(listen(l, 1), 0);
+	if (listening)
+		assert_int_equal(listen(l, 1), 0);
 	assert_int_equal(getsockname(l, (struct sockaddr *)&dst, &len), 0);
 	memcpy(&dest, &dst, sizeof(dst));
-	assert_int_equal(conn_accept(&f->c, w->lnk, &open, (struct sockaddr *)&dest,
-				     &world_conn_ops), 0);
+	*lfd = l;
+	return conn_accept(&w->flows[0].c, w->lnk, &open, (struct sockaddr *)&dest,
+			   &world_conn_ops);
+}
+
+static void test_accept_deadline_after_connect(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f = &w->flows[0];
+	int l;
+
+	assert_int_equal(world_accept_loopback(w, true, &l), 0);
 	assert_int_equal(f->c.state, CONN_CONNECTING);
 	f->app = accept(l, NULL, NULL);	/* over loopback: connected by now */
 	close(l);
@@ -930,26 +944,10 @@ static void test_accept_deadline_after_connect(void **state)
 static void test_accept_connect_refused(void **state)
 {
 	struct world *w = *state;
-	struct sockaddr_in dst = { .sin_family = AF_INET,
-				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	struct llc_flow_open open = {
-		.token = 0x1234,
-		.rmb = { .offset = 0, .size = RING },
-		.family = 4,
-	};
 	struct wflow *f = &w->flows[0];
-	struct sockaddr_storage dest = { 0 };
-	socklen_t len = sizeof(dst);
 	int l;
 
-	w->lgr->role = LGR_ROLE_SERVER;
-	w->net.n_lgrs_role[LGR_ROLE_CLIENT]--;
-	w->net.n_lgrs_role[LGR_ROLE_SERVER]++;
-	l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_int_equal(bind(l, (struct sockaddr *)&dst, sizeof(dst)), 0);
-	assert_int_equal(getsockname(l, (struct sockaddr *)&dst, &len), 0);
-	memcpy(&dest, &dst, sizeof(dst));	/* bound, not listening: refused */
-	if (conn_accept(&f->c, w->lnk, &open, (struct sockaddr *)&dest, &world_conn_ops) == 0)
+	if (world_accept_loopback(w, false, &l) == 0)	/* bound, not listening */
 		assert_true(world_run_until(w, f->ended != 0));
 	close(l);
 	assert_int_equal(f->ended, CONN_END_CONNECT_FAILED + 1);
