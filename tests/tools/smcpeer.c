@@ -9,7 +9,7 @@
  * queue indices that point anywhere.
  *
  *   smcpeer propose --connect ADDR:PORT [--psk FILE] [--shm-dir DIR] [--links N]
- *                   [--open DEST:PORT]... [--mark N] [--timeout MS]
+ *                   [--open DEST:PORT]... [--mark N] [--timeout MS] [--scribble PID]
  *   smcpeer raw     --connect ADDR:PORT [--mark N] [--timeout MS] [--half-close] FILE...
  *   smcpeer links   --connect ADDR:PORT --shm-dir DIR [--psk FILE] [--mark N]
  *                   [--timeout MS] FILE...
@@ -23,6 +23,11 @@
  * prints one line of counts: "accept A policy P max_flows M timeout T
  * other O closed C none X": what the daemon answered on each connection
  * (a decline by its reason; closed without a word; nothing yet).
+ *
+ * propose --scribble PID: once the group is up, a byte into every page of
+ * the daemon's ring area (scribble()), reported with the daemon's RssShmem
+ * around it (smcproxy-protocol(7), Security model: what a peer can make
+ * the host commit through a region).
  *
  * propose --rv-no-proof: the rendezvous hello names the group but does not
  * prove its secret (issue 11, finding 5); a daemon with auth.psk_file
@@ -167,6 +172,7 @@ struct opts {
 	int hold_ms;
 	bool silent;
 	bool rv_no_proof;
+	int scribble_pid;		/* propose --scribble: the daemon's pid */
 	struct cfg_addr opens[OPENS_MAX];
 	unsigned n_opens;
 	char **files;
@@ -667,6 +673,53 @@ static bool never_done(void *ctx)
 	return false;
 }
 
+/* The daemon's resident shared memory, from /proc/PID/status; -1 if unknown. */
+static long rss_shmem_kib(int pid)
+{
+	char path[64], line[256];
+	long kib = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "RssShmem: %ld kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
+/*
+ * propose --scribble PID: a byte into every page of the daemon's ring
+ * area, none of it a ring assigned to us, as a hostile peer that wants
+ * the host to commit memory the daemon does not count. Prints "region
+ * SIZE rings BYTES resident BYTES daemon_rss_shmem KIB0 KIB1": the
+ * region's size as the daemon made it, its ring area, the bytes of the
+ * region the host now holds (mincore), and the daemon's RssShmem before
+ * and after. The group stays up meanwhile.
+ */
+static void scribble(struct grp *g, int pid)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), n_pages, off, resident = 0;
+	long before = rss_shmem_kib(pid), after;
+	unsigned char *vec;
+
+	for (off = g->ring_base; off < g->peer_size; off += page)
+		__atomic_store_n(g->peer + off, 0xa5, __ATOMIC_RELAXED);
+	n_pages = (g->peer_size + page - 1) / page;
+	vec = calloc(n_pages, 1);
+	if (vec && !mincore(g->peer, g->peer_size, vec))
+		for (off = 0; off < n_pages; off++)
+			resident += vec[off] & 1;
+	free(vec);
+	after = rss_shmem_kib(pid);
+	printf("region %zu rings %zu resident %zu daemon_rss_shmem %ld %ld\n", g->peer_size,
+	       g->peer_size - g->ring_base, resident * page, before, after);
+	fflush(stdout);
+}
+
 static int cmd_propose(const struct opts *o)
 {
 	static struct answers ans;
@@ -686,6 +739,8 @@ static int cmd_propose(const struct opts *o)
 	}
 	if (!o->n_opens)
 		printf("established\n");
+	if (o->scribble_pid)
+		scribble(&g, o->scribble_pid);
 	ans.n = ans.pending = o->n_opens;
 	for (i = 0; i < o->n_opens; i++) {
 		ans.a[i].link = i % g.links;
@@ -1231,7 +1286,7 @@ void peer_usage(void)
 {
 	fprintf(stderr,
 		"usage: smcpeer propose --connect ADDR:PORT [--psk FILE] [--shm-dir DIR] [--links N]\n"
-		"                       [--open DEST:PORT]... [--mark N] [--timeout MS]\n"
+		"                       [--open DEST:PORT]... [--mark N] [--timeout MS] [--scribble PID]\n"
 		"       smcpeer raw     --connect ADDR:PORT [--mark N] [--timeout MS] [--half-close] FILE...\n"
 		"       smcpeer links   --connect ADDR:PORT --shm-dir DIR [--psk FILE] [--mark N]\n"
 		"                       [--timeout MS] FILE...\n"
@@ -1289,6 +1344,8 @@ int main(int argc, char **argv)
 			o.rv_fds = (unsigned)peer_parse_num(peer_arg_value(&i, argc, argv), 253);
 		} else if (!strcmp(a, "--hold")) {
 			o.hold_ms = (int)peer_parse_num(peer_arg_value(&i, argc, argv), 600000);
+		} else if (!strcmp(a, "--scribble")) {
+			o.scribble_pid = (int)peer_parse_num(peer_arg_value(&i, argc, argv), INT32_MAX);
 		} else if (!strcmp(a, "--rv-no-proof")) {
 			o.rv_no_proof = true;
 		} else if (!strcmp(a, "--silent")) {
