@@ -117,6 +117,8 @@ static const struct {
 	  "Outbound connects that were refused or found no route." },
 	{ "connect_timeouts", "smcproxy_connect_timeouts_total", "counter",
 	  "Outbound connects abandoned after fallback.connect_timeout." },
+	{ "connect_no_port", "smcproxy_connect_no_port_total", "counter",
+	  "Outbound connects that found no free source port (ip_local_port_range, TIME_WAIT)." },
 	{ "resets", "smcproxy_resets_total", "counter",
 	  "Flows ended by a reset on either leg." },
 	{ "accept_pauses", "smcproxy_accept_pauses_total", "counter",

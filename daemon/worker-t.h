@@ -79,6 +79,7 @@ struct worker {
 	/* The worker's thread only. */
 	bool draining;
 	bool closing;
+	bool no_port_logged;		/* the start of this port episode was */
 
 	/* The main thread only. */
 	pthread_t thread;
@@ -108,6 +109,9 @@ struct worker_pool {
 
 	/* Shared by the workers: the burst of log lines is the daemon's. */
 	struct log_ratelimit rl_refused, rl_setup, rl_accept;
+	/* Episodes of source port exhaustion: ports come back one TIME_WAIT
+	 * at a time, so episodes can follow each other quickly. */
+	struct log_ratelimit rl_no_port;
 	/* One budget per kind of refusal, so that a flood of one kind
 	 * (silent connections) cannot hide another (proposals without
 	 * the key) from the operator. */

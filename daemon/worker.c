@@ -298,6 +298,34 @@ static void worker_on_ring_short(struct proxy *p, enum rmb_short why,
 	}
 }
 
+/*
+ * Once per episode of source port exhaustion (proxy_ops.no_port), with a
+ * rate limit on top: the end is told only when its start was.
+ */
+static void worker_on_no_port(struct proxy *p, const struct sockaddr *dest, uint64_t refused)
+{
+	struct worker *w = p->data;
+	char a[ADDR_STRLEN], t[24];
+
+	if (dest) {
+		if (!log_ratelimit_ok(&w->pool->rl_no_port, uv_now(p->loop)))
+			return;
+		w->no_port_logged = true;
+		log_warn("%sno free source port to %s: %s (net.ipv4.ip_local_port_range / "
+			 "TIME_WAIT); flows to it are reset, or declined to the peer "
+			 "(max_flows), until a connect finds one",
+			 worker_tag(w, t, sizeof(t)), addr_format(dest, a, sizeof(a)),
+			 strerror(EADDRNOTAVAIL));
+		return;
+	}
+	if (!w->no_port_logged)
+		return;
+	w->no_port_logged = false;
+	log_notice("%ssource ports free again: %llu connects found none meanwhile "
+		   "(connect_no_port)", worker_tag(w, t, sizeof(t)),
+		   (unsigned long long)refused);
+}
+
 /* Tells the main thread once: no longer accepting, and no flow left. */
 static void worker_check_drained(struct worker *w)
 {
@@ -319,6 +347,7 @@ static const struct proxy_ops worker_proxy_ops = {
 	.lgr_event = worker_on_lgr_event,
 	.peer_refused = worker_on_peer_refused,
 	.ring_short = worker_on_ring_short,
+	.no_port = worker_on_no_port,
 	.idle = worker_on_proxy_idle,
 };
 

@@ -195,10 +195,18 @@ static int flow_start_relay(struct flow *f, int fd, enum fallback_reason reason)
 		if (err == -ECONNREFUSED || err == -ENETUNREACH ||
 		    err == -EHOSTUNREACH || err == -EADDRNOTAVAIL)
 			counter_inc(&p->stats.connect_failures);
-		p->ops->event(p, PROXY_EV_FLOW_SETUP_FAILED, f, err);
+		/* No source port left: the host's budget, not this flow's
+		 * fault, told once per episode rather than per flow. */
+		if (err == -EADDRNOTAVAIL) {
+			counter_inc(&p->stats.connect_no_port);
+			proxy__no_port(p, (struct sockaddr *)&f->dest);
+		} else {
+			p->ops->event(p, PROXY_EV_FLOW_SETUP_FAILED, f, err);
+		}
 		flow_reject(fd);
 		return err;
 	}
+	proxy__port_found(p);
 	f->relay_live = true;
 	len = sizeof(f->out_local);
 	if (getsockname(f->relay.fd[RELAY_SERVER], (struct sockaddr *)&f->out_local, &len) == 0)
@@ -388,6 +396,7 @@ int flow_accept_peer(struct proxy *p, struct link *lnk, const struct llc_flow_op
 		free(f);
 		return err;
 	}
+	proxy__port_found(p);
 	flow_register(p, f);
 	f->conn_live = true;
 	f->conn_carries = true;

@@ -58,6 +58,11 @@ struct proxy_ops {
 	 * May be NULL. */
 	void (*ring_short)(struct proxy *p, enum rmb_short why,
 			   const struct rmb_peer *peer);
+	/* An outbound connect (the relay's, or one a peer opened) found no
+	 * free source port to dest: once when an episode starts. dest NULL:
+	 * a connect found one again, after refused connects found none.
+	 * May be NULL. */
+	void (*no_port)(struct proxy *p, const struct sockaddr *dest, uint64_t refused);
 	/* The last flow ended (used by the shutdown drain). */
 	void (*idle)(struct proxy *p);
 };
@@ -90,6 +95,8 @@ struct proxy {
 	bool accepting;
 	bool paused;			/* fd exhaustion back-off running */
 	uint64_t pause_ms;
+	bool no_port;			/* source ports ran out, none found since */
+	uint64_t no_port_from;		/* stats.connect_no_port before that */
 	uv_timer_t pause_timer;
 	uv_timer_t idle_timer;		/* relay.idle_timeout sweep */
 

@@ -128,6 +128,11 @@ static void proxy_smc_ring_short(struct smc_net *net, enum rmb_short why,
 		p->ops->ring_short(p, why, peer);
 }
 
+static void proxy_smc_no_port(struct smc_net *net, const struct sockaddr *dest)
+{
+	proxy__no_port(proxy_of_net(net), dest);
+}
+
 static const struct smc_net_ops proxy_smc_ops = {
 	.flow_open = proxy_smc_flow_open,
 	.dest_is_listener = proxy_smc_dest_is_listener,
@@ -135,6 +140,7 @@ static const struct smc_net_ops proxy_smc_ops = {
 	.lgr_event = proxy_smc_lgr_event,
 	.peer_refused = proxy_smc_peer_refused,
 	.ring_short = proxy_smc_ring_short,
+	.no_port = proxy_smc_no_port,
 };
 
 /* Link groups, the control port and the transports. */
@@ -416,6 +422,30 @@ void proxy__pause_accepting(struct proxy *p, int err)
 		p->pause_ms = PAUSE_MAX_MS;
 	proxy_poll_listeners(p, false);
 	uv_timer_start(&p->pause_timer, proxy_on_pause_end, p->pause_ms, 0);
+}
+
+/*
+ * The host's source ports are one budget for the relay's connects and those
+ * of flows peers open: one episode for both, from the first connect that
+ * found no port to the next that found one, so that the owner hears of it
+ * twice and not once per flow. Ports come back one TIME_WAIT at a time, so
+ * episodes may follow each other quickly: the owner bounds its lines.
+ */
+void proxy__no_port(struct proxy *p, const struct sockaddr *dest)
+{
+	if (p->no_port)
+		return;
+	p->no_port = true;
+	p->no_port_from = p->stats.connect_no_port - 1;	/* this one is counted */
+	if (p->ops->no_port)
+		p->ops->no_port(p, dest, 1);
+}
+
+void proxy__port_found_slow(struct proxy *p)
+{
+	p->no_port = false;
+	if (p->ops->no_port)
+		p->ops->no_port(p, NULL, p->stats.connect_no_port - p->no_port_from);
 }
 
 static bool err_is_exhaustion(int err)

@@ -54,6 +54,19 @@ bool proxy__out_find(const struct proxy *p, const struct sockaddr *peer,
 /* Out of fds or memory: accepting (redirect and control) backs off. */
 void proxy__pause_accepting(struct proxy *p, int err);
 
+/* An outbound connect to dest found no free source port (counted by the
+ * caller in stats.connect_no_port): starts an episode if none runs. */
+void proxy__no_port(struct proxy *p, const struct sockaddr *dest);
+void proxy__port_found_slow(struct proxy *p);
+
+/* An outbound connect got a source port: ends the episode, if one runs.
+ * A test of one flag on the connect path. */
+static inline void proxy__port_found(struct proxy *p)
+{
+	if (__builtin_expect(p->no_port, 0))
+		proxy__port_found_slow(p);
+}
+
 const char *flow_mode_name(enum flow_mode m);
 const char *fallback_reason_name(enum fallback_reason r);
 const char *flow_state_name(const struct flow *f);

@@ -579,6 +579,13 @@ void lgr_on_flow_open(struct link *lnk, const struct llc_flow_open *m)
 	}
 	err = net->ops->flow_open(net, lnk, m, (struct sockaddr *)&dest);
 	if (err) {
+		/* On the wire a full host, as a full group: the opener goes
+		 * over TCP, whose connect starts from its own host's ports. */
+		if (err == -EADDRNOTAVAIL) {
+			counter_inc(&net->stats->connect_no_port);
+			if (net->ops->no_port)
+				net->ops->no_port(net, (struct sockaddr *)&dest);
+		}
 		link_post_decline(lnk, m->token, clc_decline_of_errno(err));
 	}
 }

@@ -81,6 +81,11 @@ struct smc_net_ops {
 	 * shortage, not per flow. May be NULL. */
 	void (*ring_short)(struct smc_net *net, enum rmb_short why,
 			   const struct rmb_peer *peer);
+	/* The connect of a flow a peer opened to dest found no free source
+	 * port (EADDRNOTAVAIL): counted, and the flow declined max_flows.
+	 * The port budget is the host's, so the layer above keeps one
+	 * episode for it and the relay's connects. May be NULL. */
+	void (*no_port)(struct smc_net *net, const struct sockaddr *dest);
 };
 
 /*

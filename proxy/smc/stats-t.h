@@ -25,6 +25,7 @@ struct proxy_stats {
 	counter_t bytes_out;		/* from servers back to clients */
 	counter_t connect_failures;	/* outbound connect refused/unreachable */
 	counter_t connect_timeouts;	/* outbound connect took too long */
+	counter_t connect_no_port;	/* outbound connect found no free source port */
 	counter_t resets;		/* flows ended by an RST on either leg */
 	counter_t accept_pauses;		/* accept paused on EMFILE/ENFILE/ENOBUFS */
 	counter_t loops_refused;		/* not redirected, or aimed at ourselves */

@@ -269,7 +269,17 @@ static void world_lgr_event(struct smc_net *net, enum lgr_event ev,
 static int world_flow_open(struct smc_net *net, struct link *lnk,
 			   const struct llc_flow_open *m, const struct sockaddr *dest)
 {
-	return -EPERM;
+	struct world *w = (struct world *)((char *)net - offsetof(struct world, net));
+
+	return w->flow_open_err ? w->flow_open_err : -EPERM;
+}
+
+static void world_no_port(struct smc_net *net, const struct sockaddr *dest)
+{
+	struct world *w = (struct world *)((char *)net - offsetof(struct world, net));
+
+	w->no_port_calls++;
+	memcpy(&w->no_port_dest, dest, addr_len(dest));
 }
 
 static bool world_dest_is_listener(struct smc_net *net, const struct sockaddr *dest)
@@ -286,6 +296,7 @@ static const struct smc_net_ops world_net_ops = {
 	.dest_is_listener = world_dest_is_listener,
 	.exhausted = world_exhausted,
 	.lgr_event = world_lgr_event,
+	.no_port = world_no_port,
 };
 
 const struct conn_ops world_conn_ops = {

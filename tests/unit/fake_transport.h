@@ -173,6 +173,11 @@ struct world {
 	/* smc_net_ops.lgr_event: how often each event came, the last err. */
 	unsigned lgr_events[LGR_EV_LINK_FAILOVER + 1];
 	int lgr_event_err;
+	/* smc_net_ops.flow_open returns this (0: -EPERM, no flow layer). */
+	int flow_open_err;
+	/* smc_net_ops.no_port: how often it came, and its last dest. */
+	unsigned no_port_calls;
+	struct sockaddr_storage no_port_dest;
 	/* The loop's end of batch runs the failures the batch scheduled, as
 	 * the SMC layer's hook does (the doorbells wait for
 	 * world_batch_end()). */

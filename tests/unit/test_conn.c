@@ -8,6 +8,7 @@
  * wrap, the window update rule, stale and impossible cursors, FIN, RST
  * and CLOSED both ways, and back-pressure when the peer's ring is full.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -954,6 +955,62 @@ static void test_accept_connect_refused(void **state)
 	assert_int_equal(w->stats.connect_failures, 1);
 }
 
+/* A peer opens a flow whose connect finds no free source port on this host
+ * (EADDRNOTAVAIL: ip_local_port_range spent, TIME_WAIT): declined
+ * max_flows on the wire as before, but counted as connect_no_port and told
+ * to the layer above (which logs the episode), not only as a decline. */
+static void test_accept_no_port(void **state)
+{
+	struct world *w = *state;
+	struct sockaddr_storage peer = { 0 }, dest = { 0 };
+	struct sockaddr_in *pin = (struct sockaddr_in *)&peer, *din = (struct sockaddr_in *)&dest;
+	struct cfg_allow allow = { .family = 0, .lo = 1, .hi = 65535 };
+	struct cfg_peer cp = { .prefix = { .family = AF_INET, .len = 24 },
+			       .allow = &allow, .n_allow = 1 };
+	struct llc_flow_open open = {
+		.token = 0x4321,
+		.rmb = { .offset = 0, .size = RING },
+		.family = 4,
+		.port = 8080,
+	};
+	struct llc_msg m;
+
+	w->lgr->role = LGR_ROLE_SERVER;
+	w->net.n_lgrs_role[LGR_ROLE_CLIENT]--;
+	w->net.n_lgrs_role[LGR_ROLE_SERVER]++;
+	pin->sin_family = AF_INET;
+	inet_pton(AF_INET, "192.0.2.1", &pin->sin_addr);
+	memcpy(&w->lgr->peer, &peer, sizeof(peer));
+	memcpy(cp.prefix.addr, &pin->sin_addr, 4);
+	w->cfg.peers = &cp;
+	w->cfg.n_peers = 1;
+	/* The destination, an address of this host as far as the cache says. */
+	din->sin_family = AF_INET;
+	din->sin_port = htons(8080);
+	inet_pton(AF_INET, "192.0.2.77", &din->sin_addr);
+	memcpy(open.addr, &din->sin_addr, 4);
+	memcpy(&w->net.local_addrs.slot[0].addr, &dest, sizeof(struct sockaddr_in));
+	w->net.local_addrs.slot[0].checked_ms = uv_now(&w->loop);
+	w->net.local_addrs.slot[0].local = true;
+
+	w->flow_open_err = -EADDRNOTAVAIL;
+	lgr_on_flow_open(w->lnk, &open);
+	world_batch_end(w);
+	w->cfg.peers = NULL;
+	w->cfg.n_peers = 0;
+
+	assert_int_equal(w->stats.dest_refused, 0);
+	m = world_llc(w, 0);
+	assert_int_equal(m.type, LLC_FLOW_DECLINE);
+	assert_int_equal(m.decline.token, 0x4321);
+	assert_int_equal(m.decline.reason, CLC_DECL_MAX_FLOWS);
+	assert_int_equal(w->stats.connect_no_port, 1);
+	assert_int_equal(w->no_port_calls, 1);
+	assert_int_equal(addr_port((struct sockaddr *)&w->no_port_dest), 8080);
+	assert_int_equal(((struct sockaddr_in *)&w->no_port_dest)->sin_addr.s_addr,
+			 din->sin_addr.s_addr);
+}
+
 /* ------------------------------------------------------------------ */
 /* Failures found inside a receive path wait for the end of the batch
  * (lgr.h, "Failure"). */
@@ -1112,6 +1169,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_post_failure_fails_link_group, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_failure_not_announced, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_link_rx_token, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_accept_no_port, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_accept_token_zero_is_bad_message, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_link_group_failure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_timeout_falls_back, setup, teardown),
