@@ -4,8 +4,10 @@
 it_init "$@"
 it_setup_relay shutdown='{"drain_timeout": "20s"}'
 
-# One flow, 6 MiB each way at 2 MiB/s: about 3 s.
-it_run --flows 1 --size 6MiB --rate 2MiB --seed 31 --timeout 30 >"$IT_DIR/client.log" 2>&1 &
+# One flow, 16 MiB each way at 2 MiB/s: about 8 s, so that it is still
+# mid-way at SIGTERM when a loaded machine (or TSan) makes the stats poll
+# below take seconds (a 3 s flow once ended before the signal came).
+it_run --flows 1 --size 16MiB --rate 2MiB --seed 31 --timeout 40 >"$IT_DIR/client.log" 2>&1 &
 client=$!
 IT_PIDS+=("$client")
 it_wait_stat flows.active.tcp -eq 1 5 || it_fail "the flow did not start"
