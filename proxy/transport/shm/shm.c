@@ -532,15 +532,18 @@ static void shm_on_sock(struct epset_entry *e, uint32_t events);
 /*
  * A free ring whose budget another group needs: a hole punched in the
  * memfd gives its pages back to the host at once (they read as zeros when
- * the ring is used again). The peer never writes into a free ring; a
- * hostile one that does so only takes pages back, as a write anywhere in
- * the region could.
+ * the ring is used again). The memfd is closed once the peer has it, so
+ * the hole is punched through our mapping; rings start on a page and are
+ * whole pages. The peer never writes into a free ring; a hostile one that
+ * does so only takes pages back, as a write anywhere in the region could.
+ * It cannot fail: the mapping is shared and writable, and F_SEAL_SEAL
+ * keeps the peer from adding F_SEAL_WRITE.
  */
 static void shm_rmb_drop(void *ctx, struct rmb *r)
 {
 	struct shm_lgr *sg = ctx;
 
-	fallocate(sg->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, r->offset, r->size);
+	(void)madvise(sg->local + r->offset, r->size, MADV_REMOVE);
 }
 
 static const struct rmb_ops shm_rmb_ops = { .drop = shm_rmb_drop };

@@ -1,0 +1,85 @@
+#!/bin/bash
+# Guards that a free shm ring dropped for the budget gives its pages back to the host (smcproxyd.json(5), buffers.pool: a free ring of any group "gives its memory back at once"): A's bulk flows leave the server daemon's region for A full of written 64KiB rings, free; B's idle flows then need 16KiB rings that the share has room for only once some of A's are dropped, and the server daemon's resident shared memory goes down by what was dropped. On the old code the hole was punched in the memfd, closed by then, and no page came back.
+. "$(dirname "$0")/lib.sh"
+it_init "$@"
+
+# Three hosts, as in t_shm_fair_share: A (the usual client host), B on
+# its own veth to the server host, and the server daemon with one worker
+# and a 4MiB share that both link groups draw on.
+B4=10.66.2.1
+SB4=10.66.2.2
+NS_B=smcp-b-$$
+IT_NS_EXTRA+=("$NS_B")
+BSOCK=$IT_DIR/b.sock
+BCFG=$IT_DIR/b.json
+
+it_hosts
+ip netns add "$NS_B" || it_fail "ip netns add $NS_B"
+ip -n "$NS_B" link set lo up
+ip -n "$NS_B" link add veth0 type veth peer name vethb netns "$NS_S" ||
+	it_fail "veth to $NS_B"
+ip -n "$NS_B" addr add "$B4/24" dev veth0
+ip -n "$NS_S" addr add "$SB4/24" dev vethb
+ip -n "$NS_B" link set veth0 up
+ip -n "$NS_S" link set vethb up
+it_redirect
+ip netns exec "$NS_B" iptables -t nat -A OUTPUT -p tcp -d 10.66.2.0/24 -m mark ! --mark "$MARK" \
+	-j REDIRECT --to-ports "$LPORT" || it_fail "iptables REDIRECT on $NS_B"
+it_server_start
+
+it_peer_config transport='"auto"' control="\"0.0.0.0:$CPORT\"" workers=1 \
+	peers="[{\"prefix\": \"$C4/32\", \"allow\": $ALLOW}, {\"prefix\": \"$B4/32\", \"allow\": $ALLOW}]" \
+	buffers='{"ring": "64KiB", "pool": "4MiB"}'
+it_peer_start
+it_config transport='"auto"' workers=1 \
+	peers="[{\"prefix\": \"$S4/32\", \"control_port\": $CPORT}]"
+it_daemon_start
+IT_CFG=$BCFG SOCK=$BSOCK it_config transport='"auto"' workers=1 \
+	peers="[{\"prefix\": \"$SB4/32\", \"control_port\": $CPORT}]"
+ip netns exec "$NS_B" "$SMCPROXYD" -c "$BCFG" --foreground >>"$IT_DIR/b.log" 2>&1 &
+IT_PIDS+=("$!")
+for ((i = 0; i < 100; i++)); do
+	[ -S "$BSOCK" ] && SOCK=$BSOCK it_ctl --json stats >/dev/null 2>&1 && break
+	sleep 0.1
+done
+b_stat() { SOCK=$BSOCK it_stat "$@"; }
+rss_shmem() { awk '/^RssShmem:/ { print $2 }' "/proc/$PEER_PID/status"; }
+
+# A's bulk flows grow the server's receive rings to 64KiB and write them;
+# as the flows end the rings stay carved, free and resident.
+it_run_ok bulk "A's bulk flows" --flows 24 --concurrency 24 --size 4MiB --timeout 120
+it_wait_stat flows.active.shm -eq 0 30 || it_fail "A's bulk flows are still active"
+read -r free0 carved0 < <(it_peer_stat rings.by_size.64KiB.free rings.carved_bytes | tr '\n' ' ')
+rss0=$(rss_shmem)
+echo "  after A's bulk flows: server 64KiB rings free $free0, carved $carved0 bytes, RssShmem ${rss0} KiB"
+[ "$free0" -ge 24 ] || it_fail "A's bulk flows left $free0 free 64KiB rings, wanted 24"
+
+# B holds 220 idle flows: 3520KiB of 16KiB rings, never written. With
+# A's 1920KiB of free rings the 4MiB share must drop at least 1344KiB,
+# 21 of A's 64KiB rings (the largest go first).
+ip netns exec "$NS_B" "$FLOWCHECK" hold --connect "$SB4:$SPORT" --count 220 --seconds 120 \
+	>"$IT_DIR/hold_b.out" 2>&1 &
+hold_b=$!
+IT_PIDS+=("$hold_b")
+# A flow counts as shm from its open until the peer declines it: wait for
+# the server's answers to all of them.
+for ((i = 0; i < 300; i++)); do
+	read -r shm tcp < <(b_stat flows.active.shm flows.active.tcp | tr '\n' ' ')
+	[ $((shm + tcp)) -eq 220 ] && [ "$(it_peer_stat flows.active.shm)" -eq "$shm" ] && break
+	sleep 0.2
+done
+echo "  peer B: 220 idle flows, $shm on shm, $tcp on tcp"
+it_eq "B's idle flows on shm" "$shm" 220
+read -r free1 < <(it_peer_stat rings.by_size.64KiB.free)
+rss1=$(rss_shmem)
+dropped=$(( (free0 - free1) * 64 ))
+echo "  holding: server 64KiB rings free $free1 (${dropped} KiB dropped), RssShmem ${rss1} KiB"
+[ "$dropped" -ge 1344 ] || it_fail "only ${dropped} KiB of A's free rings were dropped, wanted 1344"
+
+# The dropped rings' pages are gone from the host; B's idle rings and
+# its group's header and queues take far less than half of them.
+[ $((rss0 - rss1)) -ge $((dropped / 2)) ] ||
+	it_fail "the server's RssShmem went from ${rss0} to ${rss1} KiB while ${dropped} KiB of written rings were dropped"
+kill "$hold_b" 2>/dev/null
+wait "$hold_b" 2>/dev/null
+it_pass "free shm rings dropped for another group's flows give their pages back"
