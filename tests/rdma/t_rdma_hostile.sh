@@ -102,7 +102,10 @@ attack() {
 			esac ;;
 		*) rt_defer "daemon $d: rdmapeer printed '$line'" ;;
 		esac
-		case $name in e_* | v_*) [ "$what" = failed ] && n_failed=$((n_failed + 1)) ;; esac
+		# "failed (MSGS)": the group failed after answering the sample
+		# (a decline first, as the daemon may when a malformed slot
+		# also reads as an open): failed all the same, and counted.
+		case $name in e_* | v_*) case $what in failed | "failed ("*) n_failed=$((n_failed + 1)) ;; esac ;; esac
 	done <<<"$out"
 	grep -q '^cross-group-write: ' <<<"$out" || rt_defer "daemon $d: rdmapeer did not get to cross-group-write"
 	read -r bad1 ref1 rv1 au1 < <(rt_stat "$d" refused.bad_messages refused.proposals \
