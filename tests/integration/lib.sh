@@ -287,6 +287,52 @@ it_setup_shm() {
 	it_daemon_start
 }
 
+# Three hosts: A (the usual client host, its daemon on $SOCK), B (a second
+# client host on its own veth to the server host, 10.66.2.0/24, its daemon
+# on $BSOCK) and the server host, whose daemon (the peer daemon, one worker,
+# 64 KiB rings, a 4 MiB pool) accepts both clients' link groups. b_stat
+# reads B's stats. For tests of one budget shared by two peers.
+it_setup_two_clients() {
+	local i
+	B4=10.66.2.1
+	SB4=10.66.2.2
+	NS_B=smcp-b-$$
+	IT_NS_EXTRA+=("$NS_B")
+	BSOCK=$IT_DIR/b.sock
+	BCFG=$IT_DIR/b.json
+
+	it_hosts
+	ip netns add "$NS_B" || it_fail "ip netns add $NS_B"
+	ip -n "$NS_B" link set lo up
+	ip -n "$NS_B" link add veth0 type veth peer name vethb netns "$NS_S" ||
+		it_fail "veth to $NS_B"
+	ip -n "$NS_B" addr add "$B4/24" dev veth0
+	ip -n "$NS_S" addr add "$SB4/24" dev vethb
+	ip -n "$NS_B" link set veth0 up
+	ip -n "$NS_S" link set vethb up
+	it_redirect
+	ip netns exec "$NS_B" iptables -t nat -A OUTPUT -p tcp -d 10.66.2.0/24 -m mark ! --mark "$MARK" \
+		-j REDIRECT --to-ports "$LPORT" || it_fail "iptables REDIRECT on $NS_B"
+	it_server_start
+
+	it_peer_config transport='"auto"' control="\"0.0.0.0:$CPORT\"" workers=1 \
+		peers="[{\"prefix\": \"$C4/32\", \"allow\": $ALLOW}, {\"prefix\": \"$B4/32\", \"allow\": $ALLOW}]" \
+		buffers='{"ring": "64KiB", "pool": "4MiB"}'
+	it_peer_start
+	it_config transport='"auto"' workers=1 \
+		peers="[{\"prefix\": \"$S4/32\", \"control_port\": $CPORT}]"
+	it_daemon_start
+	IT_CFG=$BCFG SOCK=$BSOCK it_config transport='"auto"' workers=1 \
+		peers="[{\"prefix\": \"$SB4/32\", \"control_port\": $CPORT}]"
+	ip netns exec "$NS_B" "$SMCPROXYD" -c "$BCFG" --foreground >>"$IT_DIR/b.log" 2>&1 &
+	IT_PIDS+=("$!")
+	for ((i = 0; i < 100; i++)); do
+		[ -S "$BSOCK" ] && SOCK=$BSOCK it_ctl --json stats >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+}
+b_stat() { SOCK=$BSOCK it_stat "$@"; }
+
 # Sends SIGTERM and waits up to $1 seconds (default 10); returns the exit
 # status of the daemon (124 if it did not exit).
 # (70 if it left loop handles open: see tc_daemon_stop).

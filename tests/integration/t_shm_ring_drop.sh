@@ -6,43 +6,7 @@ it_init "$@"
 # Three hosts, as in t_shm_fair_share: A (the usual client host), B on
 # its own veth to the server host, and the server daemon with one worker
 # and a 4MiB share that both link groups draw on.
-B4=10.66.2.1
-SB4=10.66.2.2
-NS_B=smcp-b-$$
-IT_NS_EXTRA+=("$NS_B")
-BSOCK=$IT_DIR/b.sock
-BCFG=$IT_DIR/b.json
-
-it_hosts
-ip netns add "$NS_B" || it_fail "ip netns add $NS_B"
-ip -n "$NS_B" link set lo up
-ip -n "$NS_B" link add veth0 type veth peer name vethb netns "$NS_S" ||
-	it_fail "veth to $NS_B"
-ip -n "$NS_B" addr add "$B4/24" dev veth0
-ip -n "$NS_S" addr add "$SB4/24" dev vethb
-ip -n "$NS_B" link set veth0 up
-ip -n "$NS_S" link set vethb up
-it_redirect
-ip netns exec "$NS_B" iptables -t nat -A OUTPUT -p tcp -d 10.66.2.0/24 -m mark ! --mark "$MARK" \
-	-j REDIRECT --to-ports "$LPORT" || it_fail "iptables REDIRECT on $NS_B"
-it_server_start
-
-it_peer_config transport='"auto"' control="\"0.0.0.0:$CPORT\"" workers=1 \
-	peers="[{\"prefix\": \"$C4/32\", \"allow\": $ALLOW}, {\"prefix\": \"$B4/32\", \"allow\": $ALLOW}]" \
-	buffers='{"ring": "64KiB", "pool": "4MiB"}'
-it_peer_start
-it_config transport='"auto"' workers=1 \
-	peers="[{\"prefix\": \"$S4/32\", \"control_port\": $CPORT}]"
-it_daemon_start
-IT_CFG=$BCFG SOCK=$BSOCK it_config transport='"auto"' workers=1 \
-	peers="[{\"prefix\": \"$SB4/32\", \"control_port\": $CPORT}]"
-ip netns exec "$NS_B" "$SMCPROXYD" -c "$BCFG" --foreground >>"$IT_DIR/b.log" 2>&1 &
-IT_PIDS+=("$!")
-for ((i = 0; i < 100; i++)); do
-	[ -S "$BSOCK" ] && SOCK=$BSOCK it_ctl --json stats >/dev/null 2>&1 && break
-	sleep 0.1
-done
-b_stat() { SOCK=$BSOCK it_stat "$@"; }
+it_setup_two_clients
 rss_shmem() { awk '/^RssShmem:/ { print $2 }' "/proc/$PEER_PID/status"; }
 
 # A's bulk flows grow the server's receive rings to 64KiB and write them;
