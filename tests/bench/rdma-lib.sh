@@ -12,12 +12,13 @@
 #   allowed ports as JSON words, if more than PORT[]), EXTRA[] (more
 #   config keys of a pair: ', "key": value...'), DAEMON[] (another
 #   smcproxyd binary for a pair's daemons), CASE_ENV[] (words put
-#   before the client: LD_PRELOAD=... for kernel SMC-R)
+#   before the client: LD_PRELOAD=... for kernel SMC-R), CASE_DEST[] (the
+#   address a case's client connects to, if not DEST)
 #   SECS, CASES (array), FLOW_CASES, RUNS (the csv every run goes to)
 # and gets die/note, the daemons' start and checks, and one client run.
 
 # The optional tables, empty unless the sourcing script filled them.
-for v in ALLOW CASE_ENV EXTRA DAEMON; do
+for v in ALLOW CASE_ENV CASE_DEST EXTRA DAEMON; do
 	declare -p "$v" >/dev/null 2>&1 || declare -A "$v=()"
 done
 unset v
@@ -228,7 +229,7 @@ run() {
 	[ "$m" = flows ] && args=(bw -s "$s" -c "$n" --threads 2 --sndbuf "$FLOWS_SNDBUF")
 	t0=${EPOCHREALTIME/./}
 	# shellcheck disable=SC2086
-	line=$(env ${CASE_ENV[$c]:-} "$PERF" "${args[@]}" --connect "$DEST:${PORT[$c]}" -t "$SECS" 2>>"$WORK/client.log")
+	line=$(env ${CASE_ENV[$c]:-} "$PERF" "${args[@]}" --connect "${CASE_DEST[$c]:-$DEST}:${PORT[$c]}" -t "$SECS" 2>>"$WORK/client.log")
 	LASTLINE=$line
 	wall=$(((${EPOCHREALTIME/./} - t0) / 1000))
 	wall=$((wall / 1000)).$(printf '%03d' $((wall % 1000)))
