@@ -606,8 +606,9 @@ void conn_on_decline(struct conn *c, unsigned reason)
  * Our ring filled (or the peer said it waits on it): offer a larger one,
  * RMB_GROW_SHIFT classes up to the group's ring_size, if the budget has
  * one to spare (rmb_get_spare(): growing never takes the last of the
- * budget that new flows' small rings need). One offer at a time; none
- * once the peer finished writing.
+ * budget that new flows' small rings need, and many flows growing at
+ * once share a quarter of it). One offer at a time; none once the peer
+ * finished writing.
  */
 static void conn_grow(struct conn *c)
 {
@@ -621,7 +622,7 @@ static void conn_grow(struct conn *c)
 	want = size << RMB_GROW_SHIFT;
 	if (want > lgr->ring_size || want < size)
 		want = lgr->ring_size;
-	r = rmb_get_spare(&lgr->rmbs, want, size << 1);
+	r = rmb_get_spare(&lgr->rmbs, c->rmb, want);
 	if (!r)
 		return;
 	c->rx_next = r;

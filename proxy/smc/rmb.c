@@ -271,6 +271,13 @@ static struct rmb *rmb_get_range(struct rmb_pool *p, uint32_t want, int lowest,
 			continue;
 		}
 		r->next = NULL;
+		r->grown = how == RMB_WANT_GROW;
+		if (r->grown) {
+			p->n_grown++;
+			p->grown_bytes += r->size;
+			b->n_grown++;
+			b->grown_bytes += r->size;
+		}
 		p->n_used++;
 		p->held += r->size;
 		b->in_use += r->size;
@@ -305,14 +312,47 @@ struct rmb *rmb_get(struct rmb_pool *p, uint32_t want)
 	return NULL;
 }
 
-struct rmb *rmb_get_spare(struct rmb_pool *p, uint32_t want, uint32_t min)
+/*
+ * The flow's part of one growth share of hot bytes that n rings of bytes
+ * hold already, besides from's (rmb-t.h, "Growth"): an equal part of
+ * hot, and no more than what the others left of it.
+ */
+static uint64_t rmb_grow_part(uint64_t hot, unsigned n, uint64_t bytes, const struct rmb *from)
 {
-	enum rmb_short why;
-	int lowest = rmb_class(min);
+	uint64_t part;
 
-	if (lowest < 0)
+	if (from->grown) {
+		n--;
+		bytes -= from->size;
+	}
+	part = hot / (n + 1);
+	if (bytes >= hot)
+		return 0;
+	return part < hot - bytes ? part : hot - bytes;
+}
+
+struct rmb *rmb_get_spare(struct rmb_pool *p, const struct rmb *from, uint32_t want)
+{
+	const struct rmb_budget *b = p->budget;
+	uint64_t cap = want, part;
+	enum rmb_short why;
+	int lowest = rmb_class(from->size) + 1, c;
+
+	if (lowest <= 0)
 		return NULL;
-	return rmb_get_range(p, want, lowest, RMB_WANT_GROW, &why);
+	part = rmb_grow_part(b->limit >> RMB_GROWN_SHIFT, b->n_grown, b->grown_bytes, from);
+	if (part < cap)
+		cap = part;
+	part = rmb_grow_part((uint64_t)(p->size - p->base) >> RMB_GROWN_SHIFT, p->n_grown,
+			     p->grown_bytes, from);
+	if (part < cap)
+		cap = part;
+	/* The largest class within the cap. */
+	for (c = rmb_class(want); c >= lowest && (uint64_t)RMB_MIN_SIZE << c > cap; c--)
+		;
+	if (c < lowest)
+		return NULL;
+	return rmb_get_range(p, RMB_MIN_SIZE << c, lowest, RMB_WANT_GROW, &why);
 }
 
 struct rmb *rmb_get_shrink(struct rmb_pool *p, uint32_t want)
@@ -337,6 +377,15 @@ void rmb_put(struct rmb_pool *p, struct rmb *r)
 	/* One of p's rings: carved from it, and in use. */
 	assert(c >= 0 && p->n_used > 0 && r->offset >= p->base && r->offset < p->carved &&
 	       r->size <= p->carved - r->offset && !r->cold && p->held >= r->size);
+	if (r->grown) {
+		assert(p->n_grown && p->grown_bytes >= r->size && b->n_grown &&
+		       b->grown_bytes >= r->size);
+		p->n_grown--;
+		p->grown_bytes -= r->size;
+		b->n_grown--;
+		b->grown_bytes -= r->size;
+		r->grown = false;
+	}
 	p->n_used--;
 	p->held -= r->size;
 	b->in_use -= r->size;
