@@ -215,9 +215,72 @@ out_host:
 	return NULL;
 }
 
-/* A ring of class c for p, charged to the budget: a warm free one, else
- * a cold one made usable again, else a new one. */
-static struct rmb *rmb_take(struct rmb_pool *p, int c, enum rmb_short *why)
+/* The smallest class above c with a ring on list (cold or free), or -1. */
+static int rmb_larger(struct rmb *const *list, int c)
+{
+	for (c++; c < RMB_CLASSES; c++)
+		if (list[c])
+			return c;
+	return -1;
+}
+
+/*
+ * Splits a cold ring of the smallest class above c in halves, buddy style
+ * (halves are never merged back), until one half is of class c: then
+ * p->cold[c] has two rings, and one of every class between. Rings are
+ * carved once from the bottom of the region, so once the region is
+ * carved out into larger rings, a new flow's small ring would otherwise
+ * be refused while the budget has room. A warm free ring is dropped
+ * first when no cold one is larger (its memory goes back either way: it
+ * is reused piecemeal). false, with nothing changed, when there is no
+ * larger ring or no memory for the halves' descriptors.
+ */
+static bool rmb_split(struct rmb_pool *p, int c)
+{
+	struct rmb *half[RMB_CLASSES], *r;
+	int big = rmb_larger(p->cold, c), i;
+
+	if (big < 0) {
+		big = rmb_larger(p->free, c);
+		if (big < 0)
+			return false;
+	}
+	for (i = c; i < big; i++) {
+		half[i] = calloc(1, sizeof(*half[i]));
+		if (!half[i]) {
+			while (i-- > c)
+				free(half[i]);
+			return false;
+		}
+	}
+	if (!p->cold[big])
+		rmb_drop(p, big);
+	r = p->cold[big];
+	p->cold[big] = r->next;
+	/* r keeps the lowest piece; each upper half goes cold at its class. */
+	for (i = big - 1; i >= c; i--) {
+		uint32_t size = RMB_MIN_SIZE << i;
+
+		half[i]->offset = r->offset + size;
+		half[i]->size = size;
+		half[i]->cold = true;
+		half[i]->next = p->cold[i];
+		p->cold[i] = half[i];
+		p->n_free++;
+		r->size = size;
+	}
+	r->next = p->cold[c];
+	p->cold[c] = r;
+	return true;
+}
+
+/*
+ * A ring of class c for p, charged to the budget: a warm free one, else
+ * a cold one made usable again, else a new one, else (split) a piece of
+ * a larger free or cold ring. Budget is made (free rings dropped) only
+ * when one of those can follow.
+ */
+static struct rmb *rmb_take(struct rmb_pool *p, int c, bool split, enum rmb_short *why)
 {
 	uint32_t size = RMB_MIN_SIZE << c;
 	struct rmb *r = p->free[c];
@@ -228,8 +291,17 @@ static struct rmb *rmb_take(struct rmb_pool *p, int c, enum rmb_short *why)
 		gauge_add(p->budget->g_free_rings, c, -1);
 		return r;
 	}
+	if (!p->cold[c] && p->size - p->carved < size &&
+	    (!split || (rmb_larger(p->cold, c) < 0 && rmb_larger(p->free, c) < 0))) {
+		*why = RMB_SHORT_REGION;
+		return NULL;
+	}
 	if (!rmb_make_room(p->budget, size)) {
 		*why = RMB_SHORT_POOL;
+		return NULL;
+	}
+	if (!p->cold[c] && p->size - p->carved < size && !rmb_split(p, c)) {
+		*why = RMB_SHORT_REGION;
 		return NULL;
 	}
 	r = p->cold[c];
@@ -256,39 +328,50 @@ static struct rmb *rmb_get_range(struct rmb_pool *p, uint32_t want, int lowest,
 {
 	struct rmb_budget *b = p->budget;
 	struct rmb *r;
-	int c = rmb_class(want);
+	int top = rmb_class(want), c = top, pass;
+	bool region_short = false;
 
 	*why = RMB_SHORT_NONE;
 	if (c < 0 || p->closed)
 		return NULL;
-	for (; c >= lowest; c--) {
-		enum rmb_short w = RMB_SHORT_NONE;
+	/* Splitting a larger ring is the last resort, after every class
+	 * that needs none: a larger warm ring is worth keeping whole. */
+	for (pass = 0; pass < 2; pass++) {
+		for (c = top; c >= lowest; c--) {
+			enum rmb_short w = RMB_SHORT_NONE;
 
-		r = rmb_admit(p, RMB_MIN_SIZE << c, how, &w) ? rmb_take(p, c, &w) : NULL;
-		if (!r) {
+			r = rmb_admit(p, RMB_MIN_SIZE << c, how, &w) ?
+			    rmb_take(p, c, pass, &w) : NULL;
+			if (r)
+				goto out_take;
 			if (*why == RMB_SHORT_NONE)
 				*why = w;	/* the largest class's reason */
-			continue;
+			if (w == RMB_SHORT_REGION)
+				region_short = true;
 		}
-		r->next = NULL;
-		r->grown = how == RMB_WANT_GROW;
-		if (r->grown) {
-			p->n_grown++;
-			p->grown_bytes += r->size;
-			b->n_grown++;
-			b->grown_bytes += r->size;
-		}
-		p->n_used++;
-		p->held += r->size;
-		b->in_use += r->size;
-		if (p->peer)
-			p->peer->held += r->size;
-		gauge_add(b->g_used_rings, c, 1);
-		if (b->g_in_use)
-			counter_add(b->g_in_use, r->size);
-		return r;
+		if (!region_short)
+			break;
 	}
 	return NULL;
+
+out_take:
+	r->next = NULL;
+	r->grown = how == RMB_WANT_GROW;
+	if (r->grown) {
+		p->n_grown++;
+		p->grown_bytes += r->size;
+		b->n_grown++;
+		b->grown_bytes += r->size;
+	}
+	p->n_used++;
+	p->held += r->size;
+	b->in_use += r->size;
+	if (p->peer)
+		p->peer->held += r->size;
+	gauge_add(b->g_used_rings, c, 1);
+	if (b->g_in_use)
+		counter_add(b->g_in_use, r->size);
+	return r;
 }
 
 struct rmb *rmb_get(struct rmb_pool *p, uint32_t want)

@@ -580,6 +580,88 @@ static void test_grow_share_region(void **state)
 	rmb_pool_close(&fx.pool);
 }
 
+/*
+ * Issue 10's fragmentation gap: a region carved out into larger rings
+ * that are free refused a new flow's 16 KiB ring ("region has no room")
+ * although the budget had room. A free or cold larger ring is split in
+ * halves, buddy style; the budget is charged for the piece only.
+ */
+static void test_split_larger_ring(void **state)
+{
+	struct rmb *big, *r[64];
+	struct fx fx;
+	int i;
+
+	fx_init(&fx, 1 * MIB, 64 * MIB);
+	big = get_ok(&fx.pool, 1 * MIB, 1 * MIB);
+	rmb_put(&fx.pool, big);			/* warm, the region carved out */
+	r[0] = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+	assert_int_equal(r[0]->offset, BASE);
+	assert_int_equal(fx.budget.used, 16 * KIB);
+	/* Every piece of the region serves, once each. */
+	for (i = 1; i < 64; i++) {
+		r[i] = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+		assert_int_not_equal(r[i]->offset, r[i - 1]->offset);
+	}
+	assert_null(rmb_get(&fx.pool, 16 * KIB));
+	assert_int_equal(fx.pool.refused, RMB_SHORT_REGION);
+	assert_int_equal(fx.budget.in_use, 1 * MIB);
+	for (i = 0; i < 64; i++)
+		rmb_put(&fx.pool, r[i]);
+	rmb_pool_close(&fx.pool);
+	assert_int_equal(fx.budget.used, 0);
+}
+
+/* A split takes the smallest larger ring, cold before warm, and leaves
+ * one half of each class between: a 64 KiB ring from a 1 MiB one leaves
+ * 64, 128, 256 and 512 KiB cold rings for the next. */
+static void test_split_smallest_first(void **state)
+{
+	struct rmb *a, *b, *r;
+	struct fx fx;
+
+	fx_init(&fx, 1 * MIB + 256 * KIB, 64 * MIB);
+	a = get_ok(&fx.pool, 1 * MIB, 1 * MIB);
+	b = get_ok(&fx.pool, 256 * KIB, 256 * KIB);
+	rmb_put(&fx.pool, a);
+	rmb_put(&fx.pool, b);
+	r = get_ok(&fx.pool, 64 * KIB, 64 * KIB);
+	assert_int_equal(r->offset, b->offset);		/* the 256 KiB one */
+	assert_non_null(fx.pool.free[rmb_class(1 * MIB)]);	/* 1 MiB kept whole */
+	rmb_put(&fx.pool, r);
+	r = get_ok(&fx.pool, 128 * KIB, 128 * KIB);
+	assert_int_equal(r->offset, BASE + 1 * MIB + 128 * KIB);
+	assert_non_null(fx.pool.free[rmb_class(1 * MIB)]);
+	rmb_put(&fx.pool, r);
+	rmb_pool_close(&fx.pool);
+	assert_int_equal(fx.budget.used, 0);
+}
+
+/* A class the region cannot give (no room, nothing larger to split)
+ * drops no warm ring to make budget for it: the flow gets the warm
+ * smaller ring as it is, with no page to fault in again. */
+static void test_region_short_keeps_warm(void **state)
+{
+	struct ops_log log = { 0 };
+	struct rmb *a, *b, *r;
+	struct fx fx;
+
+	/* The budget has room for the 64 KiB ring, not beside the warm one. */
+	fx_init(&fx, 64 * KIB + 16 * KIB, 136 * KIB);
+	fx.pool.ops = &log_ops;
+	fx.pool.ops_ctx = &log;
+	a = get_ok(&fx.pool, 64 * KIB, 64 * KIB);
+	b = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+	rmb_put(&fx.pool, b);			/* warm, charged */
+	r = get_ok(&fx.pool, 64 * KIB, 16 * KIB);
+	assert_ptr_equal(r, b);
+	assert_int_equal(log.drops, 0);
+	assert_int_equal(log.carves, 2);
+	rmb_put(&fx.pool, r);
+	rmb_put(&fx.pool, a);
+	rmb_pool_close(&fx.pool);
+}
+
 static void test_close_returns_budget(void **state)
 {
 	struct rmb *r[20];
@@ -693,6 +775,9 @@ int main(void)
 		cmocka_unit_test(test_grow_keeps_reserve),
 		cmocka_unit_test(test_grow_share),
 		cmocka_unit_test(test_grow_share_region),
+		cmocka_unit_test(test_split_larger_ring),
+		cmocka_unit_test(test_split_smallest_first),
+		cmocka_unit_test(test_region_short_keeps_warm),
 		cmocka_unit_test(test_close_returns_budget),
 		cmocka_unit_test(test_alignment),
 		cmocka_unit_test(test_invalid_sizes),
