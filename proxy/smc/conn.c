@@ -636,10 +636,13 @@ void conn_maybe_shrink(struct conn *c, uint64_t now)
 	struct rmb *r;
 
 	if (c->rx_next || c->state != CONN_ACTIVE || c->peer_fin ||
-	    c->rmb->size <= lgr->ring_init || conn_rx_avail(c) ||
-	    now - c->last_active_ms < CONN_SHRINK_IDLE_MS)
+	    c->rmb->size <= lgr->ring_init)
 		return;
-	r = rmb_get_shrink(&lgr->rmbs, lgr->ring_init);
+	r = rmb_get_fair(&lgr->rmbs, c->rmb, lgr->ring_init);
+	if (!r && (conn_rx_avail(c) || now - c->last_active_ms < CONN_SHRINK_IDLE_MS))
+		return;
+	if (!r)
+		r = rmb_get_shrink(&lgr->rmbs, lgr->ring_init);
 	if (!r)
 		return;		/* not even that: asked again next sweep */
 	c->rx_next = r;

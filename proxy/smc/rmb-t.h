@@ -97,13 +97,14 @@ struct rmb_peer {
  * Growth: the rings flows grew to share a quarter of the budget, and of
  * each group's region, as TCP's memory pressure shares tcp_mem: each flow
  * with a grown ring an equal part, all of them together no more than the
- * quarter. A lone bulk flow still reaches buffers.ring; a thousand get
- * smaller rings that, with the smaller ones they grew through and the new
- * flows' 16 KiB ones, stay inside the budget and the region. Past them,
- * warm free rings would be dropped and faulted in again flow after flow
- * (a page fault per 4 KiB written, in both daemons over shm), and every
- * flow would first touch a full-size ring: CPU per byte tripled at 1000
- * bulk flows with 1 MiB rings (doc/architecture.md, "Ring memory").
+ * quarter; a flow that grew while few others had gives back what is more
+ * than twice its part (rmb_get_fair()). A lone bulk flow still reaches
+ * buffers.ring; a thousand get smaller rings that, with the smaller ones
+ * they grew through and the new flows' 16 KiB ones, stay inside the
+ * budget and the region. Past them, warm free rings would be dropped and
+ * faulted in again flow after flow (a page fault per 4 KiB written, in
+ * both daemons over shm), and every flow would first touch a full-size
+ * ring (doc/architecture.md, "Ring memory").
  *
  * The gauges, when set, show it to the stats thread.
  */

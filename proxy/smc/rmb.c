@@ -160,6 +160,7 @@ enum rmb_want {
 	RMB_WANT_FLOW,
 	RMB_WANT_GROW,
 	RMB_WANT_SHRINK,
+	RMB_WANT_FAIR,		/* a smaller grown ring: down to the flow's part */
 };
 
 /*
@@ -176,7 +177,8 @@ static bool rmb_admit(const struct rmb_pool *p, uint32_t size, enum rmb_want how
 		*why = RMB_SHORT_POOL;
 		return false;
 	}
-	if (b->limit - b->in_use - size >= reserve || how == RMB_WANT_SHRINK)
+	if (b->limit - b->in_use - size >= reserve || how == RMB_WANT_SHRINK ||
+	    how == RMB_WANT_FAIR)
 		return true;
 	if (how == RMB_WANT_GROW) {
 		*why = RMB_SHORT_POOL;
@@ -356,7 +358,7 @@ static struct rmb *rmb_get_range(struct rmb_pool *p, uint32_t want, int lowest,
 
 out_take:
 	r->next = NULL;
-	r->grown = how == RMB_WANT_GROW;
+	r->grown = how == RMB_WANT_GROW || how == RMB_WANT_FAIR;
 	if (r->grown) {
 		p->n_grown++;
 		p->grown_bytes += r->size;
@@ -398,9 +400,12 @@ struct rmb *rmb_get(struct rmb_pool *p, uint32_t want)
 /*
  * The flow's part of one growth share of hot bytes that n rings of bytes
  * hold already, besides from's (rmb-t.h, "Growth"): an equal part of
- * hot, and no more than what the others left of it.
+ * hot and, unless only the equal part counts (fair), no more than what
+ * the others left of it. While flows move, old and new rings both count:
+ * what is left may be short for a moment, the equal part is not.
  */
-static uint64_t rmb_grow_part(uint64_t hot, unsigned n, uint64_t bytes, const struct rmb *from)
+static uint64_t rmb_grow_part(uint64_t hot, unsigned n, uint64_t bytes, const struct rmb *from,
+			      bool fair)
 {
 	uint64_t part;
 
@@ -409,33 +414,62 @@ static uint64_t rmb_grow_part(uint64_t hot, unsigned n, uint64_t bytes, const st
 		bytes -= from->size;
 	}
 	part = hot / (n + 1);
+	if (fair)
+		return part;
 	if (bytes >= hot)
 		return 0;
 	return part < hot - bytes ? part : hot - bytes;
 }
 
-struct rmb *rmb_get_spare(struct rmb_pool *p, const struct rmb *from, uint32_t want)
+/* The largest ring from's flow may hold by the growth shares of the
+ * budget and of p's region (rmb-t.h, "Growth"). */
+static uint64_t rmb_grow_cap(const struct rmb_pool *p, const struct rmb *from, bool fair)
 {
 	const struct rmb_budget *b = p->budget;
-	uint64_t cap = want, part;
+	uint64_t cap, part;
+
+	cap = rmb_grow_part(b->limit >> RMB_GROWN_SHIFT, b->n_grown, b->grown_bytes, from, fair);
+	part = rmb_grow_part((uint64_t)(p->size - p->base) >> RMB_GROWN_SHIFT, p->n_grown,
+			     p->grown_bytes, from, fair);
+	return part < cap ? part : cap;
+}
+
+/* The largest class from lowest to want's within cap, or -1. */
+static int rmb_class_within(uint32_t want, int lowest, uint64_t cap)
+{
+	int c;
+
+	for (c = rmb_class(want); c >= lowest && (uint64_t)RMB_MIN_SIZE << c > cap; c--)
+		;
+	return c >= lowest ? c : -1;
+}
+
+struct rmb *rmb_get_spare(struct rmb_pool *p, const struct rmb *from, uint32_t want)
+{
 	enum rmb_short why;
 	int lowest = rmb_class(from->size) + 1, c;
 
 	if (lowest <= 0)
 		return NULL;
-	part = rmb_grow_part(b->limit >> RMB_GROWN_SHIFT, b->n_grown, b->grown_bytes, from);
-	if (part < cap)
-		cap = part;
-	part = rmb_grow_part((uint64_t)(p->size - p->base) >> RMB_GROWN_SHIFT, p->n_grown,
-			     p->grown_bytes, from);
-	if (part < cap)
-		cap = part;
-	/* The largest class within the cap. */
-	for (c = rmb_class(want); c >= lowest && (uint64_t)RMB_MIN_SIZE << c > cap; c--)
-		;
-	if (c < lowest)
+	c = rmb_class_within(want, lowest, rmb_grow_cap(p, from, false));
+	if (c < 0)
 		return NULL;
 	return rmb_get_range(p, RMB_MIN_SIZE << c, lowest, RMB_WANT_GROW, &why);
+}
+
+struct rmb *rmb_get_fair(struct rmb_pool *p, const struct rmb *from, uint32_t min)
+{
+	uint64_t cap = rmb_grow_cap(p, from, true);
+	enum rmb_short why;
+	int c, lowest = rmb_class(min);
+
+	if (lowest < 0 || !from->grown || from->size <= 2 * cap || from->size <= min)
+		return NULL;
+	c = rmb_class_within(from->size >> 1, lowest, cap);
+	if (c < 0)
+		c = lowest;
+	return rmb_get_range(p, RMB_MIN_SIZE << c, c, c > lowest ? RMB_WANT_FAIR : RMB_WANT_SHRINK,
+			     &why);
 }
 
 struct rmb *rmb_get_shrink(struct rmb_pool *p, uint32_t want)

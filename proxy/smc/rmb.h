@@ -42,6 +42,15 @@ struct rmb *rmb_get(struct rmb_pool *p, uint32_t want);
  */
 struct rmb *rmb_get_spare(struct rmb_pool *p, const struct rmb *from, uint32_t want);
 /*
+ * A smaller ring for a flow whose grown ring from is more than twice its
+ * part of the growth share (rmb-t.h, "Growth"): it grew while few others
+ * had, and gives back what the many now need, as TCP under memory
+ * pressure shrinks what it gave. Of the part's class, no less than min
+ * (the flows' first ring, which then does not count as grown). NULL when
+ * from is within its part, or no such ring is to be had.
+ */
+struct rmb *rmb_get_fair(struct rmb_pool *p, const struct rmb *from, uint32_t min);
+/*
  * A ring of want bytes for a flow that gives a larger one back (an idle
  * flow shrinking): only the budget's room counts, not the reserve nor the
  * peer's share, since the flow frees more than it takes. NULL without

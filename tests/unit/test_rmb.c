@@ -551,6 +551,47 @@ static void test_grow_share(void **state)
 	rmb_pool_close(&fx.pool);
 }
 
+/*
+ * A flow that grew while few others had holds more than twice its part
+ * once many have grown: it is offered a ring of its part (rmb_get_fair()),
+ * still counted as grown; a flow within its part is offered none, and
+ * one whose part is below the first ring gets the first ring, uncounted.
+ */
+static void test_fair_gives_back(void **state)
+{
+	struct rmb *early, *small[GROWERS], *r[GROWERS], *fair;
+	struct fx fx;
+	int i;
+
+	fx_init(&fx, 1024 * MIB - BASE, 64 * MIB);	/* growth share 16 MiB */
+	small[0] = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+	early = rmb_get_spare(&fx.pool, small[0], 1 * MIB);
+	assert_non_null(early);
+	assert_int_equal(early->size, 1 * MIB);
+	rmb_put(&fx.pool, small[0]);
+	assert_null(rmb_get_fair(&fx.pool, early, 16 * KIB));	/* alone: its part */
+	for (i = 1; i < GROWERS; i++) {
+		small[i] = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+		r[i] = rmb_get_spare(&fx.pool, small[i], 64 * KIB);
+		assert_non_null(r[i]);
+		rmb_put(&fx.pool, small[i]);
+	}
+	/* 64 grown flows: a part of 256 KiB, 1 MiB is more than twice it. */
+	fair = rmb_get_fair(&fx.pool, early, 16 * KIB);
+	assert_non_null(fair);
+	assert_int_equal(fair->size, 256 * KIB);
+	assert_true(fair->grown);
+	assert_null(rmb_get_fair(&fx.pool, r[1], 16 * KIB));	/* 64 KiB: within */
+	rmb_put(&fx.pool, early);
+	assert_int_equal(fx.budget.n_grown, GROWERS);
+	rmb_put(&fx.pool, fair);
+	for (i = 1; i < GROWERS; i++)
+		rmb_put(&fx.pool, r[i]);
+	assert_int_equal(fx.budget.n_grown, 0);
+	assert_int_equal(fx.budget.grown_bytes, 0);
+	rmb_pool_close(&fx.pool);
+}
+
 /* The region bounds growth as the budget does: with a budget to spare,
  * 8 flows growing 4x at a time in a 16 MiB region share its quarter. */
 static void test_grow_share_region(void **state)
@@ -775,6 +816,7 @@ int main(void)
 		cmocka_unit_test(test_grow_keeps_reserve),
 		cmocka_unit_test(test_grow_share),
 		cmocka_unit_test(test_grow_share_region),
+		cmocka_unit_test(test_fair_gives_back),
 		cmocka_unit_test(test_split_larger_ring),
 		cmocka_unit_test(test_split_smallest_first),
 		cmocka_unit_test(test_region_short_keeps_warm),
