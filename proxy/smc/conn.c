@@ -606,8 +606,9 @@ void conn_on_decline(struct conn *c, unsigned reason)
  * Our ring filled (or the peer said it waits on it): offer a larger one,
  * RMB_GROW_SHIFT classes up to the group's ring_size, if the budget has
  * one to spare (rmb_get_spare(): growing never takes the last of the
- * budget that new flows' small rings need). One offer at a time; none
- * once the peer finished writing.
+ * budget that new flows' small rings need, and many flows growing at
+ * once share a quarter of it). One offer at a time; none once the peer
+ * finished writing.
  */
 static void conn_grow(struct conn *c)
 {
@@ -621,7 +622,7 @@ static void conn_grow(struct conn *c)
 	want = size << RMB_GROW_SHIFT;
 	if (want > lgr->ring_size || want < size)
 		want = lgr->ring_size;
-	r = rmb_get_spare(&lgr->rmbs, want, size << 1);
+	r = rmb_get_spare(&lgr->rmbs, c->rmb, want);
 	if (!r)
 		return;
 	c->rx_next = r;
@@ -635,10 +636,13 @@ void conn_maybe_shrink(struct conn *c, uint64_t now)
 	struct rmb *r;
 
 	if (c->rx_next || c->state != CONN_ACTIVE || c->peer_fin ||
-	    c->rmb->size <= lgr->ring_init || conn_rx_avail(c) ||
-	    now - c->last_active_ms < CONN_SHRINK_IDLE_MS)
+	    c->rmb->size <= lgr->ring_init)
 		return;
-	r = rmb_get_shrink(&lgr->rmbs, lgr->ring_init);
+	r = rmb_get_fair(&lgr->rmbs, c->rmb, lgr->ring_init);
+	if (!r && (conn_rx_avail(c) || now - c->last_active_ms < CONN_SHRINK_IDLE_MS))
+		return;
+	if (!r)
+		r = rmb_get_shrink(&lgr->rmbs, lgr->ring_init);
 	if (!r)
 		return;		/* not even that: asked again next sweep */
 	c->rx_next = r;

@@ -19,6 +19,7 @@
 #define RMB_INIT_SIZE	RMB_MIN_SIZE	/* a new flow's ring, when rings move */
 #define RMB_GROW_SHIFT	2		/* a full ring grows 4x (16 KiB -> 1 MiB: 3 moves) */
 #define RMB_RESERVE_SHIFT 3		/* the budget's last eighth: see struct rmb_budget */
+#define RMB_GROWN_SHIFT	2		/* grown rings share a quarter: see struct rmb_budget */
 #define RMB_PEER_KEY	17		/* an address family byte and up to 16 address bytes */
 
 /* One ring, carved once from a link group's region and reused after. */
@@ -32,6 +33,9 @@ struct rmb {
 	 * charged to the budget: its offsets stay the pool's, but a reuse
 	 * must find budget for it again. */
 	bool cold;
+	/* Taken for a flow that grew (rmb_get_spare()): counts in the
+	 * growth share until it is put back. */
+	bool grown;
 };
 
 /*
@@ -90,12 +94,26 @@ struct rmb_peer {
  * the memory goes to the peers below their share first. Rings in use are
  * never taken back.
  *
+ * Growth: the rings flows grew to share a quarter of the budget, and of
+ * each group's region, as TCP's memory pressure shares tcp_mem: each flow
+ * with a grown ring an equal part, all of them together no more than the
+ * quarter; a flow that grew while few others had gives back what is more
+ * than twice its part (rmb_get_fair()). A lone bulk flow still reaches
+ * buffers.ring; a thousand get smaller rings that, with the smaller ones
+ * they grew through and the new flows' 16 KiB ones, stay inside the
+ * budget and the region. Past them, warm free rings would be dropped and
+ * faulted in again flow after flow (a page fault per 4 KiB written, in
+ * both daemons over shm), and every flow would first touch a full-size
+ * ring (doc/architecture.md, "Ring memory").
+ *
  * The gauges, when set, show it to the stats thread.
  */
 struct rmb_budget {
 	uint64_t limit;
 	uint64_t used;			/* charged bytes: in use, and free warm rings */
 	uint64_t in_use;		/* bytes of rings flows hold */
+	uint64_t grown_bytes;		/* of them, grown rings (struct rmb.grown) */
+	unsigned n_grown;
 	struct list_head pools;		/* rmb_pool.budget_node: whose free rings to drop */
 	struct list_head peers;		/* struct rmb_peer */
 	unsigned n_peers;		/* peers with a ring pool: shares */
@@ -131,6 +149,8 @@ struct rmb_pool {
 	struct rmb_peer *peer;		/* NULL: no fairness (rdma's mirrors) */
 	struct list_head budget_node;	/* budget->pools */
 	uint64_t held;			/* bytes of its rings in use */
+	uint64_t grown_bytes;		/* of them, grown rings (struct rmb.grown) */
+	unsigned n_grown;
 	uint32_t n_used, n_free;	/* n_free counts cold rings too */
 	enum rmb_short refused;		/* why the last rmb_get() gave NULL */
 	bool closed;			/* rmb_pool_close() ran: a late put frees the ring */

@@ -160,6 +160,7 @@ enum rmb_want {
 	RMB_WANT_FLOW,
 	RMB_WANT_GROW,
 	RMB_WANT_SHRINK,
+	RMB_WANT_FAIR,		/* a smaller grown ring: down to the flow's part */
 };
 
 /*
@@ -176,7 +177,8 @@ static bool rmb_admit(const struct rmb_pool *p, uint32_t size, enum rmb_want how
 		*why = RMB_SHORT_POOL;
 		return false;
 	}
-	if (b->limit - b->in_use - size >= reserve || how == RMB_WANT_SHRINK)
+	if (b->limit - b->in_use - size >= reserve || how == RMB_WANT_SHRINK ||
+	    how == RMB_WANT_FAIR)
 		return true;
 	if (how == RMB_WANT_GROW) {
 		*why = RMB_SHORT_POOL;
@@ -215,9 +217,72 @@ out_host:
 	return NULL;
 }
 
-/* A ring of class c for p, charged to the budget: a warm free one, else
- * a cold one made usable again, else a new one. */
-static struct rmb *rmb_take(struct rmb_pool *p, int c, enum rmb_short *why)
+/* The smallest class above c with a ring on list (cold or free), or -1. */
+static int rmb_larger(struct rmb *const *list, int c)
+{
+	for (c++; c < RMB_CLASSES; c++)
+		if (list[c])
+			return c;
+	return -1;
+}
+
+/*
+ * Splits a cold ring of the smallest class above c in halves, buddy style
+ * (halves are never merged back), until one half is of class c: then
+ * p->cold[c] has two rings, and one of every class between. Rings are
+ * carved once from the bottom of the region, so once the region is
+ * carved out into larger rings, a new flow's small ring would otherwise
+ * be refused while the budget has room. A warm free ring is dropped
+ * first when no cold one is larger (its memory goes back either way: it
+ * is reused piecemeal). false, with nothing changed, when there is no
+ * larger ring or no memory for the halves' descriptors.
+ */
+static bool rmb_split(struct rmb_pool *p, int c)
+{
+	struct rmb *half[RMB_CLASSES], *r;
+	int big = rmb_larger(p->cold, c), i;
+
+	if (big < 0) {
+		big = rmb_larger(p->free, c);
+		if (big < 0)
+			return false;
+	}
+	for (i = c; i < big; i++) {
+		half[i] = calloc(1, sizeof(*half[i]));
+		if (!half[i]) {
+			while (i-- > c)
+				free(half[i]);
+			return false;
+		}
+	}
+	if (!p->cold[big])
+		rmb_drop(p, big);
+	r = p->cold[big];
+	p->cold[big] = r->next;
+	/* r keeps the lowest piece; each upper half goes cold at its class. */
+	for (i = big - 1; i >= c; i--) {
+		uint32_t size = RMB_MIN_SIZE << i;
+
+		half[i]->offset = r->offset + size;
+		half[i]->size = size;
+		half[i]->cold = true;
+		half[i]->next = p->cold[i];
+		p->cold[i] = half[i];
+		p->n_free++;
+		r->size = size;
+	}
+	r->next = p->cold[c];
+	p->cold[c] = r;
+	return true;
+}
+
+/*
+ * A ring of class c for p, charged to the budget: a warm free one, else
+ * a cold one made usable again, else a new one, else (split) a piece of
+ * a larger free or cold ring. Budget is made (free rings dropped) only
+ * when one of those can follow.
+ */
+static struct rmb *rmb_take(struct rmb_pool *p, int c, bool split, enum rmb_short *why)
 {
 	uint32_t size = RMB_MIN_SIZE << c;
 	struct rmb *r = p->free[c];
@@ -228,8 +293,17 @@ static struct rmb *rmb_take(struct rmb_pool *p, int c, enum rmb_short *why)
 		gauge_add(p->budget->g_free_rings, c, -1);
 		return r;
 	}
+	if (!p->cold[c] && p->size - p->carved < size &&
+	    (!split || (rmb_larger(p->cold, c) < 0 && rmb_larger(p->free, c) < 0))) {
+		*why = RMB_SHORT_REGION;
+		return NULL;
+	}
 	if (!rmb_make_room(p->budget, size)) {
 		*why = RMB_SHORT_POOL;
+		return NULL;
+	}
+	if (!p->cold[c] && p->size - p->carved < size && !rmb_split(p, c)) {
+		*why = RMB_SHORT_REGION;
 		return NULL;
 	}
 	r = p->cold[c];
@@ -256,32 +330,50 @@ static struct rmb *rmb_get_range(struct rmb_pool *p, uint32_t want, int lowest,
 {
 	struct rmb_budget *b = p->budget;
 	struct rmb *r;
-	int c = rmb_class(want);
+	int top = rmb_class(want), c = top, pass;
+	bool region_short = false;
 
 	*why = RMB_SHORT_NONE;
 	if (c < 0 || p->closed)
 		return NULL;
-	for (; c >= lowest; c--) {
-		enum rmb_short w = RMB_SHORT_NONE;
+	/* Splitting a larger ring is the last resort, after every class
+	 * that needs none: a larger warm ring is worth keeping whole. */
+	for (pass = 0; pass < 2; pass++) {
+		for (c = top; c >= lowest; c--) {
+			enum rmb_short w = RMB_SHORT_NONE;
 
-		r = rmb_admit(p, RMB_MIN_SIZE << c, how, &w) ? rmb_take(p, c, &w) : NULL;
-		if (!r) {
+			r = rmb_admit(p, RMB_MIN_SIZE << c, how, &w) ?
+			    rmb_take(p, c, pass, &w) : NULL;
+			if (r)
+				goto out_take;
 			if (*why == RMB_SHORT_NONE)
 				*why = w;	/* the largest class's reason */
-			continue;
+			if (w == RMB_SHORT_REGION)
+				region_short = true;
 		}
-		r->next = NULL;
-		p->n_used++;
-		p->held += r->size;
-		b->in_use += r->size;
-		if (p->peer)
-			p->peer->held += r->size;
-		gauge_add(b->g_used_rings, c, 1);
-		if (b->g_in_use)
-			counter_add(b->g_in_use, r->size);
-		return r;
+		if (!region_short)
+			break;
 	}
 	return NULL;
+
+out_take:
+	r->next = NULL;
+	r->grown = how == RMB_WANT_GROW || how == RMB_WANT_FAIR;
+	if (r->grown) {
+		p->n_grown++;
+		p->grown_bytes += r->size;
+		b->n_grown++;
+		b->grown_bytes += r->size;
+	}
+	p->n_used++;
+	p->held += r->size;
+	b->in_use += r->size;
+	if (p->peer)
+		p->peer->held += r->size;
+	gauge_add(b->g_used_rings, c, 1);
+	if (b->g_in_use)
+		counter_add(b->g_in_use, r->size);
+	return r;
 }
 
 struct rmb *rmb_get(struct rmb_pool *p, uint32_t want)
@@ -305,14 +397,79 @@ struct rmb *rmb_get(struct rmb_pool *p, uint32_t want)
 	return NULL;
 }
 
-struct rmb *rmb_get_spare(struct rmb_pool *p, uint32_t want, uint32_t min)
+/*
+ * The flow's part of one growth share of hot bytes that n rings of bytes
+ * hold already, besides from's (rmb-t.h, "Growth"): an equal part of
+ * hot and, unless only the equal part counts (fair), no more than what
+ * the others left of it. While flows move, old and new rings both count:
+ * what is left may be short for a moment, the equal part is not.
+ */
+static uint64_t rmb_grow_part(uint64_t hot, unsigned n, uint64_t bytes, const struct rmb *from,
+			      bool fair)
+{
+	uint64_t part;
+
+	if (from->grown) {
+		n--;
+		bytes -= from->size;
+	}
+	part = hot / (n + 1);
+	if (fair)
+		return part;
+	if (bytes >= hot)
+		return 0;
+	return part < hot - bytes ? part : hot - bytes;
+}
+
+/* The largest ring from's flow may hold by the growth shares of the
+ * budget and of p's region (rmb-t.h, "Growth"). */
+static uint64_t rmb_grow_cap(const struct rmb_pool *p, const struct rmb *from, bool fair)
+{
+	const struct rmb_budget *b = p->budget;
+	uint64_t cap, part;
+
+	cap = rmb_grow_part(b->limit >> RMB_GROWN_SHIFT, b->n_grown, b->grown_bytes, from, fair);
+	part = rmb_grow_part((uint64_t)(p->size - p->base) >> RMB_GROWN_SHIFT, p->n_grown,
+			     p->grown_bytes, from, fair);
+	return part < cap ? part : cap;
+}
+
+/* The largest class from lowest to want's within cap, or -1. */
+static int rmb_class_within(uint32_t want, int lowest, uint64_t cap)
+{
+	int c;
+
+	for (c = rmb_class(want); c >= lowest && (uint64_t)RMB_MIN_SIZE << c > cap; c--)
+		;
+	return c >= lowest ? c : -1;
+}
+
+struct rmb *rmb_get_spare(struct rmb_pool *p, const struct rmb *from, uint32_t want)
 {
 	enum rmb_short why;
-	int lowest = rmb_class(min);
+	int lowest = rmb_class(from->size) + 1, c;
 
-	if (lowest < 0)
+	if (lowest <= 0)
 		return NULL;
-	return rmb_get_range(p, want, lowest, RMB_WANT_GROW, &why);
+	c = rmb_class_within(want, lowest, rmb_grow_cap(p, from, false));
+	if (c < 0)
+		return NULL;
+	return rmb_get_range(p, RMB_MIN_SIZE << c, lowest, RMB_WANT_GROW, &why);
+}
+
+struct rmb *rmb_get_fair(struct rmb_pool *p, const struct rmb *from, uint32_t min)
+{
+	uint64_t cap = rmb_grow_cap(p, from, true);
+	enum rmb_short why;
+	int c, lowest = rmb_class(min);
+
+	if (lowest < 0 || !from->grown || from->size <= 2 * cap || from->size <= min)
+		return NULL;
+	c = rmb_class_within(from->size >> 1, lowest, cap);
+	if (c < 0)
+		c = lowest;
+	return rmb_get_range(p, RMB_MIN_SIZE << c, c, c > lowest ? RMB_WANT_FAIR : RMB_WANT_SHRINK,
+			     &why);
 }
 
 struct rmb *rmb_get_shrink(struct rmb_pool *p, uint32_t want)
@@ -337,6 +494,15 @@ void rmb_put(struct rmb_pool *p, struct rmb *r)
 	/* One of p's rings: carved from it, and in use. */
 	assert(c >= 0 && p->n_used > 0 && r->offset >= p->base && r->offset < p->carved &&
 	       r->size <= p->carved - r->offset && !r->cold && p->held >= r->size);
+	if (r->grown) {
+		assert(p->n_grown && p->grown_bytes >= r->size && b->n_grown &&
+		       b->grown_bytes >= r->size);
+		p->n_grown--;
+		p->grown_bytes -= r->size;
+		b->n_grown--;
+		b->grown_bytes -= r->size;
+		r->grown = false;
+	}
 	p->n_used--;
 	p->held -= r->size;
 	b->in_use -= r->size;

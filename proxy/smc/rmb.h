@@ -33,12 +33,23 @@ void rmb_pool_init(struct rmb_pool *p, uint32_t base, uint32_t size,
  */
 struct rmb *rmb_get(struct rmb_pool *p, uint32_t want);
 /*
- * A ring for a flow that grows: of want bytes or, short of it, of a
- * smaller class no less than min. Carving new memory for it leaves an
- * eighth of the budget untouched, for the small rings of new flows: a
- * flow grows with what is spare, never at the cost of another's link.
+ * A ring for a flow that grows out of from (its present ring): of want
+ * bytes or, short of it, of a smaller class at least twice from's size.
+ * Carving new memory for it leaves an eighth of the budget untouched, for
+ * the small rings of new flows: a flow grows with what is spare, never at
+ * the cost of another's link. And no larger than the flow's part of the
+ * growth share (rmb-t.h, "Growth"); from's own part counts as given back.
  */
-struct rmb *rmb_get_spare(struct rmb_pool *p, uint32_t want, uint32_t min);
+struct rmb *rmb_get_spare(struct rmb_pool *p, const struct rmb *from, uint32_t want);
+/*
+ * A smaller ring for a flow whose grown ring from is more than twice its
+ * part of the growth share (rmb-t.h, "Growth"): it grew while few others
+ * had, and gives back what the many now need, as TCP under memory
+ * pressure shrinks what it gave. Of the part's class, no less than min
+ * (the flows' first ring, which then does not count as grown). NULL when
+ * from is within its part, or no such ring is to be had.
+ */
+struct rmb *rmb_get_fair(struct rmb_pool *p, const struct rmb *from, uint32_t min);
 /*
  * A ring of want bytes for a flow that gives a larger one back (an idle
  * flow shrinking): only the budget's room counts, not the reserve nor the

@@ -265,13 +265,23 @@ static void test_owner_grow_leaves_reserve(void **state)
 	struct world *w = moving_world(1);
 	struct wflow *f = world_open(w, 0, SMALL);
 	uint8_t *data = random_bytes(SMALL, 3);
+	struct rmb *hog[2];
 
-	w->net.rmb_budget.limit = w->net.rmb_budget.used + (SMALL << RMB_GROW_SHIFT);
+	/* Other flows hold 384 KiB of a 512 KiB budget: 96 KiB are spare
+	 * beyond the reserve of 64 KiB (the growth share, 128 KiB, has room). */
+	hog[0] = rmb_get(&w->lgr->rmbs, 256 << 10);
+	hog[1] = rmb_get(&w->lgr->rmbs, 128 << 10);
+	assert_non_null(hog[0]);
+	assert_non_null(hog[1]);
+	assert_int_equal(w->net.rmb_budget.in_use, 400 << 10);
+	w->net.rmb_budget.limit = 512 << 10;
 	world_peer_write(w, f, data, SMALL);
 	world_peer_cdc(w, f, 0, 0);
 	/* 64 KiB would eat the reserve; 32 KiB leaves it. */
 	assert_non_null(f->c.rx_next);
 	assert_int_equal(f->c.rx_next->size, SMALL << 1);
+	rmb_put(&w->lgr->rmbs, hog[1]);
+	rmb_put(&w->lgr->rmbs, hog[0]);
 	free(data);
 	world_free(w);
 }

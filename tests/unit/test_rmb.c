@@ -473,16 +473,232 @@ static void test_fair_share(void **state)
  * share; it takes a smaller class that leaves the reserve whole. */
 static void test_grow_keeps_reserve(void **state)
 {
+	struct rmb from = { .size = 128 * KIB };
 	struct fx fx;
-	struct rmb *a, *g;
+	struct rmb *a, *b, *g;
 
-	fx_init(&fx, 16 * MIB, 1 * MIB);		/* reserve 128 KiB */
-	a = get_ok(&fx.pool, 512 * KIB, 512 * KIB);
-	g = rmb_get_spare(&fx.pool, 512 * KIB, 32 * KIB);
+	fx_init(&fx, 16 * MIB, 2 * MIB);		/* reserve 256 KiB */
+	a = get_ok(&fx.pool, 1 * MIB, 1 * MIB);
+	b = get_ok(&fx.pool, 512 * KIB, 512 * KIB);
+	g = rmb_get_spare(&fx.pool, &from, 1 * MIB);
 	assert_non_null(g);
 	assert_int_equal(g->size, 256 * KIB);
-	assert_null(rmb_get_spare(&fx.pool, 256 * KIB, 256 * KIB));
+	assert_null(rmb_get_spare(&fx.pool, &from, 256 * KIB));
 	rmb_put(&fx.pool, g);
+	rmb_put(&fx.pool, b);
+	rmb_put(&fx.pool, a);
+	rmb_pool_close(&fx.pool);
+}
+
+/*
+ * Issue 10's aggregate: 1000 bulk flows each growing to buffers.ring
+ * outgrew the budget, so warm rings were dropped and faulted in again
+ * and CPU per byte tripled. Grown rings share a quarter of the budget
+ * and of the region (rmb-t.h, "Growth"): many flows get an equal part of
+ * it, a lone one still gets the full size, and a part comes back with
+ * the ring.
+ */
+#define GROWERS 64
+static void test_grow_share(void **state)
+{
+	struct rmb *small[GROWERS], *mid[GROWERS], *big[GROWERS], *lone;
+	uint64_t sum = 0;
+	struct fx fx;
+	int i;
+
+	fx_init(&fx, 1024 * MIB - BASE, 64 * MIB);	/* growth share 16 MiB */
+	lone = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+	big[0] = rmb_get_spare(&fx.pool, lone, 1 * MIB);
+	assert_non_null(big[0]);
+	assert_int_equal(big[0]->size, 1 * MIB);	/* alone: the full size */
+	rmb_put(&fx.pool, big[0]);
+	rmb_put(&fx.pool, lone);
+
+	for (i = 0; i < GROWERS; i++)
+		small[i] = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+	for (i = 0; i < GROWERS; i++) {
+		mid[i] = rmb_get_spare(&fx.pool, small[i], 64 * KIB);
+		assert_non_null(mid[i]);
+		assert_int_equal(mid[i]->size, 64 * KIB);
+	}
+	/* 64 grown flows: 256 KiB each, not the 1 MiB they ask for. */
+	for (i = 0; i < GROWERS; i++) {
+		big[i] = rmb_get_spare(&fx.pool, mid[i], 1 * MIB);
+		assert_non_null(big[i]);
+		assert_true(big[i]->size <= 256 * KIB);
+		assert_true(big[i]->size >= 128 * KIB);
+		sum += big[i]->size;
+	}
+	/* Together within the share, even before the 64 KiB ones go back. */
+	assert_true(sum + GROWERS * 64 * KIB <= 16 * MIB + GROWERS * 64 * KIB);
+	assert_true(fx.budget.grown_bytes <= 16 * MIB + GROWERS * 64 * KIB);
+	for (i = 0; i < GROWERS; i++) {
+		rmb_put(&fx.pool, mid[i]);
+		rmb_put(&fx.pool, small[i]);
+	}
+	assert_true(fx.budget.grown_bytes <= 16 * MIB);
+	/* The parts come back with the rings. */
+	for (i = 0; i < GROWERS; i++)
+		rmb_put(&fx.pool, big[i]);
+	assert_int_equal(fx.budget.grown_bytes, 0);
+	assert_int_equal(fx.budget.n_grown, 0);
+	lone = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+	big[0] = rmb_get_spare(&fx.pool, lone, 1 * MIB);
+	assert_non_null(big[0]);
+	assert_int_equal(big[0]->size, 1 * MIB);
+	rmb_put(&fx.pool, big[0]);
+	rmb_put(&fx.pool, lone);
+	rmb_pool_close(&fx.pool);
+}
+
+/*
+ * A flow that grew while few others had holds more than twice its part
+ * once many have grown: it is offered a ring of its part (rmb_get_fair()),
+ * still counted as grown; a flow within its part is offered none, and
+ * one whose part is below the first ring gets the first ring, uncounted.
+ */
+static void test_fair_gives_back(void **state)
+{
+	struct rmb *early, *small[GROWERS], *r[GROWERS], *fair;
+	struct fx fx;
+	int i;
+
+	fx_init(&fx, 1024 * MIB - BASE, 64 * MIB);	/* growth share 16 MiB */
+	small[0] = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+	early = rmb_get_spare(&fx.pool, small[0], 1 * MIB);
+	assert_non_null(early);
+	assert_int_equal(early->size, 1 * MIB);
+	rmb_put(&fx.pool, small[0]);
+	assert_null(rmb_get_fair(&fx.pool, early, 16 * KIB));	/* alone: its part */
+	for (i = 1; i < GROWERS; i++) {
+		small[i] = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+		r[i] = rmb_get_spare(&fx.pool, small[i], 64 * KIB);
+		assert_non_null(r[i]);
+		rmb_put(&fx.pool, small[i]);
+	}
+	/* 64 grown flows: a part of 256 KiB, 1 MiB is more than twice it. */
+	fair = rmb_get_fair(&fx.pool, early, 16 * KIB);
+	assert_non_null(fair);
+	assert_int_equal(fair->size, 256 * KIB);
+	assert_true(fair->grown);
+	assert_null(rmb_get_fair(&fx.pool, r[1], 16 * KIB));	/* 64 KiB: within */
+	rmb_put(&fx.pool, early);
+	assert_int_equal(fx.budget.n_grown, GROWERS);
+	rmb_put(&fx.pool, fair);
+	for (i = 1; i < GROWERS; i++)
+		rmb_put(&fx.pool, r[i]);
+	assert_int_equal(fx.budget.n_grown, 0);
+	assert_int_equal(fx.budget.grown_bytes, 0);
+	rmb_pool_close(&fx.pool);
+}
+
+/* The region bounds growth as the budget does: with a budget to spare,
+ * 8 flows growing 4x at a time in a 16 MiB region share its quarter. */
+static void test_grow_share_region(void **state)
+{
+	struct rmb *r[8], *g;
+	struct fx fx;
+	uint32_t want;
+	int i;
+
+	fx_init(&fx, 16 * MIB, 1024 * MIB);		/* region share 4 MiB */
+	for (i = 0; i < 8; i++)
+		r[i] = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+	for (want = 64 * KIB; want <= 4 * MIB; want <<= 2) {
+		for (i = 0; i < 8; i++) {
+			g = rmb_get_spare(&fx.pool, r[i], want);
+			if (!g)
+				continue;
+			rmb_put(&fx.pool, r[i]);
+			r[i] = g;
+		}
+	}
+	for (i = 0; i < 8; i++)
+		assert_int_equal(r[i]->size, 512 * KIB);
+	assert_int_equal(fx.pool.grown_bytes, 4 * MIB);
+	for (i = 0; i < 8; i++)
+		rmb_put(&fx.pool, r[i]);
+	rmb_pool_close(&fx.pool);
+}
+
+/*
+ * Issue 10's fragmentation gap: a region carved out into larger rings
+ * that are free refused a new flow's 16 KiB ring ("region has no room")
+ * although the budget had room. A free or cold larger ring is split in
+ * halves, buddy style; the budget is charged for the piece only.
+ */
+static void test_split_larger_ring(void **state)
+{
+	struct rmb *big, *r[64];
+	struct fx fx;
+	int i;
+
+	fx_init(&fx, 1 * MIB, 64 * MIB);
+	big = get_ok(&fx.pool, 1 * MIB, 1 * MIB);
+	rmb_put(&fx.pool, big);			/* warm, the region carved out */
+	r[0] = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+	assert_int_equal(r[0]->offset, BASE);
+	assert_int_equal(fx.budget.used, 16 * KIB);
+	/* Every piece of the region serves, once each. */
+	for (i = 1; i < 64; i++) {
+		r[i] = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+		assert_int_not_equal(r[i]->offset, r[i - 1]->offset);
+	}
+	assert_null(rmb_get(&fx.pool, 16 * KIB));
+	assert_int_equal(fx.pool.refused, RMB_SHORT_REGION);
+	assert_int_equal(fx.budget.in_use, 1 * MIB);
+	for (i = 0; i < 64; i++)
+		rmb_put(&fx.pool, r[i]);
+	rmb_pool_close(&fx.pool);
+	assert_int_equal(fx.budget.used, 0);
+}
+
+/* A split takes the smallest larger ring, cold before warm, and leaves
+ * one half of each class between: a 64 KiB ring from a 1 MiB one leaves
+ * 64, 128, 256 and 512 KiB cold rings for the next. */
+static void test_split_smallest_first(void **state)
+{
+	struct rmb *a, *b, *r;
+	struct fx fx;
+
+	fx_init(&fx, 1 * MIB + 256 * KIB, 64 * MIB);
+	a = get_ok(&fx.pool, 1 * MIB, 1 * MIB);
+	b = get_ok(&fx.pool, 256 * KIB, 256 * KIB);
+	rmb_put(&fx.pool, a);
+	rmb_put(&fx.pool, b);
+	r = get_ok(&fx.pool, 64 * KIB, 64 * KIB);
+	assert_int_equal(r->offset, b->offset);		/* the 256 KiB one */
+	assert_non_null(fx.pool.free[rmb_class(1 * MIB)]);	/* 1 MiB kept whole */
+	rmb_put(&fx.pool, r);
+	r = get_ok(&fx.pool, 128 * KIB, 128 * KIB);
+	assert_int_equal(r->offset, BASE + 1 * MIB + 128 * KIB);
+	assert_non_null(fx.pool.free[rmb_class(1 * MIB)]);
+	rmb_put(&fx.pool, r);
+	rmb_pool_close(&fx.pool);
+	assert_int_equal(fx.budget.used, 0);
+}
+
+/* A class the region cannot give (no room, nothing larger to split)
+ * drops no warm ring to make budget for it: the flow gets the warm
+ * smaller ring as it is, with no page to fault in again. */
+static void test_region_short_keeps_warm(void **state)
+{
+	struct ops_log log = { 0 };
+	struct rmb *a, *b, *r;
+	struct fx fx;
+
+	/* The budget has room for the 64 KiB ring, not beside the warm one. */
+	fx_init(&fx, 64 * KIB + 16 * KIB, 136 * KIB);
+	fx.pool.ops = &log_ops;
+	fx.pool.ops_ctx = &log;
+	a = get_ok(&fx.pool, 64 * KIB, 64 * KIB);
+	b = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+	rmb_put(&fx.pool, b);			/* warm, charged */
+	r = get_ok(&fx.pool, 64 * KIB, 16 * KIB);
+	assert_ptr_equal(r, b);
+	assert_int_equal(log.drops, 0);
+	assert_int_equal(log.carves, 2);
+	rmb_put(&fx.pool, r);
 	rmb_put(&fx.pool, a);
 	rmb_pool_close(&fx.pool);
 }
@@ -598,6 +814,12 @@ int main(void)
 		cmocka_unit_test(test_put_after_close),
 		cmocka_unit_test(test_fair_share),
 		cmocka_unit_test(test_grow_keeps_reserve),
+		cmocka_unit_test(test_grow_share),
+		cmocka_unit_test(test_grow_share_region),
+		cmocka_unit_test(test_fair_gives_back),
+		cmocka_unit_test(test_split_larger_ring),
+		cmocka_unit_test(test_split_smallest_first),
+		cmocka_unit_test(test_region_short_keeps_warm),
 		cmocka_unit_test(test_close_returns_budget),
 		cmocka_unit_test(test_alignment),
 		cmocka_unit_test(test_invalid_sizes),
