@@ -85,7 +85,11 @@ struct conn {
 	uint32_t tx_size;
 	uint32_t tx_peer_off;		/* the peer ring's offset in its region */
 	void *tx_priv;			/* the transport's, per conn */
-	struct smc_cursor tx_prod;	/* written into the peer's ring */
+	struct smc_cursor tx_prod;	/* read from the socket into the ring */
+	/* What the transport was asked to write to the peer: behind tx_prod
+	 * while autocork holds the bytes, so that held bytes cost no write
+	 * (over rdma, an RDMA WRITE each) until the CDC that announces them. */
+	struct smc_cursor tx_prod_written;
 	struct smc_cursor tx_prod_sent;	/* last producer cursor announced */
 	struct smc_cursor tx_cons;	/* peer's consumer cursor, as announced */
 	/* The peer surely has every byte before this: its consumer cursor,

@@ -442,8 +442,11 @@ void conn_move_link(struct conn *c, struct link *to)
 	else if (c->end_sent == CDC_CF_CLOSED)
 		c->closed_pending = true;
 	if (c->tx_ring && !c->end_sent && !c->abort_pending && c->peer_token &&
-	    (c->state == CONN_ACTIVE || fin_unsure) && c->lgr->ops->conn_moved)
+	    (c->state == CONN_ACTIVE || fin_unsure) && c->lgr->ops->conn_moved) {
+		/* It writes [tx_prod_done, tx_prod) again, held bytes too. */
+		c->tx_prod_written = c->tx_prod;
 		c->lgr->ops->conn_moved(c);
+	}
 	if (c->peer_token && (c->state == CONN_ACTIVE || c->abort_pending || c->closed_pending ||
 			      fin_unsure))
 		work |= CONN_TX_CDC;
@@ -689,7 +692,7 @@ static void conn_tx_switch(struct conn *c)
 	c->tx_next_priv = NULL;
 	c->tx_size = c->tx_next.size;
 	c->tx_peer_off = c->tx_next.offset;
-	c->tx_prod = c->tx_prod_sent = c->tx_cons = c->tx_prod_done = zero;
+	c->tx_prod = c->tx_prod_written = c->tx_prod_sent = c->tx_cons = c->tx_prod_done = zero;
 	c->tx_gen++;
 	c->tx_move = false;
 	c->write_blocked = false;
@@ -942,6 +945,45 @@ void conn_tx_posted(struct conn *c)
 }
 
 /*
+ * Has the transport write to the peer what the socket gave since the last
+ * call, just before a CDC announces it (link_post_conn()): a CDC always
+ * carries tx_prod, so nothing is announced unwritten, and bytes autocork
+ * holds cost no write until they go. Over rdma that is one RDMA WRITE for
+ * everything held instead of one per socket read; for shm the read
+ * already put the bytes in the peer's ring. On a link that goes down at
+ * the end of the batch nothing is written: the move writes
+ * [tx_prod_done, tx_prod) again on the survivor (conn_move_link()).
+ */
+int conn_write_out(struct conn *c)
+{
+	uint32_t len, off, first;
+	int err = 0;
+
+	if (!c->tx_ring || cursor_equal(c->tx_prod_written, c->tx_prod))
+		return 0;
+	len = (uint32_t)cursor_diff(c->tx_prod_written, c->tx_prod, c->tx_size);
+	off = c->tx_prod_written.count;
+	first = c->tx_size - off;
+	if (!link_failing(c->link)) {
+		if (len > first) {
+			err = c->lgr->ops->write(c, off, first);
+			if (!err)
+				err = c->lgr->ops->write(c, 0, len - first);
+		} else {
+			err = c->lgr->ops->write(c, off, len);
+		}
+	}
+	if (err) {
+		/* Bytes that did not reach the peer must not be announced:
+		 * the link group is lost (at the end of the batch). */
+		lgr_fail_sched(c->lgr, err);
+		return err;
+	}
+	c->tx_prod_written = c->tx_prod;
+	return 0;
+}
+
+/*
  * Announces what we wrote into the peer's ring, unless autocork holds it:
  * the FIN and a write-blocked note are never held.
  */
@@ -1028,27 +1070,9 @@ static void conn_fill(struct conn *c)
 		n = readv(c->fd, iov, cnt);
 		if (n > 0) {
 			uint32_t len = (uint32_t)n;
-			int err;
 
-			/* Not on a link that goes down at the end of the
-			 * batch: the move writes [tx_prod_done, tx_prod) again
-			 * on the survivor (conn_moved). */
-			if (link_failing(c->link)) {
-				err = 0;
-			} else if (len > first) {
-				err = c->lgr->ops->write(c, off, first);
-				if (!err)
-					err = c->lgr->ops->write(c, 0, len - first);
-			} else {
-				err = c->lgr->ops->write(c, off, len);
-			}
-			if (err) {
-				/* Bytes that did not reach the peer must not be
-				 * announced: the link group is lost (at the end
-				 * of the batch; nothing is posted on it now). */
-				lgr_fail_sched(c->lgr, err);
-				return;
-			}
+			/* Written to the peer with the CDC that announces it
+			 * (conn_write_out()): autocork may hold it. */
 			c->tx_prod = cursor_add(c->tx_prod, len, c->tx_size);
 			c->write_blocked = false;
 			conn_account(c, len, true);

@@ -47,6 +47,8 @@ void conn_on_cdc(struct conn *c, const struct cdc_msg *m);
 void conn_on_move(struct conn *c, const struct llc_rmb_move *m);
 /* From the link's send path: builds the message for one CONN_TX_* bit. */
 void conn_build_msg(struct conn *c, unsigned work, uint8_t msg[LINK_MSG_LEN]);
+/* Before c's CDC: the transport writes what the CDC will announce. */
+int conn_write_out(struct conn *c);
 /* One of c's messages was posted. */
 void conn_tx_posted(struct conn *c);
 /* Sends completed on c's link: push what autocork holds. */

@@ -63,6 +63,13 @@ static int link_post_conn(struct link *lnk, struct conn *c)
 	for (i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
 		if (!(c->tx_work & order[i]))
 			continue;
+		/* A CDC announces what it follows: the writes go first, and
+		 * take their slots before the room for it is asked. */
+		if (order[i] == CONN_TX_CDC) {
+			err = conn_write_out(c);
+			if (err)
+				return err;
+		}
 		if (!lnk->lgr->ops->tx_room(lnk))
 			return -EAGAIN;
 		conn_build_msg(c, order[i], msg);

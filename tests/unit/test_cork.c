@@ -292,6 +292,35 @@ static void test_held_write_rings_no_doorbell(void **state)
 	assert_int_equal(w->fake.flushes, flushes);
 }
 
+/*
+ * Held bytes cost no transport write (over rdma an RDMA WRITE each) until
+ * the CDC that announces them: then one write covers them all, before
+ * that CDC.
+ */
+static void test_held_bytes_written_with_their_cdc(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f = world_open(w, 0, RING);
+
+	app_write(w, f, "a", 1);
+	assert_int_equal(w->fake.n_writes, 1);
+	app_write(w, f, "bb", 2);
+	app_write(w, f, "ccc", 3);
+	world_settle(w);
+	assert_true(f->c.corked);
+	assert_int_equal(w->fake.n_writes, 1);
+	assert_int_equal(w->fake.written, 1);
+
+	world_complete(w);
+	assert_int_equal(w->fake.n_msgs, 2);
+	assert_cdc(w, 1, f, 6, 0);
+	assert_int_equal(w->fake.n_writes, 2);
+	assert_int_equal(w->fake.writes[1].off, 1);
+	assert_int_equal(w->fake.writes[1].len, 5);
+	assert_int_equal(w->fake.written, 6);
+	assert_memory_equal(w->fake.peer, "abbccc", 6);
+}
+
 /* ------------------------------------------------------------------ */
 /* A full send queue. */
 
@@ -509,6 +538,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fin_never_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_data_with_fin_not_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_held_write_rings_no_doorbell, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_held_bytes_written_with_their_cdc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_queue_keeps_opens_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_queue_one_cdc_per_flow, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_queue_mid_flow, setup, teardown),
