@@ -116,8 +116,9 @@ static void test_first_write_not_held(void **state)
 }
 
 /* While that CDC is not completed, more writes are held: no new message,
- * one cork event however many writes; the completion pushes one CDC
- * with all of them. */
+ * one cork event however many writes, and no transport write either (over
+ * rdma an RDMA WRITE each); the completion pushes one CDC with all of
+ * them, after one write that covers them all. */
 static void test_held_until_completion(void **state)
 {
 	struct world *w = *state;
@@ -133,10 +134,16 @@ static void test_held_until_completion(void **state)
 	assert_true(f->c.corked);
 	assert_true(w->fake.progress_asks >= 1);
 	assert_memory_equal(w->fake.peer, "abbccc", 6);
+	assert_int_equal(w->fake.n_writes, 1);
+	assert_int_equal(w->fake.written, 1);
 
 	world_complete(w);
 	assert_int_equal(w->fake.n_msgs, 2);
 	assert_cdc(w, 1, f, 6, 0);
+	assert_int_equal(w->fake.n_writes, 2);
+	assert_int_equal(w->fake.writes[1].off, 1);
+	assert_int_equal(w->fake.writes[1].len, 5);
+	assert_int_equal(w->fake.written, 6);
 	assert_false(f->c.corked);
 	assert_int_equal(w->stats.cdc_sent, 2);
 	assert_int_equal(w->stats.cork_events, 1);
@@ -290,35 +297,6 @@ static void test_held_write_rings_no_doorbell(void **state)
 	world_settle(w);
 	assert_int_equal(w->fake.n_msgs, 1);
 	assert_int_equal(w->fake.flushes, flushes);
-}
-
-/*
- * Held bytes cost no transport write (over rdma an RDMA WRITE each) until
- * the CDC that announces them: then one write covers them all, before
- * that CDC.
- */
-static void test_held_bytes_written_with_their_cdc(void **state)
-{
-	struct world *w = *state;
-	struct wflow *f = world_open(w, 0, RING);
-
-	app_write(w, f, "a", 1);
-	assert_int_equal(w->fake.n_writes, 1);
-	app_write(w, f, "bb", 2);
-	app_write(w, f, "ccc", 3);
-	world_settle(w);
-	assert_true(f->c.corked);
-	assert_int_equal(w->fake.n_writes, 1);
-	assert_int_equal(w->fake.written, 1);
-
-	world_complete(w);
-	assert_int_equal(w->fake.n_msgs, 2);
-	assert_cdc(w, 1, f, 6, 0);
-	assert_int_equal(w->fake.n_writes, 2);
-	assert_int_equal(w->fake.writes[1].off, 1);
-	assert_int_equal(w->fake.writes[1].len, 5);
-	assert_int_equal(w->fake.written, 6);
-	assert_memory_equal(w->fake.peer, "abbccc", 6);
 }
 
 /* ------------------------------------------------------------------ */
@@ -538,7 +516,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fin_never_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_data_with_fin_not_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_held_write_rings_no_doorbell, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_held_bytes_written_with_their_cdc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_queue_keeps_opens_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_queue_one_cdc_per_flow, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_queue_mid_flow, setup, teardown),
