@@ -333,6 +333,25 @@ it_setup_two_clients() {
 }
 b_stat() { SOCK=$BSOCK it_stat "$@"; }
 
+# it_hold_idle NAME NS DEST COUNT STAT: COUNT idle flows from netns NS to
+# DEST held open for 120 s (flowcheck hold; its pid in HOLD_PID), then
+# waits until the server answered every one (a flow counts as shm from its
+# open until the peer declines it). HOLD_SHM and HOLD_TCP: the client
+# daemon's active flows by mode, read with STAT (it_stat, b_stat).
+it_hold_idle() {
+	local name=$1 ns=$2 dest=$3 count=$4 stat=$5 i
+	ip netns exec "$ns" "$FLOWCHECK" hold --connect "$dest" --count "$count" --seconds 120 \
+		>"$IT_DIR/hold_$name.out" 2>&1 &
+	HOLD_PID=$!
+	IT_PIDS+=("$HOLD_PID")
+	for ((i = 0; i < 300; i++)); do
+		read -r HOLD_SHM HOLD_TCP < <("$stat" flows.active.shm flows.active.tcp | tr '\n' ' ')
+		[ $((${HOLD_SHM:-0} + ${HOLD_TCP:-0})) -eq "$count" ] &&
+			[ "$(it_peer_stat flows.active.shm)" -eq "${HOLD_SHM:-0}" ] && return 0
+		sleep 0.2
+	done
+}
+
 # Sends SIGTERM and waits up to $1 seconds (default 10); returns the exit
 # status of the daemon (124 if it did not exit).
 # (70 if it left loop handles open: see tc_daemon_stop).

@@ -11,17 +11,8 @@ it_init "$@"
 it_setup_two_clients
 
 # A holds 400 idle flows: more than the server's pool has rings.
-ip netns exec "$NS_C" "$FLOWCHECK" hold --connect "$S4:$SPORT" --count 400 --seconds 120 \
-	>"$IT_DIR/hold_a.out" 2>&1 &
-hold_a=$!
-IT_PIDS+=("$hold_a")
-# A flow counts as shm from its open until the peer declines it: wait for
-# the server's answers to all of them.
-for ((i = 0; i < 300; i++)); do
-	read -r shm tcp < <(it_stat flows.active.shm flows.active.tcp | tr '\n' ' ')
-	[ $((shm + tcp)) -eq 400 ] && [ "$(it_peer_stat flows.active.shm)" -eq "$shm" ] && break
-	sleep 0.1
-done
+it_hold_idle a "$NS_C" "$S4:$SPORT" 400 it_stat
+hold_a=$HOLD_PID shm=$HOLD_SHM tcp=$HOLD_TCP
 echo "  peer A: 400 idle flows, $shm on shm, $tcp on tcp"
 [ $((shm + tcp)) -eq 400 ] || it_fail "A's held flows: $shm on shm, $tcp on tcp"
 [ "$shm" -eq 224 ] || it_fail "A got $shm rings of the server's 256, wanted 224 (all but the reserve)"

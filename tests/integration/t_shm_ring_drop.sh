@@ -22,17 +22,8 @@ echo "  after A's bulk flows: server 64KiB rings free $free0, carved $carved0 by
 # B holds 220 idle flows: 3520KiB of 16KiB rings, never written. With
 # A's 1280KiB of free rings (16 of 64KiB, 16 of 16KiB) the 4MiB share
 # must drop at least 704KiB, 11 of A's 64KiB rings (the largest go first).
-ip netns exec "$NS_B" "$FLOWCHECK" hold --connect "$SB4:$SPORT" --count 220 --seconds 120 \
-	>"$IT_DIR/hold_b.out" 2>&1 &
-hold_b=$!
-IT_PIDS+=("$hold_b")
-# A flow counts as shm from its open until the peer declines it: wait for
-# the server's answers to all of them.
-for ((i = 0; i < 300; i++)); do
-	read -r shm tcp < <(b_stat flows.active.shm flows.active.tcp | tr '\n' ' ')
-	[ $((shm + tcp)) -eq 220 ] && [ "$(it_peer_stat flows.active.shm)" -eq "$shm" ] && break
-	sleep 0.2
-done
+it_hold_idle b "$NS_B" "$SB4:$SPORT" 220 b_stat
+hold_b=$HOLD_PID shm=$HOLD_SHM tcp=$HOLD_TCP
 echo "  peer B: 220 idle flows, $shm on shm, $tcp on tcp"
 it_eq "B's idle flows on shm" "$shm" 220
 read -r free1 < <(it_peer_stat rings.by_size.64KiB.free)
