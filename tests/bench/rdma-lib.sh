@@ -85,11 +85,26 @@ alive() {
 	[ -n "$st" ] && [ "${st%% *}" != Z ]
 }
 
-redirect() { # SERVER_PORT LISTEN_PORT
-	local r="-p tcp -d $DEST --dport $1 -m mark ! --mark $MARK -j REDIRECT --to-ports $2"
+redirect() { # SERVER_PORT LISTEN_PORT [SKIP: the relay's own traffic; its mark by default]
+	local r="-p tcp -d $DEST --dport $1 ${3:-"-m mark ! --mark $MARK"} -j REDIRECT --to-ports $2"
 	# shellcheck disable=SC2086
 	iptables -t nat -A OUTPUT $r || die "iptables REDIRECT failed"
 	RULES+=("$r")
+}
+
+# top_calls STRACE_C_FILE: its six most frequent system calls, "name:calls:
+# failed" each, most first.
+top_calls() {
+	awk '$1 ~ /^[0-9.]+$/ && $NF != "total" && NF >= 5 { print $4, $NF, (NF == 6 ? $5 : 0) }' "$1" 2>/dev/null |
+		sort -rn | head -6 | awk '{ printf "%s%s:%s:%s", (NR > 1 ? " " : ""), $2, $1, $3 }'
+}
+
+# per_rt "TOP_CALLS" N: those counts per one of N round trips.
+per_rt() {
+	echo "$1" | tr ' ' '\n' | awk -F: -v n="$2" 'NF == 3 && n > 0 {
+		printf "%s%s %.2f", (NR > 1 ? ", " : ""), $1, $2 / n
+		if ($3 > 0) printf " (%.2f failed)", $3 / n
+	} END { print "" }'
 }
 
 # start_daemon NAME: smcproxyd on $WORK/NAME.json; waits until its stats
