@@ -1,7 +1,8 @@
 #!/bin/bash
 # Guards contrib/smcproxy-iptables: add/list/del for IPv4 and IPv6 in a
 # fresh network namespace, idempotence (each rule exactly once in
-# `iptables -t nat -S`), the chain going away when empty, usage errors, and,
+# `iptables -t nat -S`; the raw table's conntrack zone for the daemon's
+# marked connections), the chains going away when empty, usage errors, and,
 # end to end with the real daemon, that redirected connections reach
 # smcproxyd while its own marked connections are not redirected back to it.
 #
@@ -54,11 +55,12 @@ expect() {
 	}
 }
 
-# count FAMILY LINE: how many times LINE appears in `iptables -t nat -S`.
+# count FAMILY LINE [TABLE]: how many times LINE appears in `iptables -t
+# TABLE -S` (nat by default).
 count() {
 	local t=iptables
 	[ "$1" = 6 ] && t=ip6tables
-	inns "$t" -w 5 -t nat -S | grep -cxF -- "$2"
+	inns "$t" -w 5 -t "${3:-nat}" -S | grep -cxF -- "$2"
 }
 
 # once FAMILY LINE...: every LINE appears exactly once.
@@ -71,14 +73,27 @@ once() {
 	done
 }
 
-# absent FAMILY PATTERN: no line of the nat table matches PATTERN.
+# absent FAMILY PATTERN: no line of the nat table, nor of the raw table,
+# matches PATTERN.
 absent() {
-	local t=iptables
+	local t=iptables table
 	[ "$1" = 6 ] && t=ip6tables
-	if inns "$t" -w 5 -t nat -S | grep -q -- "$2"; then
-		inns "$t" -w 5 -t nat -S | sed 's/^/  /'
-		fail "IPv$1: '$2' still in the nat table"
-	fi
+	for table in nat raw; do
+		if inns "$t" -w 5 -t $table -S | grep -q -- "$2"; then
+			inns "$t" -w 5 -t $table -S | sed 's/^/  /'
+			fail "IPv$1: '$2' still in the $table table"
+		fi
+	done
+}
+
+# zoned FAMILY: the raw table's rules that track the daemon's connections
+# in a conntrack zone of their own, each exactly once.
+zoned() {
+	local line n
+	for line in "$jump" "-A SMCPROXY -m mark --mark 0x534d43 -j CT --zone-orig 5459"; do
+		n=$(count "$1" "$line" raw)
+		[ "$n" -eq 1 ] || fail "IPv$1: expected once in the raw table, found $n times: $line"
+	done
 }
 
 # The destinations are addresses of this namespace's loopback, where
@@ -112,6 +127,8 @@ expect 0 add "${args[@]}"
 [[ $out == *"4 already present"* ]] || fail "second add did not report the rules as present: $out"
 once 4 "$jump" "$mark" "$(r4 80)" "$(r4 8080)"
 once 6 "$jump" "$mark" "$(r6 80)" "$(r6 8080)"
+zoned 4
+zoned 6
 # The mark rule comes first in the chain, before any redirect.
 first=$(inns iptables -t nat -S SMCPROXY | grep '^-A' | head -n 1)
 [ "$first" = "$mark" ] || fail "IPv4: first rule of SMCPROXY is '$first', not the mark rule"
@@ -122,7 +139,8 @@ expect 0 list
 for want in "IPv4: chain SMCPROXY, jumped to from OUTPUT" \
 	"  redirect tcp to 10.99.0.0/24 port 80 -> local port 17001" \
 	"  redirect tcp to fd00:99::/64 port 8080 -> local port 17001" \
-	"  skip packets marked 5459267 (0x534d43)"; do
+	"  skip packets marked 5459267 (0x534d43)" \
+	"  track packets marked 5459267 in conntrack zone 5459 (raw table)"; do
 	grep -qxF -- "$want" <<<"$out" || { printf '%s\n' "$out"; fail "list lacks: $want"; }
 done
 

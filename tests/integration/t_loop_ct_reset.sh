@@ -1,0 +1,97 @@
+#!/bin/bash
+# Guards the relay against a stale redirect: after the daemon reset a client (its server reset), a later outbound connection of the daemon on that client's 4-tuple must reach the server, not be redirected back to the daemon.
+#
+# The client's connection was redirected: its conntrack entry carries the
+# REDIRECT. A reset sent toward the client leaves that entry in CLOSE for
+# a while, and the kernel then treats a new SYN on the same tuple as part
+# of the old connection, NAT included, whatever the SYN's mark. A busy
+# host hits this with Redis, a connection per request (the bench did).
+# contrib/smcproxy-iptables therefore tracks the daemon's connections (its
+# mark) in a conntrack zone of their own; the test redirects with its
+# rules. It leaves the client host one ephemeral port, the first client's,
+# so the daemon's outbound socket for the second client takes its tuple.
+. "$(dirname "$0")/lib.sh"
+it_init "$@"
+it_hosts
+APORT=9100		# the test's server
+C1PORT=30000		# the first client's port
+C2PORT=30001
+it_c "$IT_LIB_DIR/../../contrib/smcproxy-iptables" add --port "$APORT" --dest "$S4" \
+	--to-port "$LPORT" --mark "$MARK" >/dev/null || it_fail "smcproxy-iptables add failed"
+
+# The server resets its first connection once it has the request; later
+# ones get "pong" for "ping". It prints each peer's port.
+cat >"$IT_DIR/server.py" <<PY
+import socket, struct
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("$S4", $APORT))
+s.listen(8)
+print("listening", flush=True)
+first = True
+while True:
+    c, peer = s.accept()
+    print("peer", peer[1], flush=True)
+    data = b""
+    while len(data) < 4:
+        b = c.recv(4096)
+        if not b:
+            break
+        data += b
+    if first:
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        c.close()
+        print("reset", flush=True)
+        first = False
+        continue
+    c.sendall(b"pong")
+    c.close()
+    print("replied", flush=True)
+PY
+ip netns exec "$NS_S" python3 -u "$IT_DIR/server.py" >"$IT_DIR/server.log" 2>&1 &
+IT_PIDS+=($!)
+it_wait_file "$IT_DIR/server.log" '^listening' 5 || it_fail "server did not start"
+
+it_config
+it_daemon_start
+
+# client PORT: connects from PORT, sends "ping", prints what came back.
+cat >"$IT_DIR/client.py" <<PY
+import socket, sys
+c = socket.socket()
+c.settimeout(10)
+c.bind(("$C4", int(sys.argv[1])))
+try:
+    c.connect(("$S4", $APORT))
+    c.sendall(b"ping")
+    r = b""
+    while len(r) < 4:
+        b = c.recv(4)
+        if not b:
+            break
+        r += b
+    print("got", r.decode() or "eof", flush=True)
+except OSError as e:
+    print("error", e.strerror, flush=True)
+PY
+before=$(it_stat loops_refused) || it_fail "no loops_refused counter"
+it_c python3 -u "$IT_DIR/client.py" "$C1PORT" >"$IT_DIR/c1.log" 2>&1
+grep -q '^error' "$IT_DIR/c1.log" ||
+	it_fail "set-up: the first client was not reset: $(cat "$IT_DIR/c1.log")"
+it_wait_file "$IT_DIR/server.log" '^reset' 5 || it_fail "set-up: the server did not reset"
+it_c grep -q " CLOSE src=$C4 dst=$S4 sport=$C1PORT dport=$APORT " /proc/net/nf_conntrack ||
+	it_fail "set-up: the first client's conntrack entry is not in CLOSE ($(it_c grep "sport=$C1PORT" /proc/net/nf_conntrack | tr '\n' ' '))"
+
+# The daemon's outbound socket for the next client can only take the
+# first client's port.
+it_c sysctl -qw "net.ipv4.ip_local_port_range=$C1PORT $C1PORT" ||
+	it_fail "cannot set the client host's port range"
+it_c python3 -u "$IT_DIR/client.py" "$C2PORT" >"$IT_DIR/c2.log" 2>&1
+after=$(it_stat loops_refused)
+grep -q '^got pong' "$IT_DIR/c2.log" ||
+	it_fail "the second client was not served ($(cat "$IT_DIR/c2.log"); loops_refused $before -> $after; server: $(tail -2 "$IT_DIR/server.log" | tr '\n' ' '))"
+out_port=$(awk '/^peer/ { p = $2 } END { print p }' "$IT_DIR/server.log")
+[ "$out_port" = "$C1PORT" ] ||
+	it_fail "set-up: the daemon's outbound socket used port ${out_port:-none}, not $C1PORT"
+[ "$after" = "$before" ] || it_fail "loops_refused moved $before -> $after"
+it_pass "an outbound connection on the tuple of a client we reset reaches the server"
