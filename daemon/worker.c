@@ -100,6 +100,10 @@ static void worker_on_proxy_event(struct proxy *p, enum proxy_event ev,
 			   err == -ENOENT ? "it was not redirected (no original destination)" :
 			   err == -EHOSTUNREACH ? "it is our own outbound connection, redirected "
 			   "back: the redirect rule must skip packets with our mark" :
+			   err == -EADDRINUSE ? "it is another worker's outbound connection, "
+			   "redirected back: the redirect rule must skip packets with our mark" :
+			   err == -ENOTUNIQ ? "another worker had an outbound connection on its "
+			   "tuple, and the kernel would not say whose socket holds it now" :
 			   strerror(-err));
 		break;
 	case PROXY_EV_FLOW_SETUP_FAILED:

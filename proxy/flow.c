@@ -346,9 +346,8 @@ int flow_open(struct proxy *p, int fd, const struct sockaddr_storage *client)
 	 * the rule does not exempt our mark: refusing it resets that flow
 	 * too, instead of multiplying flows until fds run out.
 	 */
-	if (!err && proxy__out_find(p, (struct sockaddr *)client,
-				    (struct sockaddr *)&f->dest))
-		err = -EHOSTUNREACH;
+	if (!err)
+		err = proxy__out_find(p, (struct sockaddr *)client, (struct sockaddr *)&f->dest);
 	if (err) {
 		counter_inc(&p->stats.loops_refused);
 		p->ops->event(p, PROXY_EV_LOOP_REFUSED, f, err);

@@ -600,8 +600,8 @@ void proxy__out_del(struct proxy *p, struct flow *f)
  * only while our socket still holds the tuple: a loop's connection comes
  * from a live socket of ours, a reused tuple from someone else's.
  */
-bool proxy__out_find(const struct proxy *p, const struct sockaddr *peer,
-		     const struct sockaddr *dest)
+int proxy__out_find(const struct proxy *p, const struct sockaddr *peer,
+		    const struct sockaddr *dest)
 {
 	struct flow *f = p->out_hash[out_bucket(peer)];
 	uint32_t mark;
@@ -610,18 +610,20 @@ bool proxy__out_find(const struct proxy *p, const struct sockaddr *peer,
 	for (; f; f = f->out_next)
 		if (addr_equal((struct sockaddr *)&f->out_local, peer) &&
 		    addr_equal((struct sockaddr *)&f->dest, dest))
-			return sock_tcp_holds_tuple(f->relay.fd[RELAY_SERVER]);
+			return sock_tcp_holds_tuple(f->relay.fd[RELAY_SERVER]) ? -EHOSTUNREACH : 0;
 	/* Another worker's? */
 	if (atomic_load_explicit(&out_ports[addr_port(peer)], memory_order_relaxed) !=
 	    out_hash_tuple(peer, dest))
-		return false;
+		return 0;
 	/* Its socket is not ours to look at: ask the kernel whose socket
 	 * holds the tuple now. Ours carry our mark; without a mark, or when
 	 * the kernel will not say, refuse as a loop would be. */
 	err = sock_tuple_mark(peer, dest, &mark);
 	if (err == -ENOENT)
-		return false;
-	return err || !p->relay_params.mark || mark == p->relay_params.mark;
+		return 0;
+	if (err)
+		return -ENOTUNIQ;
+	return !p->relay_params.mark || mark == p->relay_params.mark ? -EADDRINUSE : 0;
 }
 
 int proxy_check_loop(const struct proxy *p, const struct sockaddr *dest)

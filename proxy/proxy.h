@@ -46,10 +46,14 @@ int proxy_check_loop(const struct proxy *p, const struct sockaddr *dest);
 void proxy__flow_freed(struct proxy *p);
 void proxy__out_add(struct proxy *p, struct flow *f);
 void proxy__out_del(struct proxy *p, struct flow *f);
-/* Whether peer -> dest is an outbound connection of ours: of this proxy's
- * flows, or of another worker's. */
-bool proxy__out_find(const struct proxy *p, const struct sockaddr *peer,
-		     const struct sockaddr *dest);
+/* Whether peer -> dest is an outbound connection of ours: 0 if not;
+ * -EHOSTUNREACH, one of this proxy's flows; -EADDRINUSE, another worker's
+ * (the kernel says a socket with our mark, or with no mark configured a
+ * live socket, holds the tuple); -ENOTUNIQ, one
+ * of another worker's had the tuple and the kernel would not say whose
+ * socket holds it now: refused as a loop would be. */
+int proxy__out_find(const struct proxy *p, const struct sockaddr *peer,
+		    const struct sockaddr *dest);
 
 /* Out of fds or memory: accepting (redirect and control) backs off. */
 void proxy__pause_accepting(struct proxy *p, int err);
