@@ -21,34 +21,8 @@ it_c "$IT_LIB_DIR/../../contrib/smcproxy-iptables" add --port "$APORT" --dest "$
 
 # The server resets its first connection once it has the request; later
 # ones get "pong" for "ping". It prints each peer's port.
-cat >"$IT_DIR/server.py" <<PY
-import socket, struct
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("$S4", $APORT))
-s.listen(8)
-print("listening", flush=True)
-first = True
-while True:
-    c, peer = s.accept()
-    print("peer", peer[1], flush=True)
-    data = b""
-    while len(data) < 4:
-        b = c.recv(4096)
-        if not b:
-            break
-        data += b
-    if first:
-        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        c.close()
-        print("reset", flush=True)
-        first = False
-        continue
-    c.sendall(b"pong")
-    c.close()
-    print("replied", flush=True)
-PY
-ip netns exec "$NS_S" python3 -u "$IT_DIR/server.py" >"$IT_DIR/server.log" 2>&1 &
+ip netns exec "$NS_S" python3 -u "$IT_LIB_DIR/tuple_peer.py" server "$S4" "$APORT" \
+	--first reset >"$IT_DIR/server.log" 2>&1 &
 IT_PIDS+=($!)
 it_wait_file "$IT_DIR/server.log" '^listening' 5 || it_fail "server did not start"
 
@@ -56,26 +30,11 @@ it_config
 it_daemon_start
 
 # client PORT: connects from PORT, sends "ping", prints what came back.
-cat >"$IT_DIR/client.py" <<PY
-import socket, sys
-c = socket.socket()
-c.settimeout(10)
-c.bind(("$C4", int(sys.argv[1])))
-try:
-    c.connect(("$S4", $APORT))
-    c.sendall(b"ping")
-    r = b""
-    while len(r) < 4:
-        b = c.recv(4)
-        if not b:
-            break
-        r += b
-    print("got", r.decode() or "eof", flush=True)
-except OSError as e:
-    print("error", e.strerror, flush=True)
-PY
+client() {
+	it_c python3 -u "$IT_LIB_DIR/tuple_peer.py" client "$S4" "$APORT" --bind "$C4:$1"
+}
 before=$(it_stat loops_refused) || it_fail "no loops_refused counter"
-it_c python3 -u "$IT_DIR/client.py" "$C1PORT" >"$IT_DIR/c1.log" 2>&1
+client "$C1PORT" >"$IT_DIR/c1.log" 2>&1
 grep -q '^error' "$IT_DIR/c1.log" ||
 	it_fail "set-up: the first client was not reset: $(cat "$IT_DIR/c1.log")"
 it_wait_file "$IT_DIR/server.log" '^reset' 5 || it_fail "set-up: the server did not reset"
@@ -86,10 +45,10 @@ it_c grep -q " CLOSE src=$C4 dst=$S4 sport=$C1PORT dport=$APORT " /proc/net/nf_c
 # first client's port.
 it_c sysctl -qw "net.ipv4.ip_local_port_range=$C1PORT $C1PORT" ||
 	it_fail "cannot set the client host's port range"
-it_c python3 -u "$IT_DIR/client.py" "$C2PORT" >"$IT_DIR/c2.log" 2>&1
+client "$C2PORT" >"$IT_DIR/c2.log" 2>&1
 after=$(it_stat loops_refused)
 grep -q '^got pong' "$IT_DIR/c2.log" ||
-	it_fail "the second client was not served ($(cat "$IT_DIR/c2.log"); loops_refused $before -> $after; server: $(tail -2 "$IT_DIR/server.log" | tr '\n' ' '))"
+	it_fail "the second client was not served ($(tail -1 "$IT_DIR/c2.log"); loops_refused $before -> $after; server: $(tail -2 "$IT_DIR/server.log" | tr '\n' ' '))"
 out_port=$(awk '/^peer/ { p = $2 } END { print p }' "$IT_DIR/server.log")
 [ "$out_port" = "$C1PORT" ] ||
 	it_fail "set-up: the daemon's outbound socket used port ${out_port:-none}, not $C1PORT"

@@ -23,36 +23,8 @@ it_c sysctl -qw net.ipv4.tcp_tw_reuse=1 "net.ipv4.ip_local_port_range=$EPORT $EP
 # The server: the first connection gets "done" and a FIN once the client
 # sent its FIN and the file "reply" exists; later ones get "pong" for
 # "ping". It prints each peer's port.
-cat >"$IT_DIR/server.py" <<PY
-import os, socket, time
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("$S4", $APORT))
-s.listen(8)
-print("listening", flush=True)
-first = True
-while True:
-    c, peer = s.accept()
-    print("peer", peer[1], flush=True)
-    data = b""
-    while True:
-        b = c.recv(4096)
-        if not b:
-            break
-        data += b
-        if not first and data == b"ping":
-            break
-    if first:
-        print("eof", flush=True)
-        while not os.path.exists("$IT_DIR/reply"):
-            time.sleep(0.05)
-    c.sendall(b"done" if first else b"pong")
-    c.close()
-    if first:
-        print("replied", flush=True)
-    first = False
-PY
-ip netns exec "$NS_S" python3 -u "$IT_DIR/server.py" >"$IT_DIR/server.log" 2>&1 &
+ip netns exec "$NS_S" python3 -u "$IT_LIB_DIR/tuple_peer.py" server "$S4" "$APORT" \
+	--first "fin-after:$IT_DIR/reply" >"$IT_DIR/server.log" 2>&1 &
 IT_PIDS+=($!)
 it_wait_file "$IT_DIR/server.log" '^listening' 5 || it_fail "server did not start"
 
@@ -60,41 +32,11 @@ it_config
 it_daemon_start
 
 # The first client takes a port outside the range: the daemon's outbound
-# socket gets the only ephemeral one.
-cat >"$IT_DIR/c1.py" <<PY
-import socket, time
-c1 = socket.socket()
-c1.bind(("$C4", 30000))
-c1.connect(("$S4", $APORT))
-c1.sendall(b"request")
-c1.shutdown(socket.SHUT_WR)
-print("c1 ready", flush=True)
-time.sleep(60)
-PY
-# The second client connects (while the daemon is stopped), then waits for
-# the file "go" to send.
-cat >"$IT_DIR/c2.py" <<PY
-import os, socket, time
-c2 = socket.socket()
-c2.settimeout(10)
-try:
-    c2.connect(("$S4", $APORT))
-    print("c2 port", c2.getsockname()[1], flush=True)
-    while not os.path.exists("$IT_DIR/go"):
-        time.sleep(0.05)
-    c2.sendall(b"ping")
-    r = b""
-    while len(r) < 4:
-        b = c2.recv(4)
-        if not b:
-            break
-        r += b
-    print("c2 got", r.decode() or "eof", flush=True)
-except OSError as e:
-    print("c2 error", e.strerror, flush=True)
-PY
+# socket gets the only ephemeral one. The second connects (while the
+# daemon is stopped), then waits for the file "go" to send.
 before=$(it_stat loops_refused) || it_fail "no loops_refused counter"
-ip netns exec "$NS_C" python3 -u "$IT_DIR/c1.py" >"$IT_DIR/c1.log" 2>&1 &
+ip netns exec "$NS_C" python3 -u "$IT_LIB_DIR/tuple_peer.py" hold "$S4" "$APORT" \
+	--bind "$C4:30000" >"$IT_DIR/c1.log" 2>&1 &
 IT_PIDS+=($!)
 it_wait_file "$IT_DIR/server.log" '^eof' 10 || it_fail "the server did not see the first client's FIN"
 out_port=$(awk '/^peer/ { print $2; exit }' "$IT_DIR/server.log")
@@ -108,19 +50,20 @@ it_wait_file "$IT_DIR/server.log" '^replied' 10 || { kill -CONT "$DAEMON_PID"; i
 sleep 2.2
 it_c ss -tanH "sport = :$EPORT" | grep -q TIME-WAIT ||
 	{ kill -CONT "$DAEMON_PID"; it_fail "set-up: our outbound socket is not in TIME_WAIT"; }
-ip netns exec "$NS_C" python3 -u "$IT_DIR/c2.py" >"$IT_DIR/c2.log" 2>&1 &
+ip netns exec "$NS_C" python3 -u "$IT_LIB_DIR/tuple_peer.py" client "$S4" "$APORT" \
+	--wait "$IT_DIR/go" >"$IT_DIR/c2.log" 2>&1 &
 c2_pid=$!
 IT_PIDS+=("$c2_pid")
-it_wait_file "$IT_DIR/c2.log" '^c2 ' 10 || { kill -CONT "$DAEMON_PID"; it_fail "the second client hangs"; }
+it_wait_file "$IT_DIR/c2.log" '^(port|error) ' 10 || { kill -CONT "$DAEMON_PID"; it_fail "the second client hangs"; }
 # The daemon's connect for the second client needs a port of its own.
 it_c sysctl -qw "net.ipv4.ip_local_port_range=$EPORT $((EPORT + 9))"
 kill -CONT "$DAEMON_PID"
 touch "$IT_DIR/go"
 wait "$c2_pid"
-grep -q "^c2 port $EPORT" "$IT_DIR/c2.log" ||
+grep -q "^port $EPORT" "$IT_DIR/c2.log" ||
 	it_fail "set-up: the second client did not reuse port $EPORT: $(cat "$IT_DIR/c2.log")"
 after=$(it_stat loops_refused)
-grep -q '^c2 got pong' "$IT_DIR/c2.log" ||
+grep -q '^got pong' "$IT_DIR/c2.log" ||
 	it_fail "the second client was not served ($(tail -1 "$IT_DIR/c2.log"); loops_refused $before -> $after)"
 [ "$after" = "$before" ] || it_fail "loops_refused moved $before -> $after"
 it_pass "a client on the TIME_WAIT tuple of our outbound socket is served"
