@@ -110,6 +110,11 @@ $(B)/tools/%: tests/tools/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LDLIBS) -lm
 
+# ctsrc asks conntrack with the daemon's own code (origdst_src()).
+$(B)/tools/ctsrc: tests/tools/ctsrc.c $(B)/libsmcproxy.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libsmcproxy.a $(LDLIBS)
+
 # smcpeer (over shm) and rdmapeer (over rdma, for the rdma guest tests)
 # speak the wire protocol with the daemon's own codecs, and share their
 # handshake client (peer_hs.c), link messages (peer_msg.c) and command

@@ -346,8 +346,19 @@ int flow_open(struct proxy *p, int fd, const struct sockaddr_storage *client)
 	 * the rule does not exempt our mark: refusing it resets that flow
 	 * too, instead of multiplying flows until fds run out.
 	 */
-	if (!err)
+	if (!err) {
+		struct sockaddr_storage orig;
+
 		err = proxy__out_find(p, (struct sockaddr *)client, (struct sockaddr *)&f->dest);
+		/* Or a client whose reply tuple clashed with an older conntrack
+		 * entry's, so that NAT gave it another source port: by chance
+		 * that of one of our outbound connections to the same
+		 * destination. Its conntrack entry says where it really came
+		 * from; when it cannot, the refusal stands. */
+		if (err && origdst_src((struct sockaddr *)&local, (struct sockaddr *)client, &orig) == 0 &&
+		    !addr_equal((struct sockaddr *)&orig, (struct sockaddr *)client))
+			err = 0;
+	}
 	if (err) {
 		counter_inc(&p->stats.loops_refused);
 		p->ops->event(p, PROXY_EV_LOOP_REFUSED, f, err);

@@ -1,7 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netfilter/nfnetlink_conntrack.h>
+#include <linux/netlink.h>
 #include <netinet/in.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "origdst.h"
 
@@ -33,4 +39,214 @@ int origdst_get(int fd, struct sockaddr_storage *local, struct sockaddr_storage 
 		return -EAFNOSUPPORT;
 	}
 	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The original source, from the conntrack entry (ctnetlink). */
+
+struct ct_buf {
+	uint8_t *p;
+	size_t len, size;
+};
+
+/* Appends an attribute (payload may be NULL: a nest to be closed with
+ * ct_nest_end()); returns its offset, or SIZE_MAX once out of room. */
+static size_t ct_put(struct ct_buf *b, uint16_t type, const void *payload, size_t plen)
+{
+	size_t at = b->len, total = NLA_ALIGN(NLA_HDRLEN + plen);
+	struct nlattr *a;
+
+	if (b->len == SIZE_MAX || b->size - b->len < total) {
+		b->len = SIZE_MAX;
+		return SIZE_MAX;
+	}
+	a = (struct nlattr *)(void *)(b->p + at);
+	a->nla_type = type;
+	a->nla_len = (uint16_t)(NLA_HDRLEN + plen);
+	if (payload)
+		memcpy(b->p + at + NLA_HDRLEN, payload, plen);
+	memset(b->p + at + NLA_HDRLEN + plen, 0, total - NLA_HDRLEN - plen);
+	b->len += total;
+	return at;
+}
+
+static void ct_nest_end(struct ct_buf *b, size_t at)
+{
+	if (b->len == SIZE_MAX || at == SIZE_MAX)
+		return;
+	((struct nlattr *)(void *)(b->p + at))->nla_len = (uint16_t)(b->len - at);
+}
+
+static void ct_put_tuple(struct ct_buf *b, uint16_t type, const struct sockaddr *src,
+			 const struct sockaddr *dst)
+{
+	size_t tuple = ct_put(b, type | NLA_F_NESTED, NULL, 0), ip, proto;
+	uint8_t tcp = IPPROTO_TCP;
+	uint16_t sport, dport;
+
+	ip = ct_put(b, CTA_TUPLE_IP | NLA_F_NESTED, NULL, 0);
+	if (src->sa_family == AF_INET) {
+		ct_put(b, CTA_IP_V4_SRC, &((const struct sockaddr_in *)(const void *)src)->sin_addr, 4);
+		ct_put(b, CTA_IP_V4_DST, &((const struct sockaddr_in *)(const void *)dst)->sin_addr, 4);
+		sport = ((const struct sockaddr_in *)(const void *)src)->sin_port;
+		dport = ((const struct sockaddr_in *)(const void *)dst)->sin_port;
+	} else {
+		ct_put(b, CTA_IP_V6_SRC, &((const struct sockaddr_in6 *)(const void *)src)->sin6_addr, 16);
+		ct_put(b, CTA_IP_V6_DST, &((const struct sockaddr_in6 *)(const void *)dst)->sin6_addr, 16);
+		sport = ((const struct sockaddr_in6 *)(const void *)src)->sin6_port;
+		dport = ((const struct sockaddr_in6 *)(const void *)dst)->sin6_port;
+	}
+	ct_nest_end(b, ip);
+	proto = ct_put(b, CTA_TUPLE_PROTO | NLA_F_NESTED, NULL, 0);
+	ct_put(b, CTA_PROTO_NUM, &tcp, 1);
+	ct_put(b, CTA_PROTO_SRC_PORT, &sport, 2);	/* network order, as sockaddr has it */
+	ct_put(b, CTA_PROTO_DST_PORT, &dport, 2);
+	ct_nest_end(b, proto);
+	ct_nest_end(b, tuple);
+}
+
+size_t origdst__ct_request(void *buf, size_t size, const struct sockaddr *local,
+			   const struct sockaddr *peer, uint32_t seq)
+{
+	struct ct_buf b = { .p = buf, .size = size };
+	struct nlmsghdr *nlh = buf;
+	struct nfgenmsg *nfg;
+
+	if ((local->sa_family != AF_INET && local->sa_family != AF_INET6) ||
+	    peer->sa_family != local->sa_family || size < NLMSG_SPACE(sizeof(*nfg)))
+		return 0;
+	memset(buf, 0, NLMSG_SPACE(sizeof(*nfg)));
+	nlh->nlmsg_type = (NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_GET;
+	nlh->nlmsg_flags = NLM_F_REQUEST;
+	nlh->nlmsg_seq = seq;
+	nfg = NLMSG_DATA(nlh);
+	nfg->nfgen_family = (uint8_t)local->sa_family;
+	nfg->version = NFNETLINK_V0;
+	b.len = NLMSG_SPACE(sizeof(*nfg));
+	/* Replies go from our listener to the client: the reply tuple. */
+	ct_put_tuple(&b, CTA_TUPLE_REPLY, local, peer);
+	if (b.len == SIZE_MAX || b.len > UINT32_MAX)
+		return 0;
+	nlh->nlmsg_len = (uint32_t)b.len;
+	return b.len;
+}
+
+/* The attribute of type within [p, p + n), or NULL. Bounds-checked: the
+ * answer comes from the kernel, but is read as if anyone wrote it. */
+static const struct nlattr *ct_find(const uint8_t *p, size_t n, uint16_t type, size_t *plen)
+{
+	while (n >= NLA_HDRLEN) {
+		const struct nlattr *a = (const void *)p;
+		size_t len = a->nla_len, step = NLA_ALIGN(len);
+
+		if (len < NLA_HDRLEN || len > n)
+			return NULL;
+		if ((a->nla_type & NLA_TYPE_MASK) == type) {
+			*plen = len - NLA_HDRLEN;
+			return a;
+		}
+		if (step >= n)
+			return NULL;
+		p += step;
+		n -= step;
+	}
+	return NULL;
+}
+
+/* The payload of the attribute of type, at least want bytes, or NULL;
+ * its length in *plen. */
+static const uint8_t *ct_get(const uint8_t *p, size_t n, uint16_t type, size_t want,
+			     size_t *plen)
+{
+	size_t len;
+	const struct nlattr *a = ct_find(p, n, type, &len);
+
+	if (!a || len < want)
+		return NULL;
+	if (plen)
+		*plen = len;
+	return (const uint8_t *)a + NLA_HDRLEN;
+}
+
+int origdst__ct_answer(const void *buf, size_t n, int family, struct sockaddr_storage *orig)
+{
+	const struct nlmsghdr *nlh = buf;
+	const uint8_t *attrs, *tuple, *ip, *proto, *addr, *port;
+	size_t alen, tlen, ilen, plen;
+
+	if (n < NLMSG_HDRLEN || nlh->nlmsg_len < NLMSG_HDRLEN || nlh->nlmsg_len > n)
+		return -EPROTO;
+	if (nlh->nlmsg_type == NLMSG_ERROR) {
+		const struct nlmsgerr *e = NLMSG_DATA(nlh);
+
+		if (nlh->nlmsg_len < NLMSG_LENGTH(sizeof(*e)) || e->error >= 0)
+			return -EPROTO;
+		return e->error;
+	}
+	if (nlh->nlmsg_type != ((NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_NEW) ||
+	    nlh->nlmsg_len < NLMSG_SPACE(sizeof(struct nfgenmsg)))
+		return -EPROTO;
+	attrs = (const uint8_t *)buf + NLMSG_SPACE(sizeof(struct nfgenmsg));
+	alen = nlh->nlmsg_len - NLMSG_SPACE(sizeof(struct nfgenmsg));
+	tuple = ct_get(attrs, alen, CTA_TUPLE_ORIG, 0, &tlen);
+	ip = tuple ? ct_get(tuple, tlen, CTA_TUPLE_IP, 0, &ilen) : NULL;
+	proto = tuple ? ct_get(tuple, tlen, CTA_TUPLE_PROTO, 0, &plen) : NULL;
+	if (!ip || !proto)
+		return -EPROTO;
+	port = ct_get(proto, plen, CTA_PROTO_SRC_PORT, 2, NULL);
+	memset(orig, 0, sizeof(*orig));
+	if (family == AF_INET) {
+		struct sockaddr_in *in = (struct sockaddr_in *)orig;
+
+		addr = ct_get(ip, ilen, CTA_IP_V4_SRC, 4, NULL);
+		if (!addr || !port)
+			return -EPROTO;
+		in->sin_family = AF_INET;
+		memcpy(&in->sin_addr, addr, 4);
+		memcpy(&in->sin_port, port, 2);
+	} else if (family == AF_INET6) {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)orig;
+
+		addr = ct_get(ip, ilen, CTA_IP_V6_SRC, 16, NULL);
+		if (!addr || !port)
+			return -EPROTO;
+		in6->sin6_family = AF_INET6;
+		memcpy(&in6->sin6_addr, addr, 16);
+		memcpy(&in6->sin6_port, port, 2);
+	} else {
+		return -EAFNOSUPPORT;
+	}
+	return 0;
+}
+
+int origdst_src(const struct sockaddr *local, const struct sockaddr *peer,
+		struct sockaddr_storage *orig)
+{
+	union {
+		struct nlmsghdr nlh;
+		uint8_t b[2048];
+	} q, r;
+	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+	size_t len = origdst__ct_request(q.b, sizeof(q.b), local, peer, 1);
+	ssize_t n;
+	int fd, err;
+
+	if (!len)
+		return -EAFNOSUPPORT;
+	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_NETFILTER);
+	if (fd < 0)
+		return -errno;
+	if (sendto(fd, q.b, len, 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0) {
+		err = -errno;
+		goto out;
+	}
+	n = recv(fd, r.b, sizeof(r.b), 0);
+	if (n < 0) {
+		err = -errno;
+		goto out;
+	}
+	err = origdst__ct_answer(r.b, (size_t)n, local->sa_family, orig);
+out:
+	close(fd);
+	return err;
 }
