@@ -49,9 +49,8 @@ void proxy__out_del(struct proxy *p, struct flow *f);
 /* Whether peer -> dest is an outbound connection of ours: 0 if not;
  * -EHOSTUNREACH, one of this proxy's flows; -EADDRINUSE, another worker's
  * (the kernel says a socket with our mark, or with no mark configured a
- * live socket, holds the tuple); -ENOTUNIQ, one
- * of another worker's had the tuple and the kernel would not say whose
- * socket holds it now: refused as a loop would be. */
+ * live socket, holds the tuple); -ENOTUNIQ, another worker's had the
+ * tuple and the kernel would not say whose socket holds it now. */
 int proxy__out_find(const struct proxy *p, const struct sockaddr *peer,
 		    const struct sockaddr *dest);
 
