@@ -153,7 +153,17 @@ it_hosts() {
 # REDIRECT every TCP connection to the server subnet that does not carry the
 # daemon's mark to the daemon's listener, IPv4 and IPv6. A redirect in nat
 # OUTPUT maps the destination to 127.0.0.1 / ::1, hence those listeners.
+# The rules contrib/smcproxy-iptables writes, in short: the redirect skips
+# the daemon's mark, and the daemon's connections are tracked in a
+# conntrack zone of their own (else, after the daemon reset a client, as
+# t_workers' idle timeouts do, a new outbound connection on that client's
+# tuple is redirected back to it: t_loop_ct_reset).
 it_redirect() {
+	local t
+	for t in iptables ip6tables; do
+		it_c $t -t raw -A OUTPUT -m mark --mark "$MARK" -j CT --zone-orig 5459 ||
+			it_fail "$t -t raw CT"
+	done
 	it_c iptables -t nat -A OUTPUT -p tcp -d "$NET4" -m mark ! --mark "$MARK" \
 		-j REDIRECT --to-ports "$LPORT" || it_fail "iptables REDIRECT"
 	it_c ip6tables -t nat -A OUTPUT -p tcp -d "$NET6" -m mark ! --mark "$MARK" \
