@@ -74,6 +74,7 @@ bench_cleanup() {
 		# shellcheck disable=SC2086
 		iptables -t nat -D OUTPUT $r 2>/dev/null
 	done
+	[ -n "${RAW_RULE:-}" ] && iptables -t raw -D OUTPUT $RAW_RULE 2>/dev/null
 	rm -rf "$WORK"
 }
 
@@ -87,6 +88,13 @@ alive() {
 
 redirect() { # SERVER_PORT LISTEN_PORT [SKIP: the relay's own traffic; its mark by default]
 	local r="-p tcp -d $DEST --dport $1 ${3:-"-m mark ! --mark $MARK"} -j REDIRECT --to-ports $2"
+	# The daemons' connections in a conntrack zone of their own, as
+	# contrib/smcproxy-iptables sets it up (t_loop_ct_reset).
+	if [ -z "${RAW_RULE:-}" ]; then
+		RAW_RULE="-m mark --mark $MARK -j CT --zone-orig 5459"
+		# shellcheck disable=SC2086
+		iptables -t raw -A OUTPUT $RAW_RULE || die "iptables -t raw CT failed"
+	fi
 	# shellcheck disable=SC2086
 	iptables -t nat -A OUTPUT $r || die "iptables REDIRECT failed"
 	RULES+=("$r")

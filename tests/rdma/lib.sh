@@ -156,8 +156,11 @@ rt_rule_del() {
 }
 
 # REDIRECT what apps send to the server into daemon A; the daemons' own
-# connections carry the mark and pass.
+# connections carry the mark and pass, tracked in a conntrack zone of
+# their own as contrib/smcproxy-iptables sets it up (t_loop_ct_reset).
 rt_redirect() {
+	rt_rule_add OUTPUT -t raw -m mark --mark "$MARK" -j CT --zone-orig 5459 ||
+		rt_fail "iptables -t raw CT"
 	rt_rule_add OUTPUT -t nat -p tcp -d "$ADDR" --dport "$SPORT" -m mark ! --mark "$MARK" \
 		-j REDIRECT --to-ports "${RT_LPORT[A]}" || rt_fail "iptables REDIRECT"
 }

@@ -103,6 +103,8 @@ rp_get() {
 
 # The app on guest a goes to the server on guest b, through daemon A.
 rt_redirect() {
+	rt_rule_add OUTPUT -t raw -m mark --mark "$MARK" -j CT --zone-orig 5459 ||
+		rt_fail "iptables -t raw CT"
 	rt_rule_add OUTPUT -t nat -p tcp -d "$SERVER" --dport "$SPORT" -m mark ! --mark "$MARK" \
 		-j REDIRECT --to-ports "${RT_LPORT[A]}" || rt_fail "iptables REDIRECT"
 }
