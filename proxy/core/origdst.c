@@ -4,11 +4,13 @@
 #include <linux/netfilter/nfnetlink_conntrack.h>
 #include <linux/netlink.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "addr.h"
 #include "origdst.h"
 
 /* From <linux/netfilter_ipv4.h> and <linux/netfilter_ipv6/ip6_tables.h>;
@@ -77,30 +79,50 @@ static void ct_nest_end(struct ct_buf *b, size_t at)
 	((struct nlattr *)(void *)(b->p + at))->nla_len = (uint16_t)(b->len - at);
 }
 
+/* Where sa keeps its address and its port (network order): the length
+ * of the address, 4 or 16, or 0 for a family we do not know. */
+static size_t ct_addr_of(struct sockaddr_storage *ss, void **addr, uint16_t **port)
+{
+	if (ss->ss_family == AF_INET) {
+		struct sockaddr_in *in = (struct sockaddr_in *)ss;
+
+		*addr = &in->sin_addr;
+		*port = &in->sin_port;
+		return 4;
+	}
+	if (ss->ss_family == AF_INET6) {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+
+		*addr = &in6->sin6_addr;
+		*port = &in6->sin6_port;
+		return 16;
+	}
+	return 0;
+}
+
+/* A TCP tuple src -> dst of one family (the caller checked it is ours). */
 static void ct_put_tuple(struct ct_buf *b, uint16_t type, const struct sockaddr *src,
 			 const struct sockaddr *dst)
 {
-	size_t tuple = ct_put(b, type | NLA_F_NESTED, NULL, 0), ip, proto;
+	size_t tuple = ct_put(b, type | NLA_F_NESTED, NULL, 0), ip, proto, alen;
+	struct sockaddr_storage s = { 0 }, d = { 0 };
+	bool v4 = src->sa_family == AF_INET;
 	uint8_t tcp = IPPROTO_TCP;
-	uint16_t sport, dport;
+	uint16_t *sport = NULL, *dport = NULL;
+	void *saddr = NULL, *daddr = NULL;
 
+	memcpy(&s, src, addr_len(src));
+	memcpy(&d, dst, addr_len(dst));
+	alen = ct_addr_of(&s, &saddr, &sport);
+	ct_addr_of(&d, &daddr, &dport);
 	ip = ct_put(b, CTA_TUPLE_IP | NLA_F_NESTED, NULL, 0);
-	if (src->sa_family == AF_INET) {
-		ct_put(b, CTA_IP_V4_SRC, &((const struct sockaddr_in *)(const void *)src)->sin_addr, 4);
-		ct_put(b, CTA_IP_V4_DST, &((const struct sockaddr_in *)(const void *)dst)->sin_addr, 4);
-		sport = ((const struct sockaddr_in *)(const void *)src)->sin_port;
-		dport = ((const struct sockaddr_in *)(const void *)dst)->sin_port;
-	} else {
-		ct_put(b, CTA_IP_V6_SRC, &((const struct sockaddr_in6 *)(const void *)src)->sin6_addr, 16);
-		ct_put(b, CTA_IP_V6_DST, &((const struct sockaddr_in6 *)(const void *)dst)->sin6_addr, 16);
-		sport = ((const struct sockaddr_in6 *)(const void *)src)->sin6_port;
-		dport = ((const struct sockaddr_in6 *)(const void *)dst)->sin6_port;
-	}
+	ct_put(b, v4 ? CTA_IP_V4_SRC : CTA_IP_V6_SRC, saddr, alen);
+	ct_put(b, v4 ? CTA_IP_V4_DST : CTA_IP_V6_DST, daddr, alen);
 	ct_nest_end(b, ip);
 	proto = ct_put(b, CTA_TUPLE_PROTO | NLA_F_NESTED, NULL, 0);
 	ct_put(b, CTA_PROTO_NUM, &tcp, 1);
-	ct_put(b, CTA_PROTO_SRC_PORT, &sport, 2);	/* network order, as sockaddr has it */
-	ct_put(b, CTA_PROTO_DST_PORT, &dport, 2);
+	ct_put(b, CTA_PROTO_SRC_PORT, sport, 2);
+	ct_put(b, CTA_PROTO_DST_PORT, dport, 2);
 	ct_nest_end(b, proto);
 	ct_nest_end(b, tuple);
 }
@@ -172,7 +194,9 @@ int origdst__ct_answer(const void *buf, size_t n, int family, struct sockaddr_st
 {
 	const struct nlmsghdr *nlh = buf;
 	const uint8_t *attrs, *tuple, *ip, *proto, *addr, *port;
-	size_t alen, tlen, ilen, plen;
+	size_t alen, tlen, ilen, plen, len;
+	uint16_t *oport;
+	void *oaddr;
 
 	if (n < NLMSG_HDRLEN || nlh->nlmsg_len < NLMSG_HDRLEN || nlh->nlmsg_len > n)
 		return -EPROTO;
@@ -195,27 +219,15 @@ int origdst__ct_answer(const void *buf, size_t n, int family, struct sockaddr_st
 		return -EPROTO;
 	port = ct_get(proto, plen, CTA_PROTO_SRC_PORT, 2, NULL);
 	memset(orig, 0, sizeof(*orig));
-	if (family == AF_INET) {
-		struct sockaddr_in *in = (struct sockaddr_in *)orig;
-
-		addr = ct_get(ip, ilen, CTA_IP_V4_SRC, 4, NULL);
-		if (!addr || !port)
-			return -EPROTO;
-		in->sin_family = AF_INET;
-		memcpy(&in->sin_addr, addr, 4);
-		memcpy(&in->sin_port, port, 2);
-	} else if (family == AF_INET6) {
-		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)orig;
-
-		addr = ct_get(ip, ilen, CTA_IP_V6_SRC, 16, NULL);
-		if (!addr || !port)
-			return -EPROTO;
-		in6->sin6_family = AF_INET6;
-		memcpy(&in6->sin6_addr, addr, 16);
-		memcpy(&in6->sin6_port, port, 2);
-	} else {
+	orig->ss_family = (sa_family_t)family;
+	len = ct_addr_of(orig, &oaddr, &oport);
+	if (!len)
 		return -EAFNOSUPPORT;
-	}
+	addr = ct_get(ip, ilen, family == AF_INET ? CTA_IP_V4_SRC : CTA_IP_V6_SRC, len, NULL);
+	if (!addr || !port)
+		return -EPROTO;
+	memcpy(oaddr, addr, len);
+	memcpy(oport, port, 2);
 	return 0;
 }
 
