@@ -47,11 +47,12 @@ LDLIBS  += $(PKG_LIBS) -lpthread
 # Everything below daemon/ is a library: proxy/ and config/ never log.
 LIB_SRC    := $(wildcard config/*.c) $(shell find proxy -name '*.c' | sort)
 LIB_OBJ    := $(LIB_SRC:%.c=$(B)/%.o)
-CTLLIB_SRC := daemon/ctl_proto.c daemon/ctl_render.c daemon/ctl_render_text.c \
-	      daemon/ctl_render_prom.c daemon/ctl_table.c daemon/ctl_fmt.c
+# daemon/ctl/ is smcproxyctl: its main and the control protocol's codec and
+# renderers, which the daemon links too (it speaks the same protocol).
+CTLLIB_SRC := $(filter-out daemon/ctl/smcproxyctl.c,$(wildcard daemon/ctl/*.c))
 CTLLIB_OBJ := $(CTLLIB_SRC:%.c=$(B)/%.o)
 CFG_OBJ    := $(patsubst %.c,$(B)/%.o,$(wildcard config/*.c))
-DAEMON_SRC := $(filter-out daemon/smcproxyctl.c $(CTLLIB_SRC),$(wildcard daemon/*.c))
+DAEMON_SRC := $(wildcard daemon/*.c)
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
 
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
@@ -76,7 +77,7 @@ $(B)/version.h: FORCE
 	@mkdir -p $(B)
 	@v='#define SMCPROXY_VERSION "$(VERSION)"'; \
 	  [ "$$(cat $@ 2>/dev/null)" = "$$v" ] || echo "$$v" > $@
-$(B)/daemon/main.o $(B)/daemon/ctl_cmds.o $(B)/daemon/smcproxyctl.o: $(B)/version.h
+$(B)/daemon/main.o $(B)/daemon/ctl_cmds.o $(B)/daemon/ctl/smcproxyctl.o: $(B)/version.h
 FORCE:
 
 $(B)/libsmcproxy.a: $(LIB_OBJ) $(CTLLIB_OBJ)
@@ -87,7 +88,7 @@ $(B)/smcproxyd: $(DAEMON_OBJ) $(B)/libsmcproxy.a
 
 # The client reads a config (for the stats socket's path) and speaks the
 # control protocol: config/ and jansson, none of the data plane's libraries.
-$(B)/smcproxyctl: $(B)/daemon/smcproxyctl.o $(CTLLIB_OBJ) $(CFG_OBJ)
+$(B)/smcproxyctl: $(B)/daemon/ctl/smcproxyctl.o $(CTLLIB_OBJ) $(CFG_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(CTL_LIBS)
 
 # Unit tests: one cmocka binary per module. A test may list the library

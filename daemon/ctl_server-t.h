@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <uv.h>
 
-#include "ctl_proto.h"
+#include "ctl/ctl_proto.h"
 #include "core/list.h"
 
 struct ctl_server;

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "core/addr.h"
-#include "ctl_render.h"
+#include "ctl/ctl_render.h"
 #include "smc/clc-t.h"
 #include "smc/transport.h"
 #include "flow-t.h"

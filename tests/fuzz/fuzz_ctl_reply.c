@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl_proto.h"
-#include "ctl_render.h"
+#include "ctl/ctl_proto.h"
+#include "ctl/ctl_render.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

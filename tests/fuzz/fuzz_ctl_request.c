@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl_proto.h"
+#include "ctl/ctl_proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -62,7 +62,7 @@ it_daemon_start
 {
 	it_ctl --prometheus stats | awk '/^# TYPE/ { print $3 }'
 	# per-CQ families appear only with rdma links: take them from the renderer
-	grep -oE '"smcproxy_cq_[a-z_]+"' "$(dirname "$0")/../../daemon/ctl_render_prom.c" | tr -d '"'
+	grep -oE '"smcproxy_cq_[a-z_]+"' "$(dirname "$0")/../../daemon/ctl/ctl_render_prom.c" | tr -d '"'
 } | sort -u >"$IT_DIR/names"
 "$PY" - "$K8S/grafana-dashboard.json" "$IT_DIR/names" >"$IT_DIR/dash.log" 2>&1 <<'EOF' ||
 import json, re, sys

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the stats/control socket codec (daemon/ctl_proto.c) and of
- * smcproxyctl's renderers (daemon/ctl_render*.c): request and reply
+ * Unit tests of the stats/control socket codec (daemon/ctl/ctl_proto.c) and of
+ * smcproxyctl's renderers (daemon/ctl/ctl_render*.c): request and reply
  * round-trips, every class of rejected request with the message the daemon
  * sends back, and the shape of the table and Prometheus output.
  */
@@ -16,8 +16,8 @@
 
 #include <cmocka.h>
 
-#include "ctl_proto.h"
-#include "ctl_render.h"
+#include "ctl/ctl_proto.h"
+#include "ctl/ctl_render.h"
 
 /* Parses a NUL-terminated request; err receives the message. */
 static int parse_req(const char *line, char *err)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Golden outputs of smcproxyctl's renderers (daemon/ctl_render.h): one
+ * Golden outputs of smcproxyctl's renderers (daemon/ctl/ctl_render.h): one
  * reply per command, as a current daemon sends it, rendered in each format
  * the command supports and compared byte for byte. test_ctl_proto.c checks
  * the rules piece by piece (alignment, escapes, hostile values); this test
@@ -18,8 +18,8 @@
 
 #include <cmocka.h>
 
-#include "ctl_proto.h"
-#include "ctl_render.h"
+#include "ctl/ctl_proto.h"
+#include "ctl/ctl_render.h"
 
 /* Renders reply (one line, without its newline) as cmd in fmt and checks
  * the text is expect, whole. */
