@@ -87,8 +87,9 @@
  * judges which), 1 on a local error (cannot connect, a file, memfd, mmap),
  * 2 on usage errors.
  *
- * The rendezvous message and the byte offsets of a region's queues are
- * those of proxy/transport/shm/shm.c: smcproxy-protocol(7) leaves them to the
+ * The rendezvous message and the layout of a region (its header, queues
+ * and where rings start) are the daemon's own, from
+ * proxy/transport/shm/shm-wire.h: smcproxy-protocol(7) leaves them to the
  * implementation ("CAVEATS"), and this tool must match the daemon it tests.
  */
 #include <errno.h>
@@ -115,40 +116,18 @@
 #include "cfg.h"
 #include "smc/clc.h"
 #include "smc/llc.h"
+#include "transport/shm/shm-wire.h"
 
 #include "peer_hs.h"
 #include "peer_msg.h"
 #include "peer_util.h"
 
-/* proxy/transport/shm/shm.c's layout (layout version 1). */
-#define SHM_MAGIC	"SMCPSHM1"
-#define SHM_RV_MAGIC	"SMCPRV02"
-#define SHM_VERSION	1
-#define SHM_SLOTS	1024u
-#define SHM_HDR_SIZE	4096u
-#define Q_PROD		0		/* each index on its own cache line */
-#define Q_CONS		64
-#define Q_WAITING	128
-#define Q_SLOTS		192
-#define SHM_Q_SIZE	((Q_SLOTS + SHM_SLOTS * LINK_MSG_LEN + 4095u) & ~4095u)
-
-struct shm_rv_msg {
-	char magic[8];
-	uint8_t lgr_id[CLC_LGR_ID_LEN];
-	uint32_t links;
-	uint32_t size;			/* of the sender's memfd */
-	uint32_t status;		/* reply: 0, or a decline reason */
-	uint8_t tag[CLC_MAC_LEN];	/* proof of the group secret, or zero */
-};
-_Static_assert(sizeof(struct shm_rv_msg) == 68, "proxy/transport/shm/shm.c's rendezvous message");
-
-struct shm_hdr {
-	char magic[8];
-	uint32_t version;
-	uint32_t links;
-	uint32_t slots;
-	uint32_t size;
-};
+/* A queue's indices and slots by their byte offsets in the daemon's own
+ * layout (shm-wire.h), as a hostile peer writes them. */
+#define Q_PROD		offsetof(struct shm_queue, prod)
+#define Q_CONS		offsetof(struct shm_queue, cons)
+#define Q_WAITING	offsetof(struct shm_queue, waiting)
+#define Q_SLOTS		offsetof(struct shm_queue, slots)
 
 #define LINKS_MAX	16
 #define RING_SIZE	65536u		/* each FLOW_OPEN's ring in our region */
@@ -249,7 +228,7 @@ typedef void (*grp_msg_cb)(void *ctx, unsigned link, const uint8_t slot[LINK_MSG
 
 static uint8_t *queue_of(uint8_t *region, unsigned link)
 {
-	return region + SHM_HDR_SIZE + (size_t)link * SHM_Q_SIZE;
+	return (uint8_t *)shm_queue(region, link);
 }
 
 static uint32_t *q_index(uint8_t *q, unsigned off)
@@ -291,7 +270,7 @@ static int grp_region(struct grp *g, unsigned n_rings, int *memfd)
 	struct shm_hdr *hdr;
 	int fd, err;
 
-	g->ring_base = SHM_HDR_SIZE + g->links * SHM_Q_SIZE;
+	g->ring_base = shm_rmb_base(g->links);
 	g->local_size = g->ring_base + (size_t)n_rings * RING_SIZE;
 	fd = memfd_create("smcpeer", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
@@ -448,7 +427,7 @@ static int grp_up(const struct opts *o, struct grp *g, unsigned n_rings, struct 
 	memcpy(m.lgr_id, hs.acc.lgr_id, CLC_LGR_ID_LEN);
 	m.links = g->links;
 	m.size = (uint32_t)g->local_size;
-	/* The group secret's proof, as proxy/transport/shm/shm.c makes it,
+	/* The group secret's proof, as proxy/transport/shm/shm_rv.c makes it,
 	 * unless --rv-no-proof: then a hello with the right group id but
 	 * without the secret, as whoever saw the id in clear could send. */
 	if (hs.has_secret && !o->rv_no_proof &&
@@ -481,7 +460,7 @@ static int grp_up(const struct opts *o, struct grp *g, unsigned n_rings, struct 
 	}
 	/* The daemon's region: sized as it says, and the file agrees. */
 	if (m.links != g->links || n_fds != 1 + g->links || fstat(fds[0], &st) < 0 ||
-	    (uint64_t)st.st_size != m.size || m.size < SHM_HDR_SIZE + g->links * SHM_Q_SIZE) {
+	    (uint64_t)st.st_size != m.size || m.size < shm_rmb_base(g->links)) {
 		outcome_set(out, "bad-answer");
 		goto out_fds;
 	}
@@ -497,7 +476,7 @@ static int grp_up(const struct opts *o, struct grp *g, unsigned n_rings, struct 
 	close(fds[0]);
 	for (i = 0; i < g->links; i++) {
 		g->efd_tx[i] = fds[1 + i];
-		/* Both queues start at zero (proxy/transport/shm/shm.c reads ours once). */
+		/* Both queues start at zero (shm_region.c reads ours once). */
 		g->tx_prod[i] = __atomic_load_n(q_index(queue_of(g->peer, i), Q_PROD),
 						__ATOMIC_ACQUIRE);
 		g->rx_cons[i] = 0;
