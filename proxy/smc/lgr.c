@@ -203,7 +203,7 @@ int lgr__setup_links(struct lgr *lgr, unsigned links, unsigned max_flows_per_lin
 	lgr->conns_cap = cap + 1;
 	/* Flows start on buffers.ring_initial (16 KiB by default, where the
 	 * kernel's SMC-R starts) and grow when their traffic fills it
-	 * (conn.c); a peer that cannot move rings gets the full size at
+	 * (ringmove.c); a peer that cannot move rings gets the full size at
 	 * once. A config built by hand may leave it 0: the smallest ring. */
 	init = (uint32_t)lgr->net->cfg->buffers.ring_initial;
 	if (init < RMB_INIT_SIZE)

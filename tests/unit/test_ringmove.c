@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Ring moves (smcproxy-protocol(7), "Ring moves"; conn.c): a flow starts
+ * Ring moves (smcproxy-protocol(7), "Ring moves"; ringmove.c): a flow starts
  * on a small ring, its owner offers a larger one (LLC RMB_MOVE) when the
  * peer's traffic fills it, and the writer switches once the owner
  * consumed the old one, saying so with the CDC's prod_gen. On the fake
