@@ -41,4 +41,26 @@ struct cdc_msg {
 	uint8_t cons_gen;
 };
 
+/*
+ * A CDC message as its slot holds it, the one definition of its layout
+ * (smcproxy-protocol(7), "CDC messages"): bytes only, so the compiler adds
+ * no padding and the struct is the wire; integers big-endian (core/wire.h).
+ * The rest of the slot, from sizeof(struct cdc_wire), is reserved. cdc.c
+ * encodes and decodes through it and checks it against the manual.
+ */
+struct cdc_wire {
+	uint8_t type;			/* CDC_MSG_TYPE */
+	uint8_t len;			/* LINK_MSG_LEN */
+	uint8_t seq[2];
+	uint8_t token[4];
+	uint8_t prod_wrap[4];
+	uint8_t prod_count[4];
+	uint8_t cons_wrap[4];
+	uint8_t cons_count[4];
+	uint8_t prod_flags;
+	uint8_t conn_flags;
+	uint8_t prod_gen;
+	uint8_t cons_gen;
+};
+
 #endif

@@ -7,6 +7,7 @@
  * later version to give a meaning to.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "cdc.h"
@@ -14,19 +15,26 @@
 
 #define CDC_PF_KNOWN	CDC_PF_WRITE_BLOCKED
 #define CDC_CF_KNOWN	(CDC_CF_DONE_WRITING | CDC_CF_CLOSED | CDC_CF_ABORT)
-#define CDC_RESERVED	28	/* first reserved byte; reserved up to the end */
+#define CDC_RESERVED	sizeof(struct cdc_wire)	/* reserved from here to the slot's end */
 
-/* The layout the codec writes, checked where the compiler can: the flags
- * and the two ring generations are the last fields, and a CDC fits one
- * link slot whose size its length byte holds. */
-_Static_assert(20 + 4 + 2 + 2 == CDC_RESERVED,
-	       "CDC: cons.count at 20, then two flag bytes and two ring generations");
-_Static_assert(sizeof(((struct cdc_msg *)0)->prod_gen) == 1 &&
-	       sizeof(((struct cdc_msg *)0)->cons_gen) == 1, "ring generations are one byte each");
+#define CDC_AT(field, off) (offsetof(struct cdc_wire, field) == (off))
+
+/* The layout against smcproxy-protocol(7)'s table, field by field: a field
+ * moved in struct cdc_wire, or one whose width changed, fails the build
+ * until the manual and this list say so too. */
+_Static_assert(CDC_AT(type, 0) && CDC_AT(len, 1) && CDC_AT(seq, 2) && CDC_AT(token, 4) &&
+	       CDC_AT(prod_wrap, 8) && CDC_AT(prod_count, 12) && CDC_AT(cons_wrap, 16) &&
+	       CDC_AT(cons_count, 20) && CDC_AT(prod_flags, 24) && CDC_AT(conn_flags, 25) &&
+	       CDC_AT(prod_gen, 26) && CDC_AT(cons_gen, 27) && CDC_RESERVED == 28,
+	       "struct cdc_wire is the CDC table of smcproxy-protocol(7)");
+_Static_assert(sizeof(((struct cdc_msg *)0)->prod_gen) == sizeof(((struct cdc_wire *)0)->prod_gen) &&
+	       sizeof(((struct cdc_msg *)0)->cons_gen) == sizeof(((struct cdc_wire *)0)->cons_gen),
+	       "ring generations are one byte each");
 _Static_assert(CDC_RESERVED <= LINK_MSG_LEN, "a CDC fits one link slot");
 _Static_assert(LINK_MSG_LEN <= UINT8_MAX, "byte 1 holds the slot's length");
-_Static_assert(sizeof(((struct cdc_msg *)0)->prod.count) == 4 &&
-	       sizeof(((struct cdc_msg *)0)->seq) == 2, "CDC fields: 32-bit cursors, 16-bit seq");
+_Static_assert(sizeof(((struct cdc_msg *)0)->prod.count) == sizeof(((struct cdc_wire *)0)->prod_count) &&
+	       sizeof(((struct cdc_msg *)0)->seq) == sizeof(((struct cdc_wire *)0)->seq),
+	       "CDC fields: 32-bit cursors, 16-bit seq");
 _Static_assert((CDC_PF_KNOWN | CDC_CF_KNOWN) <= UINT8_MAX, "the flags are one byte each");
 
 /*
@@ -36,39 +44,43 @@ _Static_assert((CDC_PF_KNOWN | CDC_CF_KNOWN) <= UINT8_MAX, "the flags are one by
  */
 void cdc_encode(const struct cdc_msg *m, uint8_t buf[LINK_MSG_LEN])
 {
+	struct cdc_wire *w = (struct cdc_wire *)(void *)buf;
+
 	memset(buf, 0, LINK_MSG_LEN);
-	buf[0] = CDC_MSG_TYPE;
-	buf[1] = LINK_MSG_LEN;
-	wire_put16(buf + 2, m->seq);
-	wire_put32(buf + 4, m->token);
-	wire_put32(buf + 8, m->prod.wrap);
-	wire_put32(buf + 12, m->prod.count);
-	wire_put32(buf + 16, m->cons.wrap);
-	wire_put32(buf + 20, m->cons.count);
-	buf[24] = m->prod_flags;
-	buf[25] = m->conn_flags;
-	buf[26] = m->prod_gen;
-	buf[27] = m->cons_gen;
+	w->type = CDC_MSG_TYPE;
+	w->len = LINK_MSG_LEN;
+	wire_put16(w->seq, m->seq);
+	wire_put32(w->token, m->token);
+	wire_put32(w->prod_wrap, m->prod.wrap);
+	wire_put32(w->prod_count, m->prod.count);
+	wire_put32(w->cons_wrap, m->cons.wrap);
+	wire_put32(w->cons_count, m->cons.count);
+	w->prod_flags = m->prod_flags;
+	w->conn_flags = m->conn_flags;
+	w->prod_gen = m->prod_gen;
+	w->cons_gen = m->cons_gen;
 }
 
 int cdc_decode(const uint8_t *buf, size_t len, struct cdc_msg *m)
 {
-	if (len != LINK_MSG_LEN || buf[0] != CDC_MSG_TYPE || buf[1] != LINK_MSG_LEN)
+	const struct cdc_wire *w = (const struct cdc_wire *)(const void *)buf;
+
+	if (len != LINK_MSG_LEN || w->type != CDC_MSG_TYPE || w->len != LINK_MSG_LEN)
 		return -EBADMSG;
-	if ((buf[24] & ~CDC_PF_KNOWN) || (buf[25] & ~CDC_CF_KNOWN))
+	if ((w->prod_flags & ~CDC_PF_KNOWN) || (w->conn_flags & ~CDC_CF_KNOWN))
 		return -EBADMSG;
 	for (size_t i = CDC_RESERVED; i < LINK_MSG_LEN; i++)
 		if (buf[i])
 			return -EBADMSG;
-	m->seq = wire_get16(buf + 2);
-	m->token = wire_get32(buf + 4);
-	m->prod.wrap = wire_get32(buf + 8);
-	m->prod.count = wire_get32(buf + 12);
-	m->cons.wrap = wire_get32(buf + 16);
-	m->cons.count = wire_get32(buf + 20);
-	m->prod_flags = buf[24];
-	m->conn_flags = buf[25];
-	m->prod_gen = buf[26];
-	m->cons_gen = buf[27];
+	m->seq = wire_get16(w->seq);
+	m->token = wire_get32(w->token);
+	m->prod.wrap = wire_get32(w->prod_wrap);
+	m->prod.count = wire_get32(w->prod_count);
+	m->cons.wrap = wire_get32(w->cons_wrap);
+	m->cons.count = wire_get32(w->cons_count);
+	m->prod_flags = w->prod_flags;
+	m->conn_flags = w->conn_flags;
+	m->prod_gen = w->prod_gen;
+	m->cons_gen = w->cons_gen;
 	return 0;
 }
