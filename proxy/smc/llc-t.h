@@ -68,6 +68,62 @@ struct llc_test_link {
 	uint32_t cookie;		/* echoed in the response */
 };
 
+/*
+ * The LLC messages as their slot holds them, the one definition of their
+ * layout (smcproxy-protocol(7), "LLC messages"): bytes only, so the
+ * compiler adds no padding and each struct is the wire; integers
+ * big-endian (core/wire.h). A message's reserved tail starts at its
+ * sizeof. llc.c encodes and decodes through them and checks them
+ * against the manual.
+ */
+struct llc_wire_hdr {
+	uint8_t type;			/* enum llc_type */
+	uint8_t len;			/* LINK_MSG_LEN */
+	uint8_t reserved[2];
+};
+
+struct llc_wire_open {
+	struct llc_wire_hdr hdr;
+	uint8_t token[4];
+	uint8_t rmb_offset[4];
+	uint8_t rmb_size[4];
+	uint8_t family;
+	uint8_t flags;
+	uint8_t port[2];
+	uint8_t addr[16];
+	uint8_t rmb_key[4];
+};
+
+struct llc_wire_accept {
+	struct llc_wire_hdr hdr;
+	uint8_t token[4];
+	uint8_t peer_token[4];
+	uint8_t rmb_offset[4];
+	uint8_t rmb_size[4];
+	uint8_t rmb_key[4];
+};
+
+struct llc_wire_decline {
+	struct llc_wire_hdr hdr;
+	uint8_t token[4];
+	uint8_t reason;
+};
+
+struct llc_wire_move {
+	struct llc_wire_hdr hdr;
+	uint8_t token[4];
+	uint8_t gen;
+	uint8_t reserved[3];
+	uint8_t rmb_offset[4];
+	uint8_t rmb_size[4];
+	uint8_t rmb_key[4];
+};
+
+struct llc_wire_test {
+	struct llc_wire_hdr hdr;
+	uint8_t cookie[4];
+};
+
 struct llc_msg {
 	uint8_t type;			/* enum llc_type */
 	union {

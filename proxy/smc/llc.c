@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "clc-t.h"
@@ -17,21 +18,40 @@
 #include "core/wire.h"
 
 /* Where each message's fields end: the rest of the slot is reserved. */
-#define LLC_OPEN_END	40
-#define LLC_ACCEPT_END	24
-#define LLC_DECLINE_END	9
-#define LLC_MOVE_END	24
-#define LLC_TEST_END	8
+#define LLC_OPEN_END	sizeof(struct llc_wire_open)
+#define LLC_ACCEPT_END	sizeof(struct llc_wire_accept)
+#define LLC_DECLINE_END	sizeof(struct llc_wire_decline)
+#define LLC_MOVE_END	sizeof(struct llc_wire_move)
+#define LLC_TEST_END	sizeof(struct llc_wire_test)
 
-/* Each message's last field ends where its reserved bytes begin, and every
- * message fits one link slot. */
-_Static_assert(20 + sizeof(((struct llc_flow_open *)0)->addr) == 36 && 36 + 4 == LLC_OPEN_END,
-	       "FLOW_OPEN: the address (16 bytes at 20), then the rmb key");
-_Static_assert(20 + 4 == LLC_ACCEPT_END, "FLOW_ACCEPT: the rmb key is its last field");
-_Static_assert(8 + 1 == LLC_DECLINE_END, "FLOW_DECLINE: one reason byte at 8");
-_Static_assert(4 + 4 == LLC_TEST_END, "TEST_LINK: a 32-bit cookie at 4");
+#define LLC_AT(msg, field, off) (offsetof(struct llc_wire_##msg, field) == (off))
+
+/* The layouts against smcproxy-protocol(7)'s tables, field by field: a
+ * field moved in a struct llc_wire_*, or one whose width changed, fails
+ * the build until the manual and this list say so too. */
+_Static_assert(offsetof(struct llc_wire_hdr, type) == 0 && offsetof(struct llc_wire_hdr, len) == 1 &&
+	       sizeof(struct llc_wire_hdr) == 4, "LLC header: type, length, two reserved bytes");
+_Static_assert(LLC_AT(open, token, 4) && LLC_AT(open, rmb_offset, 8) && LLC_AT(open, rmb_size, 12) &&
+	       LLC_AT(open, family, 16) && LLC_AT(open, flags, 17) && LLC_AT(open, port, 18) &&
+	       LLC_AT(open, addr, 20) && LLC_AT(open, rmb_key, 36) && LLC_OPEN_END == 40,
+	       "struct llc_wire_open is FLOW_OPEN's table of smcproxy-protocol(7)");
+_Static_assert(sizeof(((struct llc_wire_open *)0)->addr) == sizeof(((struct llc_flow_open *)0)->addr),
+	       "FLOW_OPEN: a 16-byte address");
+_Static_assert(LLC_AT(accept, token, 4) && LLC_AT(accept, peer_token, 8) &&
+	       LLC_AT(accept, rmb_offset, 12) && LLC_AT(accept, rmb_size, 16) &&
+	       LLC_AT(accept, rmb_key, 20) && LLC_ACCEPT_END == 24,
+	       "struct llc_wire_accept is FLOW_ACCEPT's table of smcproxy-protocol(7)");
+_Static_assert(LLC_AT(decline, token, 4) && LLC_AT(decline, reason, 8) && LLC_DECLINE_END == 9,
+	       "struct llc_wire_decline is FLOW_DECLINE's table of smcproxy-protocol(7)");
+_Static_assert(LLC_AT(move, token, 4) && LLC_AT(move, gen, 8) && LLC_AT(move, reserved, 9) &&
+	       LLC_AT(move, rmb_offset, 12) && LLC_AT(move, rmb_size, 16) &&
+	       LLC_AT(move, rmb_key, 20) && LLC_MOVE_END == 24,
+	       "struct llc_wire_move is RMB_MOVE's table of smcproxy-protocol(7)");
+_Static_assert(LLC_AT(test, cookie, 4) && LLC_TEST_END == 8,
+	       "struct llc_wire_test is TEST_LINK's table of smcproxy-protocol(7)");
 _Static_assert(LLC_OPEN_END <= LINK_MSG_LEN && LLC_ACCEPT_END <= LINK_MSG_LEN &&
-	       LLC_DECLINE_END <= LINK_MSG_LEN && LLC_TEST_END <= LINK_MSG_LEN,
+	       LLC_DECLINE_END <= LINK_MSG_LEN && LLC_MOVE_END <= LINK_MSG_LEN &&
+	       LLC_TEST_END <= LINK_MSG_LEN,
 	       "every LLC message fits one link slot");
 _Static_assert(LINK_MSG_LEN <= UINT8_MAX, "byte 1 holds the slot's length");
 _Static_assert(CLC_DECL__MAX - 1 <= UINT8_MAX, "a decline reason is one byte");
@@ -49,58 +69,67 @@ static bool rmb_ok(const struct llc_rmb *rmb)
  */
 void llc_encode(const struct llc_msg *m, uint8_t buf[LINK_MSG_LEN])
 {
+	struct llc_wire_hdr *h = (struct llc_wire_hdr *)(void *)buf;
+	struct llc_wire_open *o = (struct llc_wire_open *)(void *)buf;
+	struct llc_wire_accept *a = (struct llc_wire_accept *)(void *)buf;
+	struct llc_wire_decline *d = (struct llc_wire_decline *)(void *)buf;
+	struct llc_wire_move *mv = (struct llc_wire_move *)(void *)buf;
+	struct llc_wire_test *t = (struct llc_wire_test *)(void *)buf;
+
 	memset(buf, 0, LINK_MSG_LEN);
-	buf[0] = m->type;
-	buf[1] = LINK_MSG_LEN;
+	h->type = m->type;
+	h->len = LINK_MSG_LEN;
 	switch (m->type) {
 	case LLC_FLOW_OPEN:
-		wire_put32(buf + 4, m->open.token);
-		wire_put32(buf + 8, m->open.rmb.offset);
-		wire_put32(buf + 12, m->open.rmb.size);
-		buf[16] = m->open.family;
-		buf[17] = m->open.flags;
-		wire_put16(buf + 18, m->open.port);
-		memcpy(buf + 20, m->open.addr, m->open.family == 4 ? 4 : 16);
-		wire_put32(buf + 36, m->open.rmb.key);
+		wire_put32(o->token, m->open.token);
+		wire_put32(o->rmb_offset, m->open.rmb.offset);
+		wire_put32(o->rmb_size, m->open.rmb.size);
+		o->family = m->open.family;
+		o->flags = m->open.flags;
+		wire_put16(o->port, m->open.port);
+		memcpy(o->addr, m->open.addr, m->open.family == 4 ? 4 : 16);
+		wire_put32(o->rmb_key, m->open.rmb.key);
 		break;
 	case LLC_FLOW_ACCEPT:
-		wire_put32(buf + 4, m->accept.token);
-		wire_put32(buf + 8, m->accept.peer_token);
-		wire_put32(buf + 12, m->accept.rmb.offset);
-		wire_put32(buf + 16, m->accept.rmb.size);
-		wire_put32(buf + 20, m->accept.rmb.key);
+		wire_put32(a->token, m->accept.token);
+		wire_put32(a->peer_token, m->accept.peer_token);
+		wire_put32(a->rmb_offset, m->accept.rmb.offset);
+		wire_put32(a->rmb_size, m->accept.rmb.size);
+		wire_put32(a->rmb_key, m->accept.rmb.key);
 		break;
 	case LLC_FLOW_DECLINE:
-		wire_put32(buf + 4, m->decline.token);
-		buf[8] = m->decline.reason;
+		wire_put32(d->token, m->decline.token);
+		d->reason = m->decline.reason;
 		break;
 	case LLC_RMB_MOVE:
-		wire_put32(buf + 4, m->move.token);
-		buf[8] = m->move.gen;
-		wire_put32(buf + 12, m->move.rmb.offset);
-		wire_put32(buf + 16, m->move.rmb.size);
-		wire_put32(buf + 20, m->move.rmb.key);
+		wire_put32(mv->token, m->move.token);
+		mv->gen = m->move.gen;
+		wire_put32(mv->rmb_offset, m->move.rmb.offset);
+		wire_put32(mv->rmb_size, m->move.rmb.size);
+		wire_put32(mv->rmb_key, m->move.rmb.key);
 		break;
 	case LLC_TEST_LINK:
 	case LLC_TEST_LINK_RSP:
-		wire_put32(buf + 4, m->test.cookie);
+		wire_put32(t->cookie, m->test.cookie);
 		break;
 	}
 }
 
 static int decode_open(const uint8_t *buf, struct llc_flow_open *o)
 {
-	if ((buf[17] & ~LLC_OPEN_RESENT) ||
+	const struct llc_wire_open *w = (const struct llc_wire_open *)(const void *)buf;
+
+	if ((w->flags & ~LLC_OPEN_RESENT) ||
 	    !wire_all_zero(buf + LLC_OPEN_END, LINK_MSG_LEN - LLC_OPEN_END))
 		return -EBADMSG;
-	o->token = wire_get32(buf + 4);
-	o->rmb.offset = wire_get32(buf + 8);
-	o->rmb.size = wire_get32(buf + 12);
-	o->family = buf[16];
-	o->flags = buf[17];
-	o->port = wire_get16(buf + 18);
-	memcpy(o->addr, buf + 20, sizeof(o->addr));
-	o->rmb.key = wire_get32(buf + 36);
+	o->token = wire_get32(w->token);
+	o->rmb.offset = wire_get32(w->rmb_offset);
+	o->rmb.size = wire_get32(w->rmb_size);
+	o->family = w->family;
+	o->flags = w->flags;
+	o->port = wire_get16(w->port);
+	memcpy(o->addr, w->addr, sizeof(o->addr));
+	o->rmb.key = wire_get32(w->rmb_key);
 	/* Token 0 is the receiver's "no peer token yet": a flow stored with
 	 * it could never be addressed, and would look unanswered. */
 	if (o->token == 0 || !rmb_ok(&o->rmb) || o->port == 0)
@@ -114,22 +143,27 @@ static int decode_open(const uint8_t *buf, struct llc_flow_open *o)
 
 int llc_decode(const uint8_t *buf, size_t len, struct llc_msg *m)
 {
+	const struct llc_wire_hdr *h = (const struct llc_wire_hdr *)(const void *)buf;
+	const struct llc_wire_accept *a = (const struct llc_wire_accept *)(const void *)buf;
+	const struct llc_wire_decline *d = (const struct llc_wire_decline *)(const void *)buf;
+	const struct llc_wire_move *mv = (const struct llc_wire_move *)(const void *)buf;
+	const struct llc_wire_test *t = (const struct llc_wire_test *)(const void *)buf;
 	size_t end;
 
 	/* Zeroed first, so two decodes of one slot compare equal. */
 	memset(m, 0, sizeof(*m));
-	if (len != LINK_MSG_LEN || buf[1] != LINK_MSG_LEN || buf[2] || buf[3])
+	if (len != LINK_MSG_LEN || h->len != LINK_MSG_LEN || h->reserved[0] || h->reserved[1])
 		return -EBADMSG;
-	m->type = buf[0];
+	m->type = h->type;
 	switch (m->type) {
 	case LLC_FLOW_OPEN:
 		return decode_open(buf, &m->open);
 	case LLC_FLOW_ACCEPT:
-		m->accept.token = wire_get32(buf + 4);
-		m->accept.peer_token = wire_get32(buf + 8);
-		m->accept.rmb.offset = wire_get32(buf + 12);
-		m->accept.rmb.size = wire_get32(buf + 16);
-		m->accept.rmb.key = wire_get32(buf + 20);
+		m->accept.token = wire_get32(a->token);
+		m->accept.peer_token = wire_get32(a->peer_token);
+		m->accept.rmb.offset = wire_get32(a->rmb_offset);
+		m->accept.rmb.size = wire_get32(a->rmb_size);
+		m->accept.rmb.key = wire_get32(a->rmb_key);
 		/* The opener keeps 0 as "not accepted yet": a flow accepted
 		 * with peer token 0 would run but be taken for unanswered, so
 		 * a later DECLINE for it would free its ring while the peer
@@ -139,28 +173,28 @@ int llc_decode(const uint8_t *buf, size_t len, struct llc_msg *m)
 		end = LLC_ACCEPT_END;
 		break;
 	case LLC_FLOW_DECLINE:
-		m->decline.token = wire_get32(buf + 4);
-		m->decline.reason = buf[8];
+		m->decline.token = wire_get32(d->token);
+		m->decline.reason = d->reason;
 		if (m->decline.reason == CLC_DECL_NONE || m->decline.reason >= CLC_DECL__MAX)
 			return -EBADMSG;
 		end = LLC_DECLINE_END;
 		break;
 	case LLC_RMB_MOVE:
-		/* Bytes 9..11 are reserved (zero), as the tail is. */
-		if (buf[9] || buf[10] || buf[11])
+		/* The bytes after gen are reserved (zero), as the tail is. */
+		if (!wire_all_zero(mv->reserved, sizeof(mv->reserved)))
 			return -EBADMSG;
-		m->move.token = wire_get32(buf + 4);
-		m->move.gen = buf[8];
-		m->move.rmb.offset = wire_get32(buf + 12);
-		m->move.rmb.size = wire_get32(buf + 16);
-		m->move.rmb.key = wire_get32(buf + 20);
+		m->move.token = wire_get32(mv->token);
+		m->move.gen = mv->gen;
+		m->move.rmb.offset = wire_get32(mv->rmb_offset);
+		m->move.rmb.size = wire_get32(mv->rmb_size);
+		m->move.rmb.key = wire_get32(mv->rmb_key);
 		if (m->move.token == 0 || !rmb_ok(&m->move.rmb))
 			return -EBADMSG;
 		end = LLC_MOVE_END;
 		break;
 	case LLC_TEST_LINK:
 	case LLC_TEST_LINK_RSP:
-		m->test.cookie = wire_get32(buf + 4);
+		m->test.cookie = wire_get32(t->cookie);
 		end = LLC_TEST_END;
 		break;
 	default:
