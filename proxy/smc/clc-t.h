@@ -131,6 +131,57 @@ struct clc_decline_msg {
 	uint8_t reason;			/* enum clc_decline */
 };
 
+/*
+ * The messages' fixed parts as the wire holds them, the one definition of
+ * their layout (smcproxy-protocol(7), "HANDSHAKE"): bytes only, so the
+ * compiler adds no padding and each struct is the wire; integers
+ * big-endian (core/wire.h). Proposal and accept are followed by their
+ * TLVs. clc.c encodes and decodes through them and checks them against
+ * the manual.
+ */
+struct clc_wire_hdr {
+	uint8_t magic[4];		/* CLC_MAGIC */
+	uint8_t version;
+	uint8_t type;			/* enum clc_type */
+	uint8_t length[2];		/* whole message, header included */
+};
+
+/* What proposal and accept share, after the header. */
+struct clc_wire_params {
+	uint8_t features[4];
+	uint8_t transport;		/* proposal: CLC_TR_* offered; accept: the one */
+	uint8_t reserved[3];
+	uint8_t host_id[CLC_HOST_ID_LEN];
+	uint8_t nonce[CLC_NONCE_LEN];
+	uint8_t ring_size[4];
+	uint8_t links[2];
+	uint8_t max_flows_per_link[2];
+};
+
+struct clc_wire_proposal {
+	struct clc_wire_hdr hdr;
+	struct clc_wire_params params;
+	uint8_t mac[CLC_MAC_LEN];
+};
+
+struct clc_wire_accept {
+	struct clc_wire_hdr hdr;
+	struct clc_wire_params params;
+	uint8_t lgr_id[CLC_LGR_ID_LEN];
+	uint8_t mac[CLC_MAC_LEN];
+};
+
+struct clc_wire_confirm {
+	struct clc_wire_hdr hdr;
+	uint8_t mac[CLC_MAC_LEN];
+};
+
+struct clc_wire_decline {
+	struct clc_wire_hdr hdr;
+	uint8_t reason;			/* enum clc_decline */
+	uint8_t reserved[3];
+};
+
 /* One decoded message of any type. */
 struct clc_msg {
 	struct clc_hdr hdr;

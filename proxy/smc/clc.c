@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,10 +24,10 @@
 #include "core/wire.h"
 
 /* Fixed parts: header included, TLVs excluded. */
-#define CLC_PROPOSAL_LEN	88
-#define CLC_ACCEPT_LEN		104
-#define CLC_CONFIRM_LEN		40
-#define CLC_DECLINE_LEN		12
+#define CLC_PROPOSAL_LEN	sizeof(struct clc_wire_proposal)
+#define CLC_ACCEPT_LEN		sizeof(struct clc_wire_accept)
+#define CLC_CONFIRM_LEN		sizeof(struct clc_wire_confirm)
+#define CLC_DECLINE_LEN		sizeof(struct clc_wire_decline)
 
 #define CLC_LINKS_MAX		16
 
@@ -110,38 +111,51 @@ static int tlvs_get(const uint8_t *p, size_t len, struct clc_addr *addr)
 	return 0;
 }
 
-/* The fixed layouts, field by field as the codec writes them below. */
-_Static_assert(6 + 2 == CLC_HDR_LEN, "header: magic, version, type, then the length");
+#define CLC_AT(type, field, off) (offsetof(struct clc_wire_##type, field) == (off))
+
+/* The fixed layouts against smcproxy-protocol(7)'s tables, field by field:
+ * a field moved in a struct clc_wire_*, or one whose width changed, fails
+ * the build until the manual and this list say so too. */
+_Static_assert(CLC_AT(hdr, magic, 0) && CLC_AT(hdr, version, 4) && CLC_AT(hdr, type, 5) &&
+	       CLC_AT(hdr, length, 6) && sizeof(struct clc_wire_hdr) == CLC_HDR_LEN,
+	       "header: magic, version, type, then the length");
 _Static_assert(CLC_MSG_MAX <= UINT16_MAX, "the header's length is 16 bits");
-_Static_assert(16 + CLC_HOST_ID_LEN == 32 && 32 + CLC_NONCE_LEN == 48,
-	       "parameters: host id at 16, nonce at 32, ring size at 48");
-_Static_assert(54 + 2 == CLC_PROPOSAL_MAC_OFF && CLC_PROPOSAL_MAC_OFF + CLC_MAC_LEN == CLC_PROPOSAL_LEN,
-	       "proposal: max flows per link at 54, then the MAC (version 2)");
-_Static_assert(56 + CLC_LGR_ID_LEN == 72 && 72 + CLC_MAC_LEN == CLC_ACCEPT_LEN,
-	       "accept: the parameters, the group id at 56, then the MAC");
-_Static_assert(8 + CLC_MAC_LEN == CLC_CONFIRM_LEN, "confirm: the MAC after the header");
-_Static_assert(8 + 1 + 3 == CLC_DECLINE_LEN, "decline: a reason byte and three zero bytes");
+_Static_assert(CLC_AT(proposal, params.features, 8) && CLC_AT(proposal, params.transport, 12) &&
+	       CLC_AT(proposal, params.reserved, 13) && CLC_AT(proposal, params.host_id, 16) &&
+	       CLC_AT(proposal, params.nonce, 32) && CLC_AT(proposal, params.ring_size, 48) &&
+	       CLC_AT(proposal, params.links, 52) && CLC_AT(proposal, params.max_flows_per_link, 54) &&
+	       CLC_AT(accept, params, 8) && sizeof(struct clc_wire_params) == 56 - 8,
+	       "parameters: features at 8, host id at 16, nonce at 32, ring size at 48");
+_Static_assert(CLC_AT(proposal, params, 8) && CLC_AT(proposal, mac, CLC_PROPOSAL_MAC_OFF) &&
+	       CLC_PROPOSAL_MAC_OFF == 56 && CLC_PROPOSAL_LEN == 88,
+	       "proposal: the parameters, then the MAC (version 2)");
+_Static_assert(CLC_AT(accept, params, 8) && CLC_AT(accept, lgr_id, 56) && CLC_AT(accept, mac, 72) &&
+	       CLC_ACCEPT_LEN == 104, "accept: the parameters, the group id at 56, then the MAC");
+_Static_assert(CLC_AT(confirm, mac, 8) && CLC_CONFIRM_LEN == 40, "confirm: the MAC after the header");
+_Static_assert(CLC_AT(decline, reason, 8) && CLC_AT(decline, reserved, 9) && CLC_DECLINE_LEN == 12,
+	       "decline: a reason byte and three zero bytes");
 _Static_assert(CLC_ACCEPT_LEN <= CLC_MSG_MAX && CLC_PROPOSAL_LEN <= CLC_MSG_MAX,
 	       "fixed parts fit the longest message");
 _Static_assert(CLC_ADDR_MAX <= UINT8_MAX, "a TLV's length is one byte");
 
-/* Bytes 8..55, common to proposal and accept but for the transport byte. */
-static void params_put(uint8_t *p, uint32_t features, uint8_t transport,
+/* The parameters proposal and accept share. */
+static void params_put(struct clc_wire_params *w, uint32_t features, uint8_t transport,
 		       const uint8_t *host_id, const uint8_t *nonce, uint32_t ring_size,
 		       uint16_t links, uint16_t max_flows_per_link)
 {
-	wire_put32(p + 8, features);
-	p[12] = transport;
-	memset(p + 13, 0, 3);
-	memcpy(p + 16, host_id, CLC_HOST_ID_LEN);
-	memcpy(p + 32, nonce, CLC_NONCE_LEN);
-	wire_put32(p + 48, ring_size);
-	wire_put16(p + 52, links);
-	wire_put16(p + 54, max_flows_per_link);
+	wire_put32(w->features, features);
+	w->transport = transport;
+	memset(w->reserved, 0, sizeof(w->reserved));
+	memcpy(w->host_id, host_id, CLC_HOST_ID_LEN);
+	memcpy(w->nonce, nonce, CLC_NONCE_LEN);
+	wire_put32(w->ring_size, ring_size);
+	wire_put16(w->links, links);
+	wire_put16(w->max_flows_per_link, max_flows_per_link);
 }
 
 static int encode_proposal(const struct clc_proposal *pr, uint8_t *buf, size_t len)
 {
+	struct clc_wire_proposal *w = (struct clc_wire_proposal *)(void *)buf;
 	size_t n;
 
 	if (!pr->transports || !params_ok(pr->ring_size, pr->links, pr->max_flows_per_link))
@@ -149,15 +163,16 @@ static int encode_proposal(const struct clc_proposal *pr, uint8_t *buf, size_t l
 	n = CLC_PROPOSAL_LEN + tlvs_len(pr->addr);
 	if (n > len)
 		return -ENOSPC;
-	params_put(buf, pr->features, pr->transports, pr->host_id, pr->nonce, pr->ring_size,
-		   pr->links, pr->max_flows_per_link);
-	memcpy(buf + CLC_PROPOSAL_MAC_OFF, pr->mac, CLC_MAC_LEN);
+	params_put(&w->params, pr->features, pr->transports, pr->host_id, pr->nonce,
+		   pr->ring_size, pr->links, pr->max_flows_per_link);
+	memcpy(w->mac, pr->mac, CLC_MAC_LEN);
 	tlvs_put(buf + CLC_PROPOSAL_LEN, pr->addr);
 	return (int)n;
 }
 
 static int encode_accept(const struct clc_accept *a, uint8_t *buf, size_t len)
 {
+	struct clc_wire_accept *w = (struct clc_wire_accept *)(void *)buf;
 	size_t n;
 
 	if (!accept_transport_ok(a->transport) ||
@@ -166,16 +181,19 @@ static int encode_accept(const struct clc_accept *a, uint8_t *buf, size_t len)
 	n = CLC_ACCEPT_LEN + tlvs_len(a->addr);
 	if (n > len)
 		return -ENOSPC;
-	params_put(buf, a->features, a->transport, a->host_id, a->nonce, a->ring_size,
+	params_put(&w->params, a->features, a->transport, a->host_id, a->nonce, a->ring_size,
 		   a->links, a->max_flows_per_link);
-	memcpy(buf + 56, a->lgr_id, CLC_LGR_ID_LEN);
-	memcpy(buf + 72, a->mac, CLC_MAC_LEN);
+	memcpy(w->lgr_id, a->lgr_id, CLC_LGR_ID_LEN);
+	memcpy(w->mac, a->mac, CLC_MAC_LEN);
 	tlvs_put(buf + CLC_ACCEPT_LEN, a->addr);
 	return (int)n;
 }
 
 int clc_encode(const struct clc_msg *m, uint8_t *buf, size_t len)
 {
+	struct clc_wire_hdr *h = (struct clc_wire_hdr *)(void *)buf;
+	struct clc_wire_confirm *c = (struct clc_wire_confirm *)(void *)buf;
+	struct clc_wire_decline *d = (struct clc_wire_decline *)(void *)buf;
 	int n;
 
 	switch (m->hdr.type) {
@@ -189,7 +207,7 @@ int clc_encode(const struct clc_msg *m, uint8_t *buf, size_t len)
 		n = CLC_CONFIRM_LEN;
 		if ((size_t)n > len)
 			return -ENOSPC;
-		memcpy(buf + 8, m->confirm.mac, CLC_MAC_LEN);
+		memcpy(c->mac, m->confirm.mac, CLC_MAC_LEN);
 		break;
 	case CLC_DECLINE:
 		if (m->decline.reason == CLC_DECL_NONE || m->decline.reason >= CLC_DECL__MAX)
@@ -197,8 +215,8 @@ int clc_encode(const struct clc_msg *m, uint8_t *buf, size_t len)
 		n = CLC_DECLINE_LEN;
 		if ((size_t)n > len)
 			return -ENOSPC;
-		buf[8] = m->decline.reason;
-		memset(buf + 9, 0, 3);
+		d->reason = m->decline.reason;
+		memset(d->reserved, 0, sizeof(d->reserved));
 		break;
 	default:
 		return -EINVAL;
@@ -206,44 +224,45 @@ int clc_encode(const struct clc_msg *m, uint8_t *buf, size_t len)
 	if (n < 0)
 		return n;
 	/* The header last: the length is known only now. */
-	wire_put32(buf, CLC_MAGIC);
-	buf[4] = CLC_VERSION;
-	buf[5] = m->hdr.type;
-	wire_put16(buf + 6, (uint16_t)n);
+	wire_put32(h->magic, CLC_MAGIC);
+	h->version = CLC_VERSION;
+	h->type = m->hdr.type;
+	wire_put16(h->length, (uint16_t)n);
 	return n;
 }
 
 int clc_decode_hdr(const uint8_t *buf, size_t len, struct clc_hdr *hdr)
 {
+	const struct clc_wire_hdr *h = (const struct clc_wire_hdr *)(const void *)buf;
 	uint16_t length;
 
 	if (len < CLC_HDR_LEN)
 		return -EAGAIN;
-	if (wire_get32(buf) != CLC_MAGIC)
+	if (wire_get32(h->magic) != CLC_MAGIC)
 		return -EBADMSG;
-	length = wire_get16(buf + 6);
+	length = wire_get16(h->length);
 	if (length < CLC_HDR_LEN || length > CLC_MSG_MAX)
 		return -EBADMSG;
-	hdr->version = buf[4];
-	hdr->type = buf[5];
+	hdr->version = h->version;
+	hdr->type = h->type;
 	hdr->length = length;
 	return 0;
 }
 
-/* Bytes 8..55 of proposal and accept; the caller judges the transport byte. */
-static int params_get(const uint8_t *p, uint32_t *features, uint8_t *transport,
+/* The parameters of proposal and accept; the caller judges the transport byte. */
+static int params_get(const struct clc_wire_params *w, uint32_t *features, uint8_t *transport,
 		      uint8_t *host_id, uint8_t *nonce, uint32_t *ring_size,
 		      uint16_t *links, uint16_t *max_flows_per_link)
 {
-	if (!wire_all_zero(p + 13, 3))
+	if (!wire_all_zero(w->reserved, sizeof(w->reserved)))
 		return -EBADMSG;
-	*features = wire_get32(p + 8);
-	*transport = p[12];
-	memcpy(host_id, p + 16, CLC_HOST_ID_LEN);
-	memcpy(nonce, p + 32, CLC_NONCE_LEN);
-	*ring_size = wire_get32(p + 48);
-	*links = wire_get16(p + 52);
-	*max_flows_per_link = wire_get16(p + 54);
+	*features = wire_get32(w->features);
+	*transport = w->transport;
+	memcpy(host_id, w->host_id, CLC_HOST_ID_LEN);
+	memcpy(nonce, w->nonce, CLC_NONCE_LEN);
+	*ring_size = wire_get32(w->ring_size);
+	*links = wire_get16(w->links);
+	*max_flows_per_link = wire_get16(w->max_flows_per_link);
 	if (!params_ok(*ring_size, *links, *max_flows_per_link))
 		return -EBADMSG;
 	return 0;
@@ -256,17 +275,18 @@ static int params_get(const uint8_t *p, uint32_t *features, uint8_t *transport,
  */
 static int decode_proposal(const uint8_t *buf, size_t len, struct clc_proposal *pr)
 {
+	const struct clc_wire_proposal *w = (const struct clc_wire_proposal *)(const void *)buf;
 	int r;
 
 	if (len < CLC_PROPOSAL_LEN)
 		return -EBADMSG;
-	r = params_get(buf, &pr->features, &pr->transports, pr->host_id, pr->nonce,
+	r = params_get(&w->params, &pr->features, &pr->transports, pr->host_id, pr->nonce,
 		       &pr->ring_size, &pr->links, &pr->max_flows_per_link);
 	if (r < 0)
 		return r;
 	if (!pr->transports)
 		return -EBADMSG;
-	memcpy(pr->mac, buf + CLC_PROPOSAL_MAC_OFF, CLC_MAC_LEN);
+	memcpy(pr->mac, w->mac, CLC_MAC_LEN);
 	/* Without a proof the field is reserved: zero. */
 	if (!(pr->features & CLC_FEAT_PSK) && !wire_all_zero(pr->mac, CLC_MAC_LEN))
 		return -EBADMSG;
@@ -277,23 +297,26 @@ static int decode_proposal(const uint8_t *buf, size_t len, struct clc_proposal *
  * the proposer offered only those. */
 static int decode_accept(const uint8_t *buf, size_t len, struct clc_accept *a)
 {
+	const struct clc_wire_accept *w = (const struct clc_wire_accept *)(const void *)buf;
 	int r;
 
 	if (len < CLC_ACCEPT_LEN)
 		return -EBADMSG;
-	r = params_get(buf, &a->features, &a->transport, a->host_id, a->nonce,
+	r = params_get(&w->params, &a->features, &a->transport, a->host_id, a->nonce,
 		       &a->ring_size, &a->links, &a->max_flows_per_link);
 	if (r < 0)
 		return r;
 	if (!accept_transport_ok(a->transport))
 		return -EBADMSG;
-	memcpy(a->lgr_id, buf + 56, CLC_LGR_ID_LEN);
-	memcpy(a->mac, buf + 72, CLC_MAC_LEN);
+	memcpy(a->lgr_id, w->lgr_id, CLC_LGR_ID_LEN);
+	memcpy(a->mac, w->mac, CLC_MAC_LEN);
 	return tlvs_get(buf + CLC_ACCEPT_LEN, len - CLC_ACCEPT_LEN, a->addr);
 }
 
 int clc_decode(const uint8_t *buf, size_t len, struct clc_msg *m)
 {
+	const struct clc_wire_confirm *c = (const struct clc_wire_confirm *)(const void *)buf;
+	const struct clc_wire_decline *d = (const struct clc_wire_decline *)(const void *)buf;
 	int r;
 
 	/* Zeroed first: absent TLVs read as length 0, and two decodes of
@@ -321,14 +344,14 @@ int clc_decode(const uint8_t *buf, size_t len, struct clc_msg *m)
 	case CLC_CONFIRM:
 		if (len != CLC_CONFIRM_LEN)
 			return -EBADMSG;
-		memcpy(m->confirm.mac, buf + 8, CLC_MAC_LEN);
+		memcpy(m->confirm.mac, c->mac, CLC_MAC_LEN);
 		r = 0;
 		break;
 	case CLC_DECLINE:
-		if (len != CLC_DECLINE_LEN || !wire_all_zero(buf + 9, 3) ||
-		    buf[8] == CLC_DECL_NONE || buf[8] >= CLC_DECL__MAX)
+		if (len != CLC_DECLINE_LEN || !wire_all_zero(d->reserved, sizeof(d->reserved)) ||
+		    d->reason == CLC_DECL_NONE || d->reason >= CLC_DECL__MAX)
 			return -EBADMSG;
-		m->decline.reason = buf[8];
+		m->decline.reason = d->reason;
 		r = 0;
 		break;
 	default:
