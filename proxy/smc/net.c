@@ -128,7 +128,7 @@ void smc_net__timer(struct smc_net *net)
  * /proc/sys, which ProcSubset=pid hides: the unit must not set that. */
 #define SMC_NET_HOST_ID_PATH	"/proc/sys/kernel/random/boot_id"
 
-static int smc_net_read_host_id(uint8_t id[CLC_HOST_ID_LEN])
+int smc_net_read_host_id(uint8_t id[CLC_HOST_ID_LEN])
 {
 	char buf[64];
 	ssize_t n;

@@ -18,6 +18,12 @@ struct link;
  * 0, or -errno with errbuf saying what failed (nothing left open).
  */
 int smc_net_init(struct smc_net *net, char *errbuf, size_t errlen);
+/*
+ * This host's identity for the handshake (the kernel's boot id, as 16
+ * bytes) into id: 0, or -errno (-EINVAL: not 32 hex digits). The test
+ * peers name their host with it as the daemon does.
+ */
+int smc_net_read_host_id(uint8_t id[CLC_HOST_ID_LEN]);
 /* Starts or stops taking connections on the control port. */
 void smc_net_poll_control(struct smc_net *net, bool on);
 /* Closes the control port and the rendezvous: no new link groups. */

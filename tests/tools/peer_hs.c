@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The test peers' handshake client (see peer_hs.h). */
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -12,6 +11,7 @@
 #include <unistd.h>
 
 #include "peer_hs.h"
+#include "smc/net.h"
 #include "peer_util.h"
 
 int peer_tcp_connect(const struct cfg_addr *addr, uint32_t mark, int64_t deadline)
@@ -149,34 +149,6 @@ static int endpoints_of(int fd, struct clc_endpoints *ep)
 	return 0;
 }
 
-/* The daemon's way of naming this host: /proc's boot id as 16 bytes. */
-static int read_host_id(uint8_t id[CLC_HOST_ID_LEN])
-{
-	char buf[64];
-	ssize_t n;
-	int fd, i, k = 0;
-
-	fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = '\0';
-	memset(id, 0, CLC_HOST_ID_LEN);
-	for (i = 0; buf[i] && k < 2 * CLC_HOST_ID_LEN; i++) {
-		char c = buf[i];
-		int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-
-		if (v < 0)
-			continue;
-		id[k / 2] |= (uint8_t)(k % 2 ? v : v << 4);
-		k++;
-	}
-	return k == 2 * CLC_HOST_ID_LEN ? 0 : -EINVAL;
-}
-
 static bool accept_usable(const struct peer_hs_opts *o, const struct clc_accept *acc)
 {
 	return acc->transport == o->transport && acc->links && acc->links <= o->links &&
@@ -203,7 +175,7 @@ int peer_hs_run(const struct peer_hs_opts *o, struct peer_hs *hs)
 		m.proposal.features = CLC_FEAT_PSK;
 	}
 	m.proposal.transports = o->transport;
-	err = read_host_id(m.proposal.host_id);
+	err = smc_net_read_host_id(m.proposal.host_id);
 	if (err) {
 		peer_say("boot id: %s", strerror(-err));
 		return err;
