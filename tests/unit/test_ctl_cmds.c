@@ -34,6 +34,7 @@
 #include "ctl_link.h"
 #include "smc/lgr-t.h"
 #include "smc/transport.h"
+#include "transport/rdma/cq.h"
 #include "proxy.h"
 #include "smcd.h"
 #include "worker.h"
@@ -42,15 +43,6 @@
 
 const struct smc_transport_ops *__wrap_smc_transport_at(unsigned i);
 
-/* What the CQ pool of rdma reported, per CQ. */
-struct fake_cq {
-	unsigned n_links, cqe;
-	bool moderated;
-	struct {
-		uint64_t polls, completions, empty_polls, rearms, events, rearm_failures;
-	} st;
-};
-
 /* The links of this group are rdma links; any other is not. Set before
  * the jobs that read it are posted (the pool's lock orders the two). */
 static struct lgr *rdma_lgr;
@@ -58,7 +50,7 @@ static struct lgr *rdma_lgr;
 static unsigned cq_worker = 1;
 static struct {
 	unsigned n;
-	struct fake_cq cqs[4];
+	struct cq cqs[4];		/* what the CQ pool of rdma reports */
 } fake_pool;
 /* An rdma link whose queue pair is not connected (-ENOTCONN). */
 static const struct link *notconn_link;
@@ -94,21 +86,12 @@ static int fake_link_info(const struct link *lnk, struct smc_fields *out)
 static int fake_pool_info(struct smc_net *net, unsigned i, struct smc_fields *out)
 {
 	const struct proxy *p = (const struct proxy *)((const char *)net - offsetof(struct proxy, smc));
-	const struct fake_cq *cq = &fake_pool.cqs[i];
 
 	out->n = 0;
 	if (p->worker != cq_worker || i >= fake_pool.n)
 		return -ENOENT;
-	smc_fields_uint(out, "cq", i);
-	smc_fields_uint(out, "polls", cq->st.polls);
-	smc_fields_uint(out, "completions", cq->st.completions);
-	smc_fields_uint(out, "empty_polls", cq->st.empty_polls);
-	smc_fields_uint(out, "rearms", cq->st.rearms);
-	smc_fields_uint(out, "events", cq->st.events);
-	smc_fields_uint(out, "rearm_failures", cq->st.rearm_failures);
-	smc_fields_uint(out, "links", cq->n_links);
-	smc_fields_uint(out, "cqe", cq->cqe);
-	smc_fields_bool(out, "moderated", cq->moderated);
+	/* The transport's own list of a CQ's fields. */
+	cq_info(&fake_pool.cqs[i], out);
 	return 0;
 }
 
@@ -353,9 +336,10 @@ static void test_cq_json(void **state)
 	(void)state;
 	memset(&fake_pool, 0, sizeof(fake_pool));
 	fake_pool.n = 2;
-	fake_pool.cqs[0] = (struct fake_cq){ .n_links = 3, .cqe = 1024,
-		.st = { .polls = 10, .completions = 200, .empty_polls = 2, .rearms = 4, .events = 5 } };
-	fake_pool.cqs[1] = (struct fake_cq){ .n_links = 1, .cqe = 1024, .moderated = true,
+	fake_pool.cqs[0] = (struct cq){ .idx = 0, .n_links = 3, .cqe = 1024,
+		.st = { .polls = 10, .completions = 200, .empty_polls = 2, .rearms = 4,
+			.rearms_solicited = 3, .events = 5 } };
+	fake_pool.cqs[1] = (struct cq){ .idx = 1, .n_links = 1, .cqe = 1024, .moderated = true,
 		.st = { .polls = UINT64_C(1) << 40 } };
 	bare_proxy(&p, 1);
 	cqs = ctl_pool_json(&p, &fake_rdma_ops);
@@ -367,6 +351,7 @@ static void test_cq_json(void **state)
 	assert_int_equal(json_integer_value(json_object_get(e, "completions")), 200);
 	assert_int_equal(json_integer_value(json_object_get(e, "empty_polls")), 2);
 	assert_int_equal(json_integer_value(json_object_get(e, "rearms")), 4);
+	assert_int_equal(json_integer_value(json_object_get(e, "rearms_solicited")), 3);
 	assert_int_equal(json_integer_value(json_object_get(e, "events")), 5);
 	assert_int_equal(json_integer_value(json_object_get(e, "links")), 3);
 	assert_true(json_is_false(json_object_get(e, "moderated")));

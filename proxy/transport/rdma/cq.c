@@ -11,6 +11,7 @@
 
 #include "cq.h"
 #include "core/epset.h"
+#include "smc/transport.h"
 #include "verbs.h"
 
 #define CQ_POLL_BATCH	16	/* completions per ibv_poll_cq call */
@@ -299,4 +300,20 @@ void cq_put(struct cq *cq, unsigned need)
 		return;
 	cq->n_links--;
 	cq->used -= need < cq->used ? need : cq->used;
+}
+
+void cq_info(const struct cq *cq, struct smc_fields *out)
+{
+	out->n = 0;
+	smc_fields_uint(out, "cq", cq->idx);
+	smc_fields_uint(out, "polls", cq->st.polls);
+	smc_fields_uint(out, "completions", cq->st.completions);
+	smc_fields_uint(out, "empty_polls", cq->st.empty_polls);
+	smc_fields_uint(out, "rearms", cq->st.rearms);
+	smc_fields_uint(out, "rearms_solicited", cq->st.rearms_solicited);
+	smc_fields_uint(out, "events", cq->st.events);
+	smc_fields_uint(out, "rearm_failures", cq->st.rearm_failures);
+	smc_fields_uint(out, "links", cq->n_links);
+	smc_fields_uint(out, "cqe", cq->cqe);
+	smc_fields_bool(out, "moderated", cq->moderated);
 }

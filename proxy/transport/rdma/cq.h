@@ -45,4 +45,9 @@ bool cq_pool_idle(struct cq_pool *pool, bool run);
  */
 bool cq_pool_busy_poll(struct cq_pool *pool);
 
+struct smc_fields;
+/* cq's counters and shape as `smcproxyctl stats` lists them ("cq"): the
+ * one list of a CQ's fields, into out (emptied first). */
+void cq_info(const struct cq *cq, struct smc_fields *out);
+
 #endif

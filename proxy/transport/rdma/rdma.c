@@ -143,16 +143,6 @@ static int rdma_pool_info(struct smc_net *net, unsigned i, struct smc_fields *ou
 	if (!dev || i >= dev->cqs.n || i >= CQ_POOL_MAX)
 		return -ENOENT;
 	cq = &dev->cqs.cqs[i];
-	smc_fields_uint(out, "cq", i);
-	smc_fields_uint(out, "polls", cq->st.polls);
-	smc_fields_uint(out, "completions", cq->st.completions);
-	smc_fields_uint(out, "empty_polls", cq->st.empty_polls);
-	smc_fields_uint(out, "rearms", cq->st.rearms);
-	smc_fields_uint(out, "rearms_solicited", cq->st.rearms_solicited);
-	smc_fields_uint(out, "events", cq->st.events);
-	smc_fields_uint(out, "rearm_failures", cq->st.rearm_failures);
-	smc_fields_uint(out, "links", cq->n_links);
-	smc_fields_uint(out, "cqe", cq->cqe);
-	smc_fields_bool(out, "moderated", cq->moderated);
+	cq_info(cq, out);
 	return 0;
 }
