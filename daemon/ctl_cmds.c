@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/container.h"
 #include "core/addr.h"
 #include "ctl_lgr.h"
 #include "ctl_link.h"
@@ -188,16 +189,14 @@ struct ctl_list_job {
 
 static void ctl_list_job_run(struct worker *w, struct worker_job *job)
 {
-	struct ctl_list_job *j = (struct ctl_list_job *)((char *)job -
-						offsetof(struct ctl_list_job, job));
+	struct ctl_list_job *j = container_of(job, struct ctl_list_job, job);
 
 	j->items = j->tp_fn ? j->tp_fn(&w->proxy, j->tp) : j->fn(&w->proxy);
 }
 
 static void ctl_list_job_release(struct worker_job *job)
 {
-	struct ctl_list_job *j = (struct ctl_list_job *)((char *)job -
-						offsetof(struct ctl_list_job, job));
+	struct ctl_list_job *j = container_of(job, struct ctl_list_job, job);
 
 	json_decref(j->items);
 	free(j);
@@ -244,7 +243,7 @@ static json_t *ctl_workers_list_any(struct smcd *d, const char *name, ctl_list_f
 			json_array_append_new(late, json_integer(i));
 			continue;
 		}
-		j = (struct ctl_list_job *)((char *)jobs[i] - offsetof(struct ctl_list_job, job));
+		j = container_of(jobs[i], struct ctl_list_job, job);
 		json_array_foreach(j->items, k, item) {
 			if (max && json_array_size(all) == max) {
 				truncated = true;
@@ -307,7 +306,7 @@ struct ctl_fail_job {
 
 static struct ctl_fail_job *fail_job_of(struct worker_job *job)
 {
-	return (struct ctl_fail_job *)((char *)job - offsetof(struct ctl_fail_job, job));
+	return container_of(job, struct ctl_fail_job, job);
 }
 
 static void ctl_fail_job_run(struct worker *w, struct worker_job *job)

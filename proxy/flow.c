@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/container.h"
 #include "core/addr.h"
 #include "smc/conn.h"
 #include "smc/fallback.h"
@@ -143,7 +144,7 @@ static void flow_ended(struct flow *f, int err)
 
 static void flow_relay_ended(struct relay *r, enum relay_end how, int err)
 {
-	struct flow *f = (struct flow *)((char *)r - offsetof(struct flow, relay));
+	struct flow *f = container_of(r, struct flow, relay);
 	struct proxy_stats *st = &f->proxy->stats;
 
 	switch (how) {
@@ -165,7 +166,7 @@ static void flow_relay_ended(struct relay *r, enum relay_end how, int err)
 
 static void flow_relay_closed(struct relay *r)
 {
-	struct flow *f = (struct flow *)((char *)r - offsetof(struct flow, relay));
+	struct flow *f = container_of(r, struct flow, relay);
 
 	f->relay_live = false;
 	flow_maybe_free(f);
@@ -221,7 +222,7 @@ static int flow_start_relay(struct flow *f, int fd, enum fallback_reason reason)
 
 static void flow_conn_ended(struct conn *c, enum conn_end how, int err, unsigned decline)
 {
-	struct flow *f = (struct flow *)((char *)c - offsetof(struct flow, conn));
+	struct flow *f = container_of(c, struct flow, conn);
 	struct proxy_stats *st = &f->proxy->stats;
 
 	switch (how) {
@@ -251,7 +252,7 @@ static void flow_conn_ended(struct conn *c, enum conn_end how, int err, unsigned
 
 static void flow_conn_closed(struct conn *c)
 {
-	struct flow *f = (struct flow *)((char *)c - offsetof(struct flow, conn));
+	struct flow *f = container_of(c, struct flow, conn);
 
 	f->conn_live = false;
 	flow_maybe_free(f);
@@ -286,7 +287,7 @@ static void flow_start_conn(struct flow *f, struct lgr *lgr)
  * goes over TCP with reason). */
 static void flow_on_lgr_ready(struct lgr_waiter *w, struct lgr *lgr, enum fallback_reason reason)
 {
-	struct flow *f = (struct flow *)((char *)w - offsetof(struct flow, waiter));
+	struct flow *f = container_of(w, struct flow, waiter);
 	int fd = f->fd;
 
 	f->lgr = NULL;

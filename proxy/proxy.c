@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/container.h"
 #include "core/addr.h"
 #include "core/epset.h"
 #include "core/loop.h"
@@ -36,13 +37,13 @@
 #define ADOPT_MAX		64	/* inherited listening sockets */
 #define PIPE_POOL_MAX		64	/* empty pipes kept for reuse */
 
-#define proxy_of_net(n)	((struct proxy *)((char *)(n) - offsetof(struct proxy, smc)))
+#define proxy_of_net(n)	container_of(n, struct proxy, smc)
 
 static void proxy_on_acceptable(uv_poll_t *h, int status, int events);
 
 static void proxy_on_loop_closed(struct loop *l)
 {
-	struct proxy *p = (struct proxy *)((char *)l - offsetof(struct proxy, core));
+	struct proxy *p = container_of(l, struct proxy, core);
 
 	free(p->listeners);
 	p->listeners = NULL;
@@ -68,7 +69,7 @@ static void proxy_maybe_closed(struct proxy *p)
 
 static bool proxy_on_batch_done(struct loop_hook *h, bool run)
 {
-	proxy_maybe_closed((struct proxy *)((char *)h - offsetof(struct proxy, done_hook)));
+	proxy_maybe_closed(container_of(h, struct proxy, done_hook));
 	return false;
 }
 

@@ -6,13 +6,14 @@
 #include <stddef.h>
 #include <stdbool.h>
 
+#include "container.h"
+
 struct list_head {
 	struct list_head *next, *prev;
 };
 
 #define LIST_HEAD_INIT(name) { &(name), &(name) }
-#define list_entry(ptr, type, member) \
-	((type *)((char *)(ptr) - offsetof(type, member)))
+#define list_entry(ptr, type, member) container_of(ptr, type, member)
 #define list_for_each_safe(pos, n, head) \
 	for (pos = (head)->next, n = pos->next; pos != (head); pos = n, n = pos->next)
 #define list_for_each(pos, head) \

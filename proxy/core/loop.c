@@ -10,6 +10,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include "container.h"
 #include "epset.h"
 #include "loop.h"
 #include "pollgov.h"
@@ -64,7 +65,7 @@ static void loop_before_sleep(struct loop *l)
 
 static void loop_on_epset_batch(struct epset *s)
 {
-	loop_batch_end((struct loop *)((char *)s - offsetof(struct loop, epset)));
+	loop_batch_end(container_of(s, struct loop, epset));
 }
 
 static void loop_on_tick(uv_prepare_t *h)
@@ -305,7 +306,7 @@ void loop_close_handle(struct loop *l, uv_handle_t *h)
 
 static void loop_on_epset_closed(struct epset *s)
 {
-	struct loop *l = (struct loop *)((char *)s - offsetof(struct loop, epset));
+	struct loop *l = container_of(s, struct loop, epset);
 
 	assert(l->open_handles > 0);
 	l->open_handles--;

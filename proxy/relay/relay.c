@@ -22,6 +22,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/container.h"
 #include "core/addr.h"
 #include "core/epset.h"
 #include "core/pipe_pool.h"
@@ -33,7 +34,7 @@
 #define RELAY_EVENTS	(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI)
 
 #define relay_of(e, leg) \
-	((struct relay *)((char *)(e) - offsetof(struct relay, ev[leg])))
+	container_of(e, struct relay, ev[leg])
 
 const char *relay_state_name(enum relay_state s)
 {

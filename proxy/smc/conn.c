@@ -30,6 +30,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "core/container.h"
 #include "core/addr.h"
 #include "cdc.h"
 #include "conn.h"
@@ -51,7 +52,7 @@
  * unanswered before its link group is given up. */
 #define CONN_OPEN_GRACE	4
 
-#define conn_of_ev(e)	((struct conn *)((char *)(e) - offsetof(struct conn, ev)))
+#define conn_of_ev(e)	container_of(e, struct conn, ev)
 
 static void conn_on_event(struct epset_entry *e, uint32_t events);
 static void conn_drain(struct conn *c);
@@ -247,7 +248,7 @@ static bool conn_peer_quiet(const struct conn *c)
 
 static void conn_reap(struct loop_defer *d)
 {
-	struct conn *c = (struct conn *)((char *)d - offsetof(struct conn, defer));
+	struct conn *c = container_of(d, struct conn, defer);
 
 	c->ops->closed(c);
 }

@@ -14,6 +14,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "core/container.h"
 #include "core/addr.h"
 #include "core/loop.h"
 #include "conn.h"
@@ -178,7 +179,7 @@ void lgr__free(struct lgr *lgr)
 
 static void lgr_reap(struct loop_defer *d)
 {
-	lgr__free((struct lgr *)((char *)d - offsetof(struct lgr, defer)));
+	lgr__free(container_of(d, struct lgr, defer));
 }
 
 int lgr__setup_links(struct lgr *lgr, unsigned links, unsigned max_flows_per_link)

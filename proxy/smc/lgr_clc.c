@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/container.h"
 #include "core/addr.h"
 #include "clc.h"
 #include "core/epset.h"
@@ -39,7 +40,7 @@
 
 #define HS_EVENTS	(EPOLLIN | EPOLLOUT | EPOLLRDHUP)
 
-#define lgr_of_hs(e)	((struct lgr *)((char *)(e) - offsetof(struct lgr, hs.ev)))
+#define lgr_of_hs(e)	container_of(e, struct lgr, hs.ev)
 
 static void hs_on_event(struct epset_entry *e, uint32_t events);
 

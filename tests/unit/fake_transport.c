@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "core/container.h"
 #include "fake_transport.h"
 
 /* ------------------------------------------------------------------ */
@@ -257,7 +258,7 @@ static void world_conn_closed(struct conn *c)
 static void world_lgr_event(struct smc_net *net, enum lgr_event ev,
 			    const struct lgr *lgr, int err)
 {
-	struct world *w = (struct world *)((char *)net - offsetof(struct world, net));
+	struct world *w = container_of(net, struct world, net);
 
 	if ((unsigned)ev <= LGR_EV_LINK_FAILOVER)
 		w->lgr_events[ev]++;
@@ -269,14 +270,14 @@ static void world_lgr_event(struct smc_net *net, enum lgr_event ev,
 static int world_flow_open(struct smc_net *net, struct link *lnk,
 			   const struct llc_flow_open *m, const struct sockaddr *dest)
 {
-	struct world *w = (struct world *)((char *)net - offsetof(struct world, net));
+	struct world *w = container_of(net, struct world, net);
 
 	return w->flow_open_err ? w->flow_open_err : -EPERM;
 }
 
 static void world_no_port(struct smc_net *net, const struct sockaddr *dest)
 {
-	struct world *w = (struct world *)((char *)net - offsetof(struct world, net));
+	struct world *w = container_of(net, struct world, net);
 
 	w->no_port_calls++;
 	memcpy(&w->no_port_dest, dest, addr_len(dest));
@@ -317,7 +318,7 @@ void world_batch_end(struct world *w)
 
 static bool world_on_batch_end(struct loop_hook *h, bool run)
 {
-	struct world *w = (struct world *)((char *)h - offsetof(struct world, sched_hook));
+	struct world *w = container_of(h, struct world, sched_hook);
 
 	lgr__run_sched(&w->net);
 	return false;

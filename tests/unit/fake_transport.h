@@ -48,6 +48,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/container.h"
 #include "smc/cdc.h"
 #include "cfg-t.h"
 #include "smc/conn.h"
@@ -192,7 +193,7 @@ static inline struct fake *world_fake(struct world *w, unsigned i)
 
 static inline struct wflow *wflow_of(struct conn *c)
 {
-	return (struct wflow *)((char *)c - offsetof(struct wflow, c));
+	return container_of(c, struct wflow, c);
 }
 
 /* The conn_ops of the world's flows: they record in their struct wflow

@@ -35,6 +35,7 @@
 
 #include <cmocka.h>
 
+#include "core/container.h"
 #include "transport/rdma/cq.h"
 #include "core/epset.h"
 #include "transport/rdma/verbs.h"
@@ -108,12 +109,12 @@ static void tracef(const char *fmt, ...)
 
 static struct fcq *fcq_of(struct ibv_cq *cq)
 {
-	return (struct fcq *)((char *)cq - offsetof(struct fcq, ibv));
+	return container_of(cq, struct fcq, ibv);
 }
 
 static struct fchan *fchan_of(struct ibv_comp_channel *ch)
 {
-	return (struct fchan *)((char *)ch - offsetof(struct fchan, ibv));
+	return container_of(ch, struct fchan, ibv);
 }
 
 static unsigned fcq_idx(const struct fcq *f)
@@ -344,7 +345,7 @@ static unsigned n_got;
 
 static void entry_done(struct cq_entry *e, const struct ibv_wc *wc, enum kind kind)
 {
-	struct tentry *t = (struct tentry *)((char *)e - offsetof(struct tentry, e));
+	struct tentry *t = container_of(e, struct tentry, e);
 
 	/* The completion goes to the entry its wr_id names, with its own wc. */
 	assert_true(t >= ents && t < ents + N_ENTRIES);

@@ -29,6 +29,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "core/container.h"
 #include "cfg.h"
 #include "ctl_lgr.h"
 #include "ctl_link.h"
@@ -85,7 +86,7 @@ static int fake_link_info(const struct link *lnk, struct smc_fields *out)
 
 static int fake_pool_info(struct smc_net *net, unsigned i, struct smc_fields *out)
 {
-	const struct proxy *p = (const struct proxy *)((const char *)net - offsetof(struct proxy, smc));
+	const struct proxy *p = container_of(net, const struct proxy, smc);
 
 	out->n = 0;
 	if (p->worker != cq_worker || i >= fake_pool.n)

@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "core/container.h"
 #include "core/epset.h"
 #include "core/loop.h"
 
@@ -90,12 +91,12 @@ static bool on_poll(struct loop_hook *h, bool run)
 
 static void on_freed(struct loop_defer *d)
 {
-	mark((struct rig *)((char *)d - offsetof(struct rig, d)), 'F');
+	mark(container_of(d, struct rig, d), 'F');
 }
 
 static void on_event(struct epset_entry *e, uint32_t events)
 {
-	struct rig *r = (struct rig *)((char *)e - offsetof(struct rig, ev));
+	struct rig *r = container_of(e, struct rig, ev);
 	uint64_t v;
 
 	r->events++;
@@ -105,7 +106,7 @@ static void on_event(struct epset_entry *e, uint32_t events)
 
 static void on_closed(struct loop *l)
 {
-	((struct rig *)((char *)l - offsetof(struct rig, l)))->closed = true;
+	container_of(l, struct rig, l)->closed = true;
 }
 
 static void on_stop(uv_timer_t *t)

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 #include <fcntl.h>
 
+#include "core/container.h"
 #include "core/epset.h"
 #include "core/pipe_pool.h"
 #include "relay/relay.h"
@@ -53,7 +54,7 @@ struct fx {
 
 static void fx_ended(struct relay *r, enum relay_end how, int err)
 {
-	struct fx *fx = (struct fx *)((char *)r - offsetof(struct fx, r));
+	struct fx *fx = container_of(r, struct fx, r);
 
 	fx->ended = how + 1;
 	fx->ended_err = err;
@@ -61,7 +62,7 @@ static void fx_ended(struct relay *r, enum relay_end how, int err)
 
 static void fx_closed(struct relay *r)
 {
-	struct fx *fx = (struct fx *)((char *)r - offsetof(struct fx, r));
+	struct fx *fx = container_of(r, struct fx, r);
 
 	fx->closed = 1;
 }

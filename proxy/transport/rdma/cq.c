@@ -9,6 +9,7 @@
 #include <sys/epoll.h>
 #include <string.h>
 
+#include "core/container.h"
 #include "cq.h"
 #include "core/epset.h"
 #include "smc/transport.h"
@@ -18,7 +19,7 @@
 
 static void cq_on_event(struct epset_entry *e, uint32_t events)
 {
-	struct cq *cq = (struct cq *)((char *)e - offsetof(struct cq, ev));
+	struct cq *cq = container_of(e, struct cq, ev);
 	struct ibv_cq *ev_cq;
 	void *ctx;
 	unsigned n = 0;

@@ -14,6 +14,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "core/container.h"
 #include "core/addr.h"
 #include "cq.h"
 #include "smc/lgr.h"
@@ -311,7 +312,7 @@ static void rdma_on_cm_event(struct rdma_dev *dev, struct rdma_cm_event *ev)
 
 void rdma__on_cm(struct epset_entry *e, uint32_t events)
 {
-	struct rdma_dev *dev = (struct rdma_dev *)((char *)e - offsetof(struct rdma_dev, ech_ev));
+	struct rdma_dev *dev = container_of(e, struct rdma_dev, ech_ev);
 	struct rdma_cm_event *ev;
 
 	while (rdma_get_cm_event(dev->ech, &ev) == 0)

@@ -18,6 +18,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "core/container.h"
 #include "cq.h"
 #include "core/epset.h"
 #include "core/loop.h"
@@ -62,7 +63,7 @@ void rdma__dom_put(struct rdma_dom *d)
 
 void rdma__on_async(struct epset_entry *e, uint32_t events)
 {
-	struct rdma_dev *dev = (struct rdma_dev *)((char *)e - offsetof(struct rdma_dev, async_ev));
+	struct rdma_dev *dev = container_of(e, struct rdma_dev, async_ev);
 	struct ibv_async_event ev;
 
 	while (ibv_get_async_event(dev->ctx, &ev) == 0) {

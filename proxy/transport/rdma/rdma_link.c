@@ -29,6 +29,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "core/container.h"
 #include "smc/conn.h"
 #include "cq.h"
 #include "core/loop.h"
@@ -397,7 +398,7 @@ void rl_free_now(struct rdma_link *rl)
 
 static void rl_reap(struct loop_defer *d)
 {
-	struct rdma_link *rl = (struct rdma_link *)((char *)d - offsetof(struct rdma_link, defer));
+	struct rdma_link *rl = container_of(d, struct rdma_link, defer);
 
 	if (!list_empty(&rl->zombie_node)) {
 		list_del(&rl->zombie_node);

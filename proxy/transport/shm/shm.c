@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "core/container.h"
 #include "smc/clc.h"
 #include "smc/conn.h"
 #include "core/epset.h"
@@ -320,7 +321,7 @@ const struct smc_transport_ops shm_ops = {
 /* ------------------------------------------------------------------ */
 /* Receiving. */
 
-#define shm_link_of(e)	((struct shm_link *)((char *)(e) - offsetof(struct shm_link, ev)))
+#define shm_link_of(e)	container_of(e, struct shm_link, ev)
 
 /*
  * Takes every message the peer queued, then tells it how far we got; a

@@ -18,6 +18,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "core/container.h"
 #include "smc/clc.h"
 #include "core/epset.h"
 #include "core/loop.h"
@@ -143,7 +144,7 @@ static int shm_recv_rv(int fd, struct shm_rv_msg *m, int *fds, unsigned *n_fds)
 /* The rendezvous socket stays open: EOF is the peer daemon's death. */
 static void shm_on_sock(struct epset_entry *e, uint32_t events)
 {
-	struct shm_lgr *sg = (struct shm_lgr *)((char *)e - offsetof(struct shm_lgr, sock_ev));
+	struct shm_lgr *sg = container_of(e, struct shm_lgr, sock_ev);
 	struct lgr *lgr = sg->lgr;
 	struct shm_rv_msg m;
 	int fds[1 + LGR_LINKS_MAX];
@@ -263,7 +264,7 @@ static struct lgr *shm_find_lgr(struct smc_net *net, const uint8_t *id)
 
 static void shm_rv_reap(struct loop_defer *d)
 {
-	free((struct shm_rv *)((char *)d - offsetof(struct shm_rv, defer)));
+	free(container_of(d, struct shm_rv, defer));
 }
 
 static void shm_rv_free(struct shm_rv *rv, bool close_fd)
@@ -278,7 +279,7 @@ static void shm_rv_free(struct shm_rv *rv, bool close_fd)
 
 static void shm_on_rv(struct epset_entry *e, uint32_t events)
 {
-	struct shm_rv *rv = (struct shm_rv *)((char *)e - offsetof(struct shm_rv, ev));
+	struct shm_rv *rv = container_of(e, struct shm_rv, ev);
 	struct smc_net *net = rv->net;
 	struct shm_rv_msg m;
 	struct shm_lgr *sg;
@@ -374,7 +375,7 @@ void shm_rv_expire(struct shm_worker *sw, uint64_t now, bool need_slot)
 
 static void shm_on_listen(struct epset_entry *e, uint32_t events)
 {
-	struct shm_worker *sw = (struct shm_worker *)((char *)e - offsetof(struct shm_worker, ev));
+	struct shm_worker *sw = container_of(e, struct shm_worker, ev);
 	struct smc_net *net = sw->net;
 	struct shm_rv *rv;
 	int fd;
