@@ -46,6 +46,33 @@ struct lgr *lgr_next(const struct smc_net *net, const struct lgr *prev)
 	return pos == &net->lgrs ? NULL : list_entry(pos, struct lgr, node);
 }
 
+struct lgr *lgr__next_active(struct smc_net *net, struct list_head *pos,
+			     const struct smc_transport_ops *ops)
+{
+	for (; pos != &net->lgrs; pos = pos->next) {
+		struct lgr *lgr = list_entry(pos, struct lgr, node);
+
+		if (lgr->state == LGR_ACTIVE && lgr->ops == ops)
+			return lgr;
+	}
+	return NULL;
+}
+
+struct lgr *lgr_find_by_id(struct smc_net *net, const struct smc_transport_ops *ops,
+			   const uint8_t id[CLC_LGR_ID_LEN])
+{
+	struct list_head *pos;
+
+	list_for_each(pos, &net->lgrs) {
+		struct lgr *lgr = list_entry(pos, struct lgr, node);
+
+		if (lgr->role == LGR_ROLE_SERVER && lgr->state == LGR_RENDEZVOUS &&
+		    lgr->ops == ops && memcmp(lgr->id, id, CLC_LGR_ID_LEN) == 0)
+			return lgr;
+	}
+	return NULL;
+}
+
 const char *lgr_role_name(enum lgr_role r)
 {
 	return r == LGR_ROLE_CLIENT ? "client" : "server";

@@ -15,6 +15,7 @@
 #include "llc-t.h"
 
 struct smc_net;
+struct smc_transport_ops;
 struct conn;
 struct flow;
 
@@ -101,6 +102,28 @@ void lgr_poll_control(struct smc_net *net, bool on);
  * nothing may be added or freed between two calls (one event-loop turn).
  */
 struct lgr *lgr_next(const struct smc_net *net, const struct lgr *prev);
+
+/*
+ * Each active link group of net on transport ops (the transports' polls,
+ * sweeps and keepalives): lgr the group, next a struct list_head * the
+ * loop keeps. The body may fail or free the group it is at, as with
+ * list_for_each_safe(): next is read before the body runs.
+ */
+#define lgr_for_each_active(lgr, next, net, ops) \
+	for ((lgr) = lgr__next_active((net), (net)->lgrs.next, (ops)); \
+	     (lgr) && ((next) = (lgr)->node.next, true); \
+	     (lgr) = lgr__next_active((net), (next), (ops)))
+/* The first group at pos or after it that is active on ops, or NULL. */
+struct lgr *lgr__next_active(struct smc_net *net, struct list_head *pos,
+			     const struct smc_transport_ops *ops);
+
+/*
+ * The server-side group of transport ops whose links are awaited
+ * (LGR_RENDEZVOUS) and whose id is id, or NULL: what a transport's
+ * rendezvous names (shm's hello, rdma's connect request).
+ */
+struct lgr *lgr_find_by_id(struct smc_net *net, const struct smc_transport_ops *ops,
+			   const uint8_t id[CLC_LGR_ID_LEN]);
 
 const char *lgr_state_name(enum lgr_state s);
 const char *lgr_role_name(enum lgr_role r);

@@ -89,20 +89,6 @@ static void rl_connect_failed(struct rdma_link *rl, int err)
 	rdma__link_down(rl, err);
 }
 
-static struct lgr *rdma_find_lgr(struct smc_net *net, const uint8_t *id)
-{
-	struct list_head *pos;
-
-	list_for_each(pos, &net->lgrs) {
-		struct lgr *lgr = list_entry(pos, struct lgr, node);
-
-		if (lgr->role == LGR_ROLE_SERVER && lgr->state == LGR_RENDEZVOUS &&
-		    lgr->ops == &rdma_ops && memcmp(lgr->id, id, CLC_LGR_ID_LEN) == 0)
-			return lgr;
-	}
-	return NULL;
-}
-
 /* Tells the layer above that a connection request from id's source was
  * refused, and why (it logs at a bounded rate: anyone who reaches the
  * rdma_cm port chooses how often). */
@@ -161,7 +147,7 @@ static int rdma_on_connect_request(struct rdma_dev *dev, struct rdma_cm_id *id,
 		counter_inc(&net->stats->bad_messages);
 		return -EPROTO;
 	}
-	lgr = rdma_find_lgr(net, pd.lgr_id);
+	lgr = lgr_find_by_id(net, &rdma_ops, pd.lgr_id);
 	if (!lgr || !rdma_from_peer(lgr, id)) {
 		counter_inc(&net->stats->rendezvous_refused);
 		rdma_refused(net, id, lgr ? SMC_REFUSE_RV_ADDR : SMC_REFUSE_RV_GROUP);

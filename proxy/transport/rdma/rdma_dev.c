@@ -94,7 +94,8 @@ void rdma__sweep(struct smc_net *net, uint64_t now)
 	struct rdma_dev *dev = rdma_dev_of(net);
 	unsigned gen = atomic_load(&rdma_port_gen);
 	struct ibv_port_attr pa;
-	struct list_head *pos, *tmp;
+	struct list_head *next;
+	struct lgr *lgr;
 
 	if (!dev)
 		return;
@@ -106,12 +107,11 @@ void rdma__sweep(struct smc_net *net, uint64_t now)
 	dev->port_gen = gen;
 	if (ibv_query_port(dev->ctx, dev->port, &pa) == 0 && pa.state == IBV_PORT_ACTIVE)
 		return;
-	list_for_each_safe(pos, tmp, &net->lgrs) {
-		struct lgr *lgr = list_entry(pos, struct lgr, node);
+	lgr_for_each_active(lgr, next, net, &rdma_ops) {
 		struct rdma_lgr *rg = lgr->tp;
 		unsigned i;
 
-		if (lgr->ops != &rdma_ops || !rg || lgr->state != LGR_ACTIVE)
+		if (!rg)
 			continue;
 		/* rg->links[] read again each time: a live link's drain
 		 * can take another down (a failed completion). */

@@ -632,14 +632,14 @@ void rl_established(struct rdma_link *rl, uint32_t peer_qpn)
 void rdma__keepalive(struct smc_net *net)
 {
 	uint64_t now = uv_now(net->loop);
-	struct list_head *pos, *tmp;
+	struct list_head *next;
+	struct lgr *lgr;
 
-	list_for_each_safe(pos, tmp, &net->lgrs) {
-		struct lgr *lgr = list_entry(pos, struct lgr, node);
+	lgr_for_each_active(lgr, next, net, &rdma_ops) {
 		struct rdma_lgr *rg = lgr->tp;
 		unsigned i;
 
-		if (lgr->ops != &rdma_ops || !rg || lgr->state != LGR_ACTIVE)
+		if (!rg)
 			continue;
 		for (i = 0; i < lgr->n_links; i++) {
 			struct rdma_link *rl = rg->links[i];

@@ -184,18 +184,16 @@ static bool shm_lgr_idle(struct lgr *lgr, bool run)
 static bool shm_before_sleep(struct smc_net *net, bool run)
 {
 	struct shm_worker *sw = shm_worker_of(net);
-	struct list_head *pos, *tmp;
+	struct list_head *next;
+	struct lgr *lgr;
 	bool more = false;
 
 	if (sw && !list_empty(&sw->rvs))
 		shm_rv_expire(sw, uv_now(net->loop), false);
 
-	list_for_each_safe(pos, tmp, &net->lgrs) {
-		struct lgr *lgr = list_entry(pos, struct lgr, node);
-
-		if (lgr->state == LGR_ACTIVE && lgr->ops == &shm_ops && shm_lgr_idle(lgr, run))
+	lgr_for_each_active(lgr, next, net, &shm_ops)
+		if (shm_lgr_idle(lgr, run))
 			more = true;
-	}
 	return more;
 }
 
@@ -206,16 +204,15 @@ static bool shm_before_sleep(struct smc_net *net, bool run)
  */
 static bool shm_poll(struct smc_net *net)
 {
-	struct list_head *pos, *tmp;
+	struct list_head *next;
+	struct lgr *lgr;
 	bool found = false;
 	unsigned i;
 
-	list_for_each_safe(pos, tmp, &net->lgrs) {
-		struct lgr *lgr = list_entry(pos, struct lgr, node);
+	lgr_for_each_active(lgr, next, net, &shm_ops) {
 		struct shm_lgr *sg = lgr->tp;
 
-		if (lgr->state != LGR_ACTIVE || lgr->ops != &shm_ops || !sg || !sg->up ||
-		    lgr_failing(lgr))
+		if (!sg || !sg->up || lgr_failing(lgr))
 			continue;
 		__atomic_store_n(&((struct shm_hdr *)(void *)sg->local)->running, 1,
 				 __ATOMIC_RELAXED);

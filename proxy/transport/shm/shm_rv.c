@@ -248,20 +248,6 @@ int shm_lgr_connect(struct lgr *lgr, const uint8_t *addr, size_t len)
 /* ------------------------------------------------------------------ */
 /* Server: the rendezvous socket. */
 
-static struct lgr *shm_find_lgr(struct smc_net *net, const uint8_t *id)
-{
-	struct list_head *pos;
-
-	list_for_each(pos, &net->lgrs) {
-		struct lgr *lgr = list_entry(pos, struct lgr, node);
-
-		if (lgr->role == LGR_ROLE_SERVER && lgr->state == LGR_RENDEZVOUS &&
-		    lgr->ops == &shm_ops && memcmp(lgr->id, id, CLC_LGR_ID_LEN) == 0)
-			return lgr;
-	}
-	return NULL;
-}
-
 static void shm_rv_reap(struct loop_defer *d)
 {
 	free(container_of(d, struct shm_rv, defer));
@@ -293,7 +279,7 @@ static void shm_on_rv(struct epset_entry *e, uint32_t events)
 	err = shm_recv_rv(rv->fd, &m, fds, &n_fds);
 	if (err == -EAGAIN)
 		return;
-	lgr = err ? NULL : shm_find_lgr(net, m.lgr_id);
+	lgr = err ? NULL : lgr_find_by_id(net, &shm_ops, m.lgr_id);
 	if (!lgr) {
 		/* Unknown id: someone on this host who did not do the
 		 * handshake, or came too late. */
