@@ -243,11 +243,6 @@ static void *worker_main(void *arg)
 
 /* ---- on the main thread ---------------------------------------------- */
 
-/*
- * Sets up worker w on the main thread: loop, proxy (taking fds, which
- * proxy_init() owns from here), mailbox, heartbeat timer. On failure
- * nothing is left open.
- */
 /* Transports that could not start here (proxy_init() kept why): asked
  * for by name, the absence is a problem; under "auto" it is what most
  * hosts are (no RDMA device). */
@@ -272,10 +267,18 @@ static void worker_log_transports_off(const struct proxy *p, const struct cfg *c
 	}
 }
 
+/*
+ * Sets up worker w on the main thread: loop, proxy (taking fds, which
+ * proxy_init() owns from here), mailbox, heartbeat timer. On failure
+ * nothing is left open.
+ */
 static int worker_init(struct worker *w, struct worker_pool *pool, unsigned index,
 		       unsigned n_workers, const struct cfg *cfg, const int *fds, size_t n_fds, bool reuseport,
 		       char *errbuf, size_t errlen)
 {
+	const struct proxy_params params = { .worker = index, .n_workers = n_workers,
+					     .reuseport = reuseport,
+					     .adopt_fds = fds, .n_adopt = n_fds };
 	size_t i;
 	int err;
 
@@ -290,11 +293,7 @@ static int worker_init(struct worker *w, struct worker_pool *pool, unsigned inde
 			close(fds[i]);
 		return err;
 	}
-	w->proxy.worker = index;
-	w->proxy.n_workers = n_workers;
-	w->proxy.reuseport = reuseport;
-	proxy_adopt_listeners(&w->proxy, fds, n_fds);
-	err = proxy_init(&w->proxy, &w->loop, cfg, &worker_proxy_ops, errbuf, errlen);
+	err = proxy_init(&w->proxy, &w->loop, cfg, &params, &worker_proxy_ops, errbuf, errlen);
 	if (err) {
 		uv_loop_close(&w->loop);
 		return err;

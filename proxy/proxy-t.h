@@ -67,12 +67,29 @@ struct proxy_ops {
 	void (*idle)(struct proxy *p);
 };
 
+/*
+ * Where a proxy runs, from its owner to proxy_init() (NULL: one worker
+ * alone, nothing to adopt).
+ */
+struct proxy_params {
+	unsigned worker;		/* index of the worker running this proxy */
+	unsigned n_workers;		/* how many there are (0 counts as 1) */
+	bool reuseport;			/* other workers bind the same addresses */
+	/* Listening sockets opened by someone else (systemd socket
+	 * activation): a listen address that one of them is bound to uses
+	 * it instead of a new socket. proxy_init() owns them, whatever it
+	 * returns: it closes those no listen address wants and counts them
+	 * in n_adopt_unused. */
+	const int *adopt_fds;
+	size_t n_adopt;
+};
+
 struct proxy {
 	uv_loop_t *loop;
 	const struct cfg *cfg;		/* current config: live keys only */
 	const struct proxy_ops *ops;
 	void *data;			/* the owner's */
-	/* Set by the owner before proxy_init(), which keeps them. */
+	/* From struct proxy_params, at proxy_init(). */
 	unsigned worker;		/* index of the worker running this proxy */
 	unsigned n_workers;		/* how many there are (0 counts as 1) */
 	bool reuseport;			/* other workers bind the same addresses */
@@ -88,8 +105,6 @@ struct proxy {
 
 	struct listener *listeners;
 	size_t n_listeners;
-	const int *adopt_fds;		/* from proxy_adopt_listeners() */
-	size_t n_adopt;
 	size_t n_adopted, n_adopt_unused;
 	uint64_t listen_skipped;	/* bit i: cfg->listen[i] has no IPv6 here */
 	bool accepting;

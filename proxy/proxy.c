@@ -156,26 +156,21 @@ static int proxy_init_smc(struct proxy *p, const struct cfg *cfg, char *errbuf, 
 	return smc_net_init(net, errbuf, errlen);
 }
 
-void proxy_adopt_listeners(struct proxy *p, const int *fds, size_t n)
-{
-	p->adopt_fds = fds;
-	p->n_adopt = n;
-}
-
-/* An adopted socket bound to a, or -1. Taken ones are marked in used. */
-static int listener_find_adopted(const struct proxy *p, const struct cfg_addr *a, bool *used)
+/* One of the n adopted sockets fds bound to a, or -1. Taken ones are
+ * marked in used. */
+static int listener_find_adopted(const int *fds, size_t n, const struct cfg_addr *a, bool *used)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
 	size_t i;
 
-	for (i = 0; i < p->n_adopt; i++) {
+	for (i = 0; i < n; i++) {
 		len = sizeof(ss);
-		if (used[i] || getsockname(p->adopt_fds[i], (struct sockaddr *)&ss, &len) < 0)
+		if (used[i] || getsockname(fds[i], (struct sockaddr *)&ss, &len) < 0)
 			continue;
 		if (addr_equal((struct sockaddr *)&ss, (const struct sockaddr *)&a->ss)) {
 			used[i] = true;
-			return p->adopt_fds[i];
+			return fds[i];
 		}
 	}
 	return -1;
@@ -263,22 +258,22 @@ static void proxy_arm_idle_sweep(struct proxy *p)
 }
 
 int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
-	       const struct proxy_ops *ops, char *errbuf, size_t errlen)
+	       const struct proxy_params *params, const struct proxy_ops *ops,
+	       char *errbuf, size_t errlen)
 {
-	const int *adopt_fds = p->adopt_fds;
-	size_t n_adopt = p->n_adopt;
-	unsigned worker = p->worker, n_workers = p->n_workers;
-	bool reuseport = p->reuseport;
+	static const struct proxy_params alone = { .n_workers = 1 };
+	const struct proxy_params *pp = params ? params : &alone;
+	const int *adopt_fds = pp->adopt_fds;
+	size_t n_adopt = pp->n_adopt;
+	size_t n_seen = n_adopt < ADOPT_MAX ? n_adopt : ADOPT_MAX;
 	bool used[ADOPT_MAX] = { false };
 	char a[ADDR_STRLEN];
 	size_t i;
 	int err, fd;
 
 	*p = (struct proxy){ .loop = loop, .cfg = cfg, .ops = ops,
-			     .worker = worker, .n_workers = n_workers,
-			     .reuseport = reuseport,
-			     .adopt_fds = adopt_fds,
-			     .n_adopt = n_adopt < ADOPT_MAX ? n_adopt : ADOPT_MAX };
+			     .worker = pp->worker, .n_workers = pp->n_workers,
+			     .reuseport = pp->reuseport };
 	list_init(&p->flows);
 	proxy_capture_params(p, cfg);
 	p->relay_env = (struct relay_env){ .loop = loop, .epset = &p->core.epset,
@@ -297,7 +292,7 @@ int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
 		struct listener *l = &p->listeners[p->n_listeners];
 		const struct cfg_addr *ca = &cfg->listen[i];
 
-		fd = listener_find_adopted(p, ca, used);
+		fd = listener_find_adopted(adopt_fds, n_seen, ca, used);
 		if (fd >= 0) {
 			socklen_t len = sizeof(l->addr);
 
@@ -376,8 +371,6 @@ out_close_unused:
 		close(adopt_fds[i]);
 		p->n_adopt_unused++;
 	}
-	p->adopt_fds = NULL;
-	p->n_adopt = 0;
 	return err;
 }
 

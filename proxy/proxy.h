@@ -6,21 +6,16 @@
 #include "proxy-t.h"
 
 /*
- * Binds and listens on every cfg->listen address. Returns 0, or -errno with
- * errbuf naming the address that failed. Nothing is accepted until
- * proxy_start(). cfg must outlive the proxy or be replaced by
- * proxy_set_cfg() first.
+ * Binds and listens on every cfg->listen address, or takes the adopted
+ * socket bound to it (params: where this proxy runs; NULL for one worker
+ * alone). Everything of *p is set here: the caller fills in nothing
+ * first. Returns 0, or -errno with errbuf naming the address that failed.
+ * Nothing is accepted until proxy_start(). cfg must outlive the proxy or
+ * be replaced by proxy_set_cfg() first.
  */
 int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
-	       const struct proxy_ops *ops, char *errbuf, size_t errlen);
-/*
- * Hands over listening sockets opened by someone else (systemd socket
- * activation) before proxy_init(): a listen address that one of them is
- * bound to uses it instead of a new socket. The proxy owns them from here;
- * proxy_init() closes those no listen address wants and counts them in
- * p->n_adopt_unused. fds must stay valid until proxy_init() returns.
- */
-void proxy_adopt_listeners(struct proxy *p, const int *fds, size_t n);
+	       const struct proxy_params *params, const struct proxy_ops *ops,
+	       char *errbuf, size_t errlen);
 void proxy_start(struct proxy *p);
 /*
  * Runs p's event loop (as uv_run(UV_RUN_DEFAULT) would) with the data

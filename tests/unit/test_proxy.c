@@ -80,7 +80,7 @@ static void test_emfile_pauses_without_spinning(void **state)
 	int c[CLIENTS], i, maxfd;
 
 	uv_loop_init(&loop);
-	assert_int_equal(proxy_init(&p, &loop, cfg, &ops, err, sizeof(err)), 0);
+	assert_int_equal(proxy_init(&p, &loop, cfg, NULL, &ops, err, sizeof(err)), 0);
 	proxy_start(&p);
 	/* Connections complete in the kernel's backlog before we accept. */
 	for (i = 0; i < CLIENTS; i++) {
