@@ -1,5 +1,5 @@
 # smcproxy: one Makefile, pkg-config for every library.
-# make | make deps | make check | make demo | make bench | make install
+# make | make deps | make check-units | make check | make demo | make bench | make install
 
 PREFIX     ?= /usr/local
 SBINDIR    ?= $(PREFIX)/sbin
@@ -156,10 +156,8 @@ check: deps
 ifneq ($(RDMA),0)
 	@$(MAKE) --no-print-directory check-rdma-ready
 endif
-	tests/lint/check-layers
-	$(MAKE) all units tools $(FUZZ_REPLAY)
-	tests/run-units $(B)
-	tests/fuzz/run-replay $(B)
+	$(MAKE) check-units
+	$(MAKE) all tools
 	$(MAKE) check-asan
 	$(MAKE) check-tsan
 	tests/integration/run $(B)
@@ -170,6 +168,15 @@ ifeq ($(RDMA),0)
 else
 	$(MAKE) check-rdma
 endif
+
+# The contributor's fast loop: the layer check, the unit tests and the fuzz
+# corpora replayed. No root, no package installed, no network namespace;
+# seconds once built (doc/testing.md).
+check-units:
+	tests/lint/check-layers
+	$(MAKE) units $(FUZZ_REPLAY)
+	tests/run-units $(B)
+	tests/fuzz/run-replay $(B)
 
 # The layering of the tree by its #include lines (doc/architecture.md):
 # nothing outside a transport's folder names it but the registry's table.
@@ -282,5 +289,5 @@ lint-man:
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
 
-.PHONY: all deps check check-layers check-asan check-tsan check-integration check-rdma check-rdma-pair check-rdma-ready demo bench install uninstall clean fuzz tools units lint-man
+.PHONY: all deps check check-units check-layers check-asan check-tsan check-integration check-rdma check-rdma-pair check-rdma-ready demo bench install uninstall clean fuzz tools units lint-man
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
