@@ -94,8 +94,9 @@ $(B)/smcproxyctl: $(B)/daemon/ctl/smcproxyctl.o $(CTLLIB_OBJ) $(CFG_OBJ)
 # Unit tests: one cmocka binary per module. A test may list the library
 # symbols it wraps in tests/unit/test_X.wrap (one symbol per line), and
 # the helpers it links in tests/unit/test_X.helpers (one name per line:
-# tests/unit/NAME.c, not a test itself, such as fake_transport).
-unit_helpers = $(patsubst %,$(B)/tests/unit/%.o,$(shell cat tests/unit/$(1).helpers 2>/dev/null))
+# tests/unit/NAME.c, not a test itself, such as fake_transport). Every
+# test links unit_filter (UNIT_TEST=PATTERN runs only the matching cases).
+unit_helpers = $(patsubst %,$(B)/tests/unit/%.o,unit_filter $(shell cat tests/unit/$(1).helpers 2>/dev/null))
 # Kept: make would delete a helper object as an intermediate file.
 .PRECIOUS: $(B)/tests/unit/%.o
 .SECONDEXPANSION:
