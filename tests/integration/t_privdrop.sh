@@ -81,15 +81,19 @@ grep -q 'listening on' <<<"$out" && it_fail "it listened before judging the user
 
 # The default's user, "smcproxy", missing: as strict as a named one (it
 # used to warn and stay root). The key is left out, and the daemon sees
-# a user database without "smcproxy" (a private mount namespace with a
-# copy of /etc/passwd bind-mounted over it), whatever this host has.
+# a user database without "smcproxy", whatever this host has: a private
+# mount namespace with a copy of /etc/passwd bind-mounted over it, and
+# an nsswitch.conf that reads only the files (not systemd's dynamic
+# users, say).
 grep -v '^smcproxy:' /etc/passwd >"$IT_DIR/passwd"
-chmod 644 "$IT_DIR/passwd"
+printf 'passwd: files\ngroup: files\n' >"$IT_DIR/nsswitch.conf"
+chmod 644 "$IT_DIR/passwd" "$IT_DIR/nsswitch.conf"
 it_config user=
 grep -q '"user"' "$IT_CFG" && it_fail "it_config user= left the key in: $(cat "$IT_CFG")"
 out=$(timeout 10 ip netns exec "$NS_C" unshare --mount sh -c \
-	'mount --bind "$1" /etc/passwd && exec "$2" -c "$3" --foreground' sh \
-	"$IT_DIR/passwd" "$SMCPROXYD" "$IT_CFG" 2>&1)
+	'mount --bind "$1" /etc/passwd && mount --bind "$2" /etc/nsswitch.conf &&
+	 exec "$3" -c "$4" --foreground' sh \
+	"$IT_DIR/passwd" "$IT_DIR/nsswitch.conf" "$SMCPROXYD" "$IT_CFG" 2>&1)
 rc=$?
 [ $rc -eq 1 ] || it_fail "without the default's user the daemon exited $rc, expected 1: $out"
 [ "$(grep -c . <<<"$out")" -eq 1 ] || it_fail "expected one line, got: $out"
