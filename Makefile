@@ -57,6 +57,11 @@ DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
 
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+# The helpers unit tests link (unit_filter, fake_transport, ...): named
+# here, so that make keeps them instead of deleting them as intermediate
+# files and relinking every unit test on the next run.
+UNIT_HELPER_OBJ := $(patsubst tests/unit/%.c,$(B)/tests/unit/%.o,\
+		   $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c)))
 # tests/tools/peer_*.c: what the hostile peers share, not tools themselves.
 PEER_SRC   := $(wildcard tests/tools/peer_*.c)
 PEER_OBJ   := $(PEER_SRC:%.c=$(B)/%.o)
@@ -97,8 +102,6 @@ $(B)/smcproxyctl: $(B)/daemon/ctl/smcproxyctl.o $(CTLLIB_OBJ) $(CFG_OBJ)
 # tests/unit/NAME.c, not a test itself, such as fake_transport). Every
 # test links unit_filter (UNIT_TEST=PATTERN runs only the matching cases).
 unit_helpers = $(patsubst %,$(B)/tests/unit/%.o,unit_filter $(shell cat tests/unit/$(1).helpers 2>/dev/null))
-# Kept: make would delete a helper object as an intermediate file.
-.PRECIOUS: $(B)/tests/unit/%.o
 .SECONDEXPANSION:
 $(B)/tests/%: tests/unit/%.c $$(call unit_helpers,$$*) $(B)/libsmcproxy.a $(DAEMON_OBJ)
 	@mkdir -p $(dir $@)
@@ -148,7 +151,7 @@ $(B)/bench/smc_preload.so: tests/bench/smc_preload.c
 	$(CC) $(CFLAGS) -fPIC -shared $(LDFLAGS) -o $@ $< -ldl
 
 tools: $(TOOL_BIN) $(B)/bench/smc_preload.so
-units: $(UNIT_BIN)
+units: $(UNIT_BIN) $(UNIT_HELPER_OBJ)
 
 deps:
 	@contrib/install-deps
