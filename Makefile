@@ -1,5 +1,5 @@
 # smcproxy: one Makefile, pkg-config for every library.
-# make | make deps | make check | make demo | make bench | make install
+# make | make deps | make check-units | make check | make demo | make bench | make install
 
 PREFIX     ?= /usr/local
 SBINDIR    ?= $(PREFIX)/sbin
@@ -57,6 +57,11 @@ DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
 
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+# The helpers unit tests link (unit_filter, fake_transport, ...): named
+# here, so that make keeps them instead of deleting them as intermediate
+# files and relinking every unit test on the next run.
+UNIT_HELPER_OBJ := $(patsubst tests/unit/%.c,$(B)/tests/unit/%.o,\
+		   $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c)))
 # tests/tools/peer_*.c: what the hostile peers share, not tools themselves.
 PEER_SRC   := $(wildcard tests/tools/peer_*.c)
 PEER_OBJ   := $(PEER_SRC:%.c=$(B)/%.o)
@@ -94,10 +99,9 @@ $(B)/smcproxyctl: $(B)/daemon/ctl/smcproxyctl.o $(CTLLIB_OBJ) $(CFG_OBJ)
 # Unit tests: one cmocka binary per module. A test may list the library
 # symbols it wraps in tests/unit/test_X.wrap (one symbol per line), and
 # the helpers it links in tests/unit/test_X.helpers (one name per line:
-# tests/unit/NAME.c, not a test itself, such as fake_transport).
-unit_helpers = $(patsubst %,$(B)/tests/unit/%.o,$(shell cat tests/unit/$(1).helpers 2>/dev/null))
-# Kept: make would delete a helper object as an intermediate file.
-.PRECIOUS: $(B)/tests/unit/%.o
+# tests/unit/NAME.c, not a test itself, such as fake_transport). Every
+# test links unit_filter (UNIT_TEST=PATTERN runs only the matching cases).
+unit_helpers = $(patsubst %,$(B)/tests/unit/%.o,unit_filter $(shell cat tests/unit/$(1).helpers 2>/dev/null))
 .SECONDEXPANSION:
 $(B)/tests/%: tests/unit/%.c $$(call unit_helpers,$$*) $(B)/libsmcproxy.a $(DAEMON_OBJ)
 	@mkdir -p $(dir $@)
@@ -147,7 +151,7 @@ $(B)/bench/smc_preload.so: tests/bench/smc_preload.c
 	$(CC) $(CFLAGS) -fPIC -shared $(LDFLAGS) -o $@ $< -ldl
 
 tools: $(TOOL_BIN) $(B)/bench/smc_preload.so
-units: $(UNIT_BIN)
+units: $(UNIT_BIN) $(UNIT_HELPER_OBJ)
 
 deps:
 	@contrib/install-deps
@@ -156,10 +160,8 @@ check: deps
 ifneq ($(RDMA),0)
 	@$(MAKE) --no-print-directory check-rdma-ready
 endif
-	tests/lint/check-layers
-	$(MAKE) all units tools $(FUZZ_REPLAY)
-	tests/run-units $(B)
-	tests/fuzz/run-replay $(B)
+	$(MAKE) check-units
+	$(MAKE) all tools
 	$(MAKE) check-asan
 	$(MAKE) check-tsan
 	tests/integration/run $(B)
@@ -170,6 +172,15 @@ ifeq ($(RDMA),0)
 else
 	$(MAKE) check-rdma
 endif
+
+# The contributor's fast loop: the layer check, the unit tests and the fuzz
+# corpora replayed. No root, no package installed, no network namespace;
+# seconds once built (doc/testing.md).
+check-units:
+	tests/lint/check-layers
+	$(MAKE) units $(FUZZ_REPLAY)
+	tests/run-units $(B)
+	tests/fuzz/run-replay $(B)
 
 # The layering of the tree by its #include lines (doc/architecture.md):
 # nothing outside a transport's folder names it but the registry's table.
@@ -282,5 +293,5 @@ lint-man:
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
 
-.PHONY: all deps check check-layers check-asan check-tsan check-integration check-rdma check-rdma-pair check-rdma-ready demo bench install uninstall clean fuzz tools units lint-man
+.PHONY: all deps check check-units check-layers check-asan check-tsan check-integration check-rdma check-rdma-pair check-rdma-ready demo bench install uninstall clean fuzz tools units lint-man
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

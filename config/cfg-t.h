@@ -64,11 +64,9 @@ struct cfg {
 	enum cfg_transport transport;
 	uint32_t mark;
 	unsigned workers;		/* 0: one per CPU */
-	/* Started as root: the user to run as once set up ("": stay root;
-	 * daemon/privdrop.c). Looked up at start, not here. user_default:
-	 * the key was absent, so a missing user only warns. */
+	/* Started as root: the user to run as once set up ("": stay root,
+	 * on purpose; daemon/privdrop.c). Looked up at start, not here. */
 	char *user;
-	bool user_default;
 
 	struct {
 		unsigned per_peer;

@@ -458,8 +458,7 @@ static void set_path(struct load *ld, const struct cfg__key *k, const json_t *v,
  * it exists is the daemon's to find out at start (the config may be
  * checked on another host).
  */
-static void set_user(struct load *ld, const struct cfg__key *k, const json_t *v,
-		     struct cfg *cfg, char **out)
+static void set_user(struct load *ld, const struct cfg__key *k, const json_t *v, char **out)
 {
 	char sv[SHOWN_MAX + 4];
 	const char *s, *p;
@@ -480,7 +479,6 @@ static void set_user(struct load *ld, const struct cfg__key *k, const json_t *v,
 	*out = strdup(s);
 	if (!*out)
 		ld->nomem = true;
-	cfg->user_default = ld->in_default;
 }
 
 static void set_mode(struct load *ld, const json_t *v, mode_t *out)
@@ -876,7 +874,7 @@ static void set_value(struct load *ld, const struct cfg__key *k, json_t *v, stru
 		set_addr(ld, k, v, (struct cfg_addr *)field(cfg, k));
 		return;
 	case CFG__USER:
-		set_user(ld, k, v, cfg, (char **)field(cfg, k));
+		set_user(ld, k, v, (char **)field(cfg, k));
 		return;
 	}
 }

@@ -2,11 +2,9 @@
 /*
  * The embedded default configuration: what the daemon runs without -c and
  * what --print-default-config prints. Every key is spelled out so that the
- * printout documents the whole schema, but "user": its default
- * ("smcproxy") is a soft one that only warns when that user does not
- * exist, which a key spelled out would not (smcproxyd.json(5)). The values
- * must equal the per-key defaults of cfg_schema.c (test_cfg checks that
- * "{}" loads to the same struct cfg as this text).
+ * printout documents the whole schema. The values must equal the per-key
+ * defaults of cfg_schema.c (test_cfg checks that "{}" loads to the same
+ * struct cfg as this text).
  */
 #include "cfg.h"
 
@@ -18,6 +16,7 @@ static const char default_json[] =
 	"  \"transport\": \"auto\",\n"
 	"  \"mark\": 5459267,\n"
 	"  \"workers\": 0,\n"
+	"  \"user\": \"smcproxy\",\n"
 	"  \"links\": {\"per_peer\": 2, \"max_flows_per_link\": 255, \"dead_after\": \"15s\"},\n"
 	"  \"buffers\": {\"ring\": \"1MiB\", \"ring_initial\": \"16KiB\", \"pool\": 0},\n"
 	"  \"autocork\": {\"enabled\": true, \"max_bytes\": \"64KiB\"},\n"

@@ -272,16 +272,14 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	/* Before anything is set up: a user that does not exist is a
 	 * mistake to say now, not after the daemon listened as root. */
-	err = privdrop_prepare(&pd, cfg->user, cfg->user_default, errbuf, sizeof(errbuf));
+	err = privdrop_prepare(&pd, cfg->user, errbuf, sizeof(errbuf));
 	if (err) {
 		log_err("%s; exiting", errbuf);
 		cfg_free(cfg);
 		return EXIT_STARTUP;
 	}
-	if (errbuf[0])
-		log_warn("%s", errbuf);
-	else if (geteuid() == 0 && !pd.needed)
-		log_notice("running as root with every capability (\"user\" is \"\")");
+	if (geteuid() == 0 && !pd.needed)
+		log_info("running as root with every capability, as \"user\": \"\" asks");
 	raise_limits();
 	err = check_mark(cfg->mark);
 	if (err) {

@@ -32,8 +32,7 @@
 #define KEEP_CAPS	((1ull << CAP_NET_ADMIN) | (1ull << CAP_NET_BIND_SERVICE) | \
 			 (1ull << CAP_IPC_LOCK))
 
-int privdrop_prepare(struct privdrop *pd, const char *user, bool soft, char *errbuf,
-		     size_t errlen)
+int privdrop_prepare(struct privdrop *pd, const char *user, char *errbuf, size_t errlen)
 {
 	struct passwd pw, *res = NULL;
 	char buf[4096];
@@ -44,24 +43,20 @@ int privdrop_prepare(struct privdrop *pd, const char *user, bool soft, char *err
 		errbuf[0] = '\0';
 	if (geteuid() != 0 || !user || !*user)
 		return 0;
+	/* A missing user is an error even when it is the default's: staying
+	 * root with every capability must be asked for ("user": ""), never
+	 * what a typo or a forgotten useradd buys. */
 	err = getpwnam_r(user, &pw, buf, sizeof(buf), &res);
-	if (!err && !res && soft) {
-		snprintf(errbuf, errlen, "running as root with every capability: user \"%s\" "
-			 "(the default of \"user\") does not exist; create it (useradd --system "
-			 "--no-create-home --shell /usr/sbin/nologin %s), or name another in "
-			 "\"user\", or set it to \"\" to say root is meant", user, user);
-		return 0;
-	}
 	if (err || !res) {
 		snprintf(errbuf, errlen, "user \"%s\"%s%s: create it (useradd --system "
-			 "--no-create-home --shell /usr/sbin/nologin %s), or set \"user\" to "
-			 "another, or to \"\" to keep running as root",
+			 "--no-create-home --shell /usr/sbin/nologin %s), or name another in "
+			 "\"user\", or set \"user\": \"\" to run as root on purpose",
 			 user, err ? ": " : " does not exist", err ? strerror(err) : "", user);
 		return err ? -err : -ENOENT;
 	}
 	if (pw.pw_uid == 0) {
 		snprintf(errbuf, errlen, "user \"%s\" is root (uid 0): name an unprivileged user, "
-			 "or \"\" to keep running as root", user);
+			 "or set \"user\": \"\" to run as root on purpose", user);
 		return -EPERM;
 	}
 	n = PRIVDROP_GROUPS_MAX;

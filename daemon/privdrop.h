@@ -28,13 +28,11 @@ struct privdrop {
  * Looks user up, before anything is set up, so that a wrong name stops
  * the daemon at once. Nothing to do (pd->needed false) when we do not run
  * as root (systemd's User= or DynamicUser=, or an unprivileged start) or
- * user is "". 0, or -errno with errbuf saying why: -ENOENT when the user
- * does not exist, -EPERM when it is root itself. A soft user (the
- * config's default, not named by the operator) that does not exist is
- * 0 with pd->needed false and errbuf saying so, for a warning.
+ * user is "" (root on purpose). 0, or -errno with errbuf saying why:
+ * -ENOENT when the user does not exist (the default's "smcproxy" as much
+ * as a name the operator wrote), -EPERM when it is root itself.
  */
-int privdrop_prepare(struct privdrop *pd, const char *user, bool soft, char *errbuf,
-		     size_t errlen);
+int privdrop_prepare(struct privdrop *pd, const char *user, char *errbuf, size_t errlen);
 /*
  * Still root: creates dir (its parent must exist) with mode, owned by
  * the user, when it does not exist, so that the daemon can create and

@@ -154,7 +154,7 @@ rdma_config() {
 	 "rdma": {"inline": ${INLINE[$c]:-true}},
 	 "fallback": {"connect_timeout": "10s"},
 	 "stats": {"socket": "$WORK/$c-$d.sock"}, "shm": {"dir": "$WORK/$c-$d-shm"},
-	 "log": {"level": "$LOG"}${EXTRA[$c]:-}}
+	 "log": {"level": "$LOG"}, "user": ""${EXTRA[$c]:-}}
 	EOF
 }
 

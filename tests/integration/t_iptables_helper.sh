@@ -154,7 +154,8 @@ if [ -x "$build/smcproxyd" ] && [ -x "$build/smcproxyctl" ]; then
 {
   "listen": ["127.0.0.1:17001", "[::1]:17001"],
   "control": "",
-  "stats": {"socket": "$tmp/smcproxyd.sock"}
+  "stats": {"socket": "$tmp/smcproxyd.sock"},
+  "user": ""
 }
 EOF
 	# Not through inns: $! must be the daemon, not a subshell, or the kill

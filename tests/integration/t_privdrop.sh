@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guards issue 11, finding 7 (started outside systemd the daemon kept root): two daemons started as root with "user": "nobody" run, in every thread, as nobody:nogroup with exactly CAP_NET_ADMIN, CAP_NET_BIND_SERVICE and CAP_IPC_LOCK (effective, permitted, bounding; none inheritable or ambient; no_new_privs), flows still cross over shm (the rendezvous sockets made as nobody) and over the relay (SO_MARK still works), SIGHUP reload still applies a live change, the stats socket keeps answering, and a user that does not exist stops the daemon at start with a clear error.
+# Guards dropping root outside systemd (a daemon started so used to keep root), and that a missing service user is never a fallback to root: two daemons started as root with "user": "nobody" run, in every thread, as nobody:nogroup with exactly CAP_NET_ADMIN, CAP_NET_BIND_SERVICE and CAP_IPC_LOCK (effective, permitted, bounding; none inheritable or ambient; no_new_privs), flows still cross over shm (the rendezvous sockets made as nobody) and over the relay (SO_MARK still works), SIGHUP reload still applies a live change, the stats socket keeps answering; a user that does not exist, named or the default's "smcproxy" (the key left out), stops the daemon at start with one clear error line, before it listens; "user": "" runs as root on purpose, saying so at info level with no warning.
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
 
@@ -72,12 +72,43 @@ it_daemon_stop || it_fail "the daemon did not stop cleanly as $USER_NAME (status
 
 # A user that does not exist: a clear error, before anything is set up.
 it_config user='"no-such-user-smcp"'
-out=$(ip netns exec "$NS_C" "$SMCPROXYD" -c "$IT_CFG" --foreground 2>&1)
+out=$(timeout 10 ip netns exec "$NS_C" "$SMCPROXYD" -c "$IT_CFG" --foreground 2>&1)
 rc=$?
 [ $rc -eq 1 ] || it_fail "with a user that does not exist the daemon exited $rc, expected 1: $out"
 grep -q 'user "no-such-user-smcp" does not exist: create it' <<<"$out" ||
 	it_fail "no clear error for a user that does not exist: $out"
 grep -q 'listening on' <<<"$out" && it_fail "it listened before judging the user: $out"
 
-it_server_expect " 40 ok, 0 failed" "server side"
-it_pass "both daemons run as $USER_NAME with the unit's 3 capabilities in every thread; 20 flows over shm, a reload, 20 over the relay; an unknown user stops the start"
+# The default's user, "smcproxy", missing: as strict as a named one (it
+# used to warn and stay root). The key is left out, and the daemon sees
+# a user database without "smcproxy", whatever this host has: a private
+# mount namespace with a copy of /etc/passwd bind-mounted over it, and
+# an nsswitch.conf that reads only the files (not systemd's dynamic
+# users, say).
+grep -v '^smcproxy:' /etc/passwd >"$IT_DIR/passwd"
+printf 'passwd: files\ngroup: files\n' >"$IT_DIR/nsswitch.conf"
+chmod 644 "$IT_DIR/passwd" "$IT_DIR/nsswitch.conf"
+it_config user=
+grep -q '"user"' "$IT_CFG" && it_fail "it_config user= left the key in: $(cat "$IT_CFG")"
+out=$(timeout 10 ip netns exec "$NS_C" unshare --mount sh -c \
+	'mount --bind "$1" /etc/passwd && mount --bind "$2" /etc/nsswitch.conf &&
+	 exec "$3" -c "$4" --foreground' sh \
+	"$IT_DIR/passwd" "$IT_DIR/nsswitch.conf" "$SMCPROXYD" "$IT_CFG" 2>&1)
+rc=$?
+[ $rc -eq 1 ] || it_fail "without the default's user the daemon exited $rc, expected 1: $out"
+[ "$(grep -c . <<<"$out")" -eq 1 ] || it_fail "expected one line, got: $out"
+grep -qx 'smcproxyd: error: user "smcproxy" does not exist: create it (useradd --system --no-create-home --shell /usr/sbin/nologin smcproxy), or name another in "user", or set "user": "" to run as root on purpose; exiting' <<<"$out" ||
+	it_fail "no clear error for the default's missing user: $out"
+
+# "user": "" is root on purpose: an info line, no warning.
+it_config user='""'
+it_daemon_start
+it_run_ok root "flows as root on purpose" --flows 5 --max-size 64KiB --seed 73 --timeout 30
+it_daemon_stop || it_fail "the daemon run as root did not stop cleanly (status $?)"
+grep -q 'info: running as root with every capability, as "user": "" asks' "$IT_DIR/daemon.log" ||
+	it_fail "root on purpose was not said at info level: $(head -5 "$IT_DIR/daemon.log")"
+grep 'running as root' "$IT_DIR/daemon.log" | grep -v ': info: ' &&
+	it_fail "root on purpose was said above info level"
+
+it_server_expect " 45 ok, 0 failed" "server side"
+it_pass "both daemons run as $USER_NAME with the unit's 3 capabilities in every thread; 20 flows over shm, a reload, 20 over the relay; an unknown user, or the default's missing one, stops the start in one line; \"\" runs as root at info level"
