@@ -47,6 +47,9 @@ struct cfg_peer {
 	size_t n_allow;
 };
 
+/* The most "listen" addresses a config may have. */
+#define CFG_LISTEN_MAX		256
+
 /*
  * The whole configuration. It is immutable once cfg_load_*() returns it:
  * a reload builds a new one and the daemon swaps the pointer.

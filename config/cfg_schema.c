@@ -153,7 +153,7 @@ const struct cfg__key cfg__schema[] = {
 	/* For listen and peers, max is the most elements: each listen
 	 * address is a socket per worker, and duplicates are found by
 	 * comparing each element with those before it. */
-	{ "listen", CFG__LISTEN, false, 0, 0, 1, 256,
+	{ "listen", CFG__LISTEN, false, 0, 0, 1, CFG_LISTEN_MAX,
 	  "[\"127.0.0.1:7001\", \"[::1]:7001\"]", NULL },
 	{ "control", CFG__CONTROL, false, 0, 0, 0, 0, "\"0.0.0.0:7002\"", NULL },
 	{ "peers", CFG__PEERS, true, 0, 0, 0, 4096, "[]", NULL },

@@ -365,10 +365,10 @@ int smcd_init(struct smcd *d, struct cfg *cfg, const char *cfg_path, int ready_f
 		log_info("socket activation: using %zu of %zu passed sockets%s",
 			 p0->n_adopted, n_inherited,
 			 n_workers > 1 ? ", shared by every worker" : "");
-	for (size_t l = 0; l < cfg->n_listen && l < 64; l++) {
+	for (size_t l = 0; l < cfg->n_listen; l++) {
 		char a[ADDR_STRLEN];
 
-		if (p0->listen_skipped & (1ull << l))
+		if (proxy_listen_skipped(p0, l))
 			log_warn("not listening on %s: IPv6 is not available on this host",
 				 addr_format((const struct sockaddr *)&cfg->listen[l].ss,
 					     a, sizeof(a)));

@@ -6,6 +6,7 @@
  * a flow only ever reads its socket once its path is settled, so a decline
  * or a failed handshake falls back without losing a byte.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,6 +169,7 @@ static void flow_relay_closed(struct relay *r)
 {
 	struct flow *f = container_of(r, struct flow, relay);
 
+	assert(f->relay_live && !f->conn_carries);
 	f->relay_live = false;
 	flow_maybe_free(f);
 }
@@ -185,6 +187,9 @@ static int flow_start_relay(struct flow *f, int fd, enum fallback_reason reason)
 	socklen_t len;
 	int err;
 
+	/* A flow starts on the relay once: never parked, never relayed yet
+	 * (a declined conn hands its socket over, and stays to close). */
+	assert(!f->lgr && !f->relay_live);
 	f->mode = FLOW_MODE_TCP;
 	f->reason = reason;
 	f->conn_carries = false;
@@ -254,6 +259,7 @@ static void flow_conn_closed(struct conn *c)
 {
 	struct flow *f = container_of(c, struct flow, conn);
 
+	assert(f->conn_live);
 	f->conn_live = false;
 	flow_maybe_free(f);
 }
@@ -269,6 +275,9 @@ static void flow_start_conn(struct flow *f, struct lgr *lgr)
 	int fd = f->fd;
 	int err;
 
+	/* Only from the flow's open or its group's wake-up: nothing carries
+	 * it yet, and it is parked no more. */
+	assert(!f->lgr && !f->conn_live && !f->relay_live && lgr->state == LGR_ACTIVE);
 	f->fd = -1;
 	err = conn_open(&f->conn, lgr, fd, (struct sockaddr *)&f->dest, &flow_conn_ops);
 	if (err) {
@@ -290,6 +299,7 @@ static void flow_on_lgr_ready(struct lgr_waiter *w, struct lgr *lgr, enum fallba
 	struct flow *f = container_of(w, struct flow, waiter);
 	int fd = f->fd;
 
+	assert(f->lgr && !f->conn_live && !f->relay_live);
 	f->lgr = NULL;
 	if (lgr) {
 		flow_start_conn(f, lgr);

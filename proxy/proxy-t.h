@@ -106,7 +106,8 @@ struct proxy {
 	struct listener *listeners;
 	size_t n_listeners;
 	size_t n_adopted, n_adopt_unused;
-	uint64_t listen_skipped;	/* bit i: cfg->listen[i] has no IPv6 here */
+	/* Bit i: cfg->listen[i] was skipped, no IPv6 here (proxy_listen_skipped()). */
+	uint64_t listen_skipped[(CFG_LISTEN_MAX + 63) / 64];
 	bool accepting;
 	bool paused;			/* fd exhaustion back-off running */
 	uint64_t pause_ms;

@@ -309,8 +309,8 @@ int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
 			 * on [::1] too) rather than refuse to start.
 			 */
 			if ((err == -EAFNOSUPPORT || err == -EADDRNOTAVAIL) &&
-			    ca->ss.ss_family == AF_INET6 && i < 64) {
-				p->listen_skipped |= 1ull << i;
+			    ca->ss.ss_family == AF_INET6 && i < CFG_LISTEN_MAX) {
+				p->listen_skipped[i / 64] |= 1ull << (i % 64);
 				continue;
 			}
 			if (err) {

@@ -16,6 +16,11 @@
 int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
 	       const struct proxy_params *params, const struct proxy_ops *ops,
 	       char *errbuf, size_t errlen);
+/* Whether proxy_init() skipped cfg->listen[i]: IPv6 is not available here. */
+static inline bool proxy_listen_skipped(const struct proxy *p, size_t i)
+{
+	return i < CFG_LISTEN_MAX && (p->listen_skipped[i / 64] >> (i % 64) & 1);
+}
 void proxy_start(struct proxy *p);
 /*
  * Runs p's event loop (as uv_run(UV_RUN_DEFAULT) would) with the data

@@ -9,6 +9,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "addr.h"
@@ -165,4 +166,73 @@ int sock_tuple_mark(const struct sockaddr *local, const struct sockaddr *remote,
 out_close:
 	close(fd);
 	return err;
+}
+
+ssize_t sock_send_fds(int fd, const void *buf, size_t len, const int *fds, unsigned n,
+		      int flags)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * SOCK_FDS_MAX)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { (void *)buf, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+	ssize_t sent;
+
+	if (n > SOCK_FDS_MAX)
+		return -EINVAL;
+	if (n) {
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * n);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
+	}
+	sent = sendmsg(fd, &mh, flags);
+	return sent < 0 ? -errno : sent;
+}
+
+ssize_t sock_recv_fds(int fd, void *buf, size_t len, int *fds, unsigned max, unsigned room,
+		      unsigned *n_fds, int *msg_flags, int flags)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * SOCK_FDS_MAX)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { buf, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf };
+	struct cmsghdr *cm;
+	ssize_t n;
+	unsigned i;
+
+	*n_fds = 0;
+	*msg_flags = 0;
+	if (room > SOCK_FDS_MAX)
+		return -EINVAL;
+	mh.msg_controllen = CMSG_LEN(sizeof(int) * room);
+	n = recvmsg(fd, &mh, flags);
+	if (n < 0)
+		return -errno;
+	*msg_flags = mh.msg_flags;
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		unsigned k;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (unsigned)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (i = 0; i < k; i++) {
+			int got;
+
+			memcpy(&got, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (*n_fds < max)
+				fds[(*n_fds)++] = got;
+			else
+				close(got);
+		}
+	}
+	return n;
 }

@@ -32,6 +32,31 @@ int sock_connect(int fd, const struct sockaddr *dest);
  * events. One poll(2), not for the hot path. */
 bool sock_connect_done(int fd);
 
+/* The most descriptors one message carries: the kernel's SCM_MAX_FD. */
+#define SOCK_FDS_MAX		253
+
+/*
+ * Sends len bytes of buf with n descriptors (SCM_RIGHTS; none when n is
+ * 0) as one message on the UNIX socket fd, sendmsg(2) flags as given.
+ * The bytes sent, or -errno (-EINVAL: more than SOCK_FDS_MAX).
+ */
+ssize_t sock_send_fds(int fd, const void *buf, size_t len, const int *fds, unsigned n,
+		      int flags);
+
+/*
+ * Receives one message of at most len bytes into buf on the UNIX socket
+ * fd, with its descriptors (sendmsg(2) flags as given). The control buffer
+ * admits exactly room of them (CMSG_LEN, not CMSG_SPACE, which rounds up
+ * to room for one more that the kernel would install and nobody close),
+ * and the kernel drops the rest with MSG_CTRUNC; of those it installs,
+ * the first max (at most room) go into fds[] (*n_fds of them) and any
+ * beyond are closed here, so that none is left open whatever the sender
+ * sent. *msg_flags: the message's flags (MSG_CTRUNC, MSG_TRUNC). The
+ * bytes received, or -errno (-EINVAL: room above SOCK_FDS_MAX).
+ */
+ssize_t sock_recv_fds(int fd, void *buf, size_t len, int *fds, unsigned max, unsigned room,
+		      unsigned *n_fds, int *msg_flags, int flags);
+
 /* sock_bind() flags. */
 #define SOCK_BIND_NONBLOCK	0x1	/* SOCK_NONBLOCK (a listener on a loop) */
 #define SOCK_BIND_REUSEPORT	0x2	/* SO_REUSEPORT: each worker binds its own */

@@ -13,6 +13,7 @@
  * directions until they block (EAGAIN on the input, or on the output,
  * which then waits for EPOLLOUT), so no edge is lost.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -85,6 +86,8 @@ static void relay_finish(struct relay *r, enum relay_end how, int err)
 
 	if (r->state == RELAY_CLOSING)
 		return;
+	assert(r->state == RELAY_CONNECTING || r->state == RELAY_ESTABLISHED ||
+	       r->state == RELAY_HALF_CLOSED);
 	r->state = RELAY_CLOSING;
 	r->ops->ended(r, how, err);
 
@@ -245,6 +248,7 @@ static int relay_pump(struct relay *r, int i)
 	ssize_t n;
 	int p;
 
+	assert(r->state == RELAY_ESTABLISHED || r->state == RELAY_HALF_CLOSED);
 	if (d->pipe.rd < 0 && !d->eof) {
 		p = pipe_pool_get(r->env->pipes, &d->pipe);
 		if (p == -EMFILE || p == -ENFILE || p == -ENOMEM)
@@ -303,6 +307,7 @@ static int relay_pass_fin(struct relay *r, int i)
 		return 0;
 	if (shutdown(r->fd[!i], SHUT_WR) < 0 && errno != ENOTCONN)
 		return -errno;
+	assert(r->state == RELAY_ESTABLISHED || r->state == RELAY_HALF_CLOSED);
 	d->shut = true;
 	r->state = RELAY_HALF_CLOSED;
 	return 0;
@@ -312,6 +317,8 @@ static void relay_settle(struct relay *r, int err)
 {
 	int i;
 
+	/* Bytes move only between connected and closing. */
+	assert(r->state == RELAY_ESTABLISHED || r->state == RELAY_HALF_CLOSED);
 	for (i = 0; !err && i < 2; i++)
 		err = relay_pass_fin(r, i);
 	if (err)
@@ -327,6 +334,7 @@ static void relay_on_connected(struct relay *r, uint32_t events)
 {
 	int err = 0;
 
+	assert(r->state == RELAY_CONNECTING);
 	if (!(events & EPOLLOUT) || (events & (EPOLLERR | EPOLLHUP)))
 		err = sock_error(r->fd[RELAY_SERVER]);
 

@@ -303,6 +303,7 @@ static void conn_end(struct conn *c, enum conn_end how, int err, unsigned declin
 {
 	if (c->state == CONN_CLOSED)
 		return;
+	assert(c->state == CONN_OPENING || c->state == CONN_CONNECTING || c->state == CONN_ACTIVE);
 	c->state = CONN_CLOSED;
 	list_del(&c->wait_node);
 	c->ops->ended(c, how, err, decline);
@@ -914,6 +915,7 @@ static void conn_drain(struct conn *c)
 	uint32_t freed;
 	ssize_t n;
 
+	assert(c->state == CONN_ACTIVE);
 	while (c->state == CONN_ACTIVE && !c->out_blocked) {
 		uint32_t avail = conn_rx_avail(c);
 		uint32_t off = c->rx_cons.count;
@@ -973,6 +975,7 @@ static void conn_connected(struct conn *c, uint32_t events)
 	int err = 0;
 	socklen_t len = sizeof(err);
 
+	assert(c->state == CONN_CONNECTING);
 	if (!(events & EPOLLOUT) || (events & (EPOLLERR | EPOLLHUP))) {
 		if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
 			err = errno;

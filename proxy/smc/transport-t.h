@@ -13,8 +13,12 @@
  * A transport moves two things: 64-byte messages (CDC and LLC) over a
  * link's send queue, and flow bytes into the peer's receive rings. It
  * reports back through link.h: link_rx() for each message received,
- * link_tx_progress() when sends completed or queue space came free,
- * lgr_fail() when the link group is lost.
+ * link_tx_progress() when sends completed or queue space came free; and
+ * through lgr.h: lgr_link_down_sched() when a link is lost,
+ * lgr_fail_sched() when the link group is. Both are deferred to the end
+ * of the batch (doc/architecture.md, "Failure"): a transport reports from
+ * inside its completion or receive handler, where no link or group may be
+ * torn down under its callers.
  *
  * Per-worker state: a transport keeps what it needs per worker (a device,
  * a rendezvous socket) behind net->tp[smc_transport_slot(ops)], which its

@@ -116,6 +116,7 @@
 #include "cfg.h"
 #include "smc/clc.h"
 #include "smc/llc.h"
+#include "core/sock.h"
 #include "transport/shm/shm-wire.h"
 
 #include "peer_hs.h"
@@ -267,7 +268,6 @@ static void grp_close(struct grp *g)
 /* Our region: header, a queue per link, then rings for n_rings flows. */
 static int grp_region(struct grp *g, unsigned n_rings, int *memfd)
 {
-	struct shm_hdr *hdr;
 	int fd, err;
 
 	g->ring_base = shm_rmb_base(g->links);
@@ -285,12 +285,7 @@ static int grp_region(struct grp *g, unsigned n_rings, int *memfd)
 		g->local = NULL;
 		goto out_errno;
 	}
-	hdr = (struct shm_hdr *)(void *)g->local;
-	memcpy(hdr->magic, SHM_MAGIC, sizeof(hdr->magic));
-	hdr->version = SHM_VERSION;
-	hdr->links = g->links;
-	hdr->slots = SHM_SLOTS;
-	hdr->size = (uint32_t)g->local_size;
+	shm_hdr_init((struct shm_hdr *)(void *)g->local, g->links, (uint32_t)g->local_size);
 	*memfd = fd;
 	return 0;
 
@@ -300,26 +295,12 @@ out_errno:
 	return err;
 }
 
-/* Up to 253 fds (SCM_MAX_FD): the rv command sends more than a daemon takes. */
+/* Up to SOCK_FDS_MAX fds (SCM_MAX_FD): the rv command sends more than a
+ * daemon takes. */
 static int rv_send_n(int sock, const struct shm_rv_msg *m, const int *fds, unsigned n)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * 253)];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { (void *)m, sizeof(*m) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct cmsghdr *cm;
-
-	memset(&u, 0, sizeof(u));
-	mh.msg_control = u.buf;
-	mh.msg_controllen = CMSG_SPACE(sizeof(int) * n);
-	cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
-	memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
-	return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof(*m) ? 0 : -EIO;
+	return sock_send_fds(sock, m, sizeof(*m), fds, n, MSG_NOSIGNAL) == (ssize_t)sizeof(*m) ?
+	       0 : -EIO;
 }
 
 static int rv_send(int sock, const struct shm_rv_msg *m, const int *fds, unsigned n)
@@ -332,40 +313,15 @@ static int rv_send(int sock, const struct shm_rv_msg *m, const int *fds, unsigne
 static ssize_t rv_recv(int sock, struct shm_rv_msg *m, int *fds, unsigned *n_fds,
 		       int64_t deadline)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * (1 + LINKS_MAX + 4))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { m, sizeof(*m) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
 	struct pollfd pfd = { .fd = sock, .events = POLLIN };
-	struct cmsghdr *cm;
-	ssize_t n;
+	int flags;
 
 	*n_fds = 0;
 	if (poll(&pfd, 1, peer_left_ms(deadline)) == 0)
 		return -ETIMEDOUT;
-	n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-	if (n < 0)
-		return -errno;
-	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-		unsigned k, i;
-
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		k = (unsigned)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		for (i = 0; i < k; i++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (*n_fds < 1 + LINKS_MAX)
-				fds[(*n_fds)++] = fd;
-			else
-				close(fd);
-		}
-	}
-	return n;
+	/* Room for more than a daemon may send: the extra ones are closed. */
+	return sock_recv_fds(sock, m, sizeof(*m), fds, 1 + LINKS_MAX, 1 + LINKS_MAX + 4, n_fds,
+			     &flags, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 }
 
 /*

@@ -8,9 +8,11 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -28,6 +30,17 @@ int __wrap_accept4(int fd, struct sockaddr *a, socklen_t *l, int flags)
 {
 	accept_calls++;
 	return __real_accept4(fd, a, l, flags);
+}
+
+/* A host without IPv6: binding an IPv6 address fails as it does there. */
+static bool no_ipv6;
+
+int __real_sock_bind(const struct sockaddr *sa, socklen_t len, unsigned flags);
+int __wrap_sock_bind(const struct sockaddr *sa, socklen_t len, unsigned flags)
+{
+	if (no_ipv6 && sa->sa_family == AF_INET6)
+		return -EAFNOSUPPORT;
+	return __real_sock_bind(sa, len, flags);
 }
 
 static void ev_ignore(struct proxy *p, enum proxy_event ev, const struct flow *f, int err)
@@ -112,6 +125,51 @@ static void test_emfile_pauses_without_spinning(void **state)
 
 	for (i = 0; i < CLIENTS; i++)
 		close(c[i]);
+	proxy_close(&p, on_proxy_closed);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_true(closed);
+	assert_int_equal(uv_loop_close(&loop), 0);
+	cfg_free(cfg);
+}
+
+/*
+ * (Regression: the skipped listen addresses were a 64-bit mask, so on a
+ * host without IPv6 an IPv6 address past the 64th of the 256 the config
+ * allows failed the start instead of being skipped.) 66 IPv4 addresses,
+ * then 4 IPv6 ones that cannot be bound: the IPv6 ones are skipped, each
+ * said so, and the others listen.
+ */
+static void test_listen_skips_past_64(void **state)
+{
+	enum { N_V4 = 66, N_V6 = 4, N = N_V4 + N_V6 };
+	char json[N * 24 + 32], err[256];
+	struct cfg *cfg;
+	struct proxy p;
+	uv_loop_t loop;
+	size_t i, off;
+
+	(void)state;
+	off = (size_t)snprintf(json, sizeof(json), "{\"listen\": [");
+	for (i = 0; i < N; i++)
+		off += (size_t)snprintf(json + off, sizeof(json) - off,
+					i < N_V4 ? "%s\"127.0.0.1:%zu\"" : "%s\"[::1]:%zu\"",
+					i ? ", " : "", 7100 + i);
+	snprintf(json + off, sizeof(json) - off, "]}");
+	assert_int_equal(cfg_load_string(json, "test", &cfg, NULL), 0);
+	assert_int_equal(cfg->n_listen, N);
+	for (i = 0; i < N_V4; i++)	/* any port: the config refuses 0 */
+		((struct sockaddr_in *)&cfg->listen[i].ss)->sin_port = 0;
+
+	no_ipv6 = true;
+	uv_loop_init(&loop);
+	assert_int_equal(proxy_init(&p, &loop, cfg, NULL, &ops, err, sizeof(err)), 0);
+	no_ipv6 = false;
+	assert_int_equal(p.n_listeners, N_V4);
+	for (i = 0; i < N; i++)
+		assert_int_equal(proxy_listen_skipped(&p, i), i >= N_V4);
+	assert_false(proxy_listen_skipped(&p, CFG_LISTEN_MAX));
+
+	closed = 0;
 	proxy_close(&p, on_proxy_closed);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	assert_true(closed);
@@ -206,6 +264,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_emfile_pauses_without_spinning),
+		cmocka_unit_test(test_listen_skips_past_64),
 		cmocka_unit_test(test_loop_check),
 		cmocka_unit_test(test_addr_in_prefix),
 		cmocka_unit_test(test_addr_format),

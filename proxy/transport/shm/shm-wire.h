@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "smc/cdc-t.h"
 #include "smc/clc-t.h"
@@ -79,6 +80,16 @@ _Static_assert(offsetof(struct shm_rv_msg, links) == 8 + CLC_LGR_ID_LEN &&
 	       offsetof(struct shm_rv_msg, tag) == offsetof(struct shm_rv_msg, status) + 4 &&
 	       sizeof(struct shm_rv_msg) == 68,
 	       "the rendezvous message has no padding: the tag covers all before it");
+
+/* A region's header, as its owner writes it once. */
+static inline void shm_hdr_init(struct shm_hdr *hdr, unsigned links, uint32_t size)
+{
+	memcpy(hdr->magic, SHM_MAGIC, sizeof(hdr->magic));
+	hdr->version = SHM_VERSION;
+	hdr->links = links;
+	hdr->slots = SHM_SLOTS;
+	hdr->size = size;
+}
 
 /* Where a region's rings start: after its header and a queue per link. */
 static inline uint32_t shm_rmb_base(unsigned links)

@@ -52,7 +52,6 @@ int shm_lgr_prepare(struct lgr *lgr)
 {
 	struct smc_net *net = lgr->net;
 	struct shm_lgr *sg;
-	struct shm_hdr *hdr;
 	uint64_t rings = net->rmb_budget.limit;
 	uint32_t base = shm_rmb_base(lgr->n_links);
 	unsigned i;
@@ -85,12 +84,7 @@ int shm_lgr_prepare(struct lgr *lgr)
 		sg->local = NULL;
 		goto out_errno;
 	}
-	hdr = (struct shm_hdr *)(void *)sg->local;
-	memcpy(hdr->magic, SHM_MAGIC, sizeof(hdr->magic));
-	hdr->version = SHM_VERSION;
-	hdr->links = lgr->n_links;
-	hdr->slots = SHM_SLOTS;
-	hdr->size = sg->local_size;
+	shm_hdr_init((struct shm_hdr *)(void *)sg->local, lgr->n_links, sg->local_size);
 	for (i = 0; i < lgr->n_links; i++) {
 		struct shm_link *sl = &sg->links[i];
 

@@ -22,6 +22,7 @@
 #include "smc/clc.h"
 #include "core/epset.h"
 #include "core/loop.h"
+#include "core/sock.h"
 #include "smc/lgr.h"
 #include "smc/net.h"
 #include "smc/transport.h"
@@ -59,13 +60,6 @@ static int shm_send_rv(int fd, const struct shm_lgr *sg, const uint8_t *id, uint
 {
 	const struct lgr *lgr = sg->lgr;
 	struct shm_rv_msg m = { .links = lgr->n_links, .size = sg->local_size, .status = status };
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * (1 + LGR_LINKS_MAX))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { &m, sizeof(m) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct cmsghdr *cm;
 	int fds[1 + LGR_LINKS_MAX];
 	unsigned i, n = 0;
 
@@ -77,61 +71,30 @@ static int shm_send_rv(int fd, const struct shm_lgr *sg, const uint8_t *id, uint
 		fds[n++] = sg->memfd;
 		for (i = 0; i < lgr->n_links; i++)
 			fds[n++] = sg->links[i].efd_rx;
-		memset(&u, 0, sizeof(u));
-		mh.msg_control = u.buf;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * n);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
 	}
-	return sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(m) ? 0 : -EIO;
+	return sock_send_fds(fd, &m, sizeof(m), fds, n, MSG_NOSIGNAL | MSG_DONTWAIT) ==
+	       (ssize_t)sizeof(m) ? 0 : -EIO;
 }
 
 /*
  * One rendezvous message with its fds; -EAGAIN when none is there yet.
  * Every fd the kernel installs is either returned in fds[] or closed
- * here, whatever the peer sent: the control buffer's length admits
- * exactly 1 + LGR_LINKS_MAX fds (CMSG_LEN, not CMSG_SPACE, which rounds
- * up to room for one more that the kernel would install and nobody
- * close), and the kernel drops the rest with MSG_CTRUNC.
+ * here, whatever the peer sent: the control buffer admits exactly
+ * 1 + LGR_LINKS_MAX fds, and the kernel drops the rest with MSG_CTRUNC
+ * (sock_recv_fds()).
  */
 static int shm_recv_rv(int fd, struct shm_rv_msg *m, int *fds, unsigned *n_fds)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * (1 + LGR_LINKS_MAX))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { m, sizeof(*m) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			     .msg_controllen = CMSG_LEN(sizeof(int) * (1 + LGR_LINKS_MAX)) };
-	struct cmsghdr *cm;
 	ssize_t n;
 	unsigned i;
+	int flags;
 
-	_Static_assert(CMSG_LEN(sizeof(int) * (1 + LGR_LINKS_MAX)) <= sizeof(u.buf),
-		       "the control length must fit the buffer");
-	*n_fds = 0;
-	n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	_Static_assert(1 + LGR_LINKS_MAX <= SOCK_FDS_MAX, "a rendezvous' fds fit one message");
+	n = sock_recv_fds(fd, m, sizeof(*m), fds, 1 + LGR_LINKS_MAX, 1 + LGR_LINKS_MAX, n_fds,
+			  &flags, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 	if (n < 0)
-		return -errno;
-	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-			unsigned k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-
-			for (i = 0; i < k; i++) {
-				int got;
-
-				memcpy(&got, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-				if (*n_fds < 1 + LGR_LINKS_MAX)
-					fds[(*n_fds)++] = got;
-				else
-					close(got);	/* cannot be: closed all the same */
-			}
-		}
-	}
-	if (n != (ssize_t)sizeof(*m) || (mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) ||
+		return (int)n;
+	if (n != (ssize_t)sizeof(*m) || (flags & (MSG_CTRUNC | MSG_TRUNC)) ||
 	    memcmp(m->magic, SHM_RV_MAGIC, sizeof(m->magic)) != 0) {
 		for (i = 0; i < *n_fds; i++)
 			close(fds[i]);
