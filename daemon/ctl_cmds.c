@@ -56,7 +56,7 @@ static json_t *per_worker(struct smcd *d)
 
 		worker_stats_add(&d->workers.workers[i], &st);
 		/* The loop's counters: how the worker waited for work. */
-		json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 			"worker", (int)i,
 			"flows_active", (json_int_t)sum_modes(st.flows_active),
 			"flows_accepted", (json_int_t)st.flows_accepted,
@@ -68,7 +68,9 @@ static json_t *per_worker(struct smcd *d)
 			"busy_poll_hits", (json_int_t)counter_get(&ls->poll_hits),
 			"busy_poll_idle_us", (json_int_t)(counter_get(&ls->poll_ns) / 1000),
 			"busy_poll_grows", (json_int_t)counter_get(&ls->poll_grows),
-			"busy_poll_shrinks", (json_int_t)counter_get(&ls->poll_shrinks)));
+			"busy_poll_shrinks", (json_int_t)counter_get(&ls->poll_shrinks),
+			"heartbeat_gap_max_ms", (json_int_t)atomic_load_explicit(
+				&d->workers.workers[i].beat_gap_max_ms, memory_order_relaxed)));
 	}
 	return arr;
 }

@@ -143,6 +143,9 @@ static void prom_per_worker(FILE *out, const json_t *workers)
 		  "Bytes relayed by worker thread: in = from clients toward servers, out = from servers back to clients.",
 		  "in" },
 		{ "bytes_out", "smcproxy_worker_bytes_total", NULL, NULL, "out" },
+		{ "heartbeat_gap_max_ms", "smcproxy_worker_heartbeat_gap_max_milliseconds", "gauge",
+		  "The longest time between two heartbeats of the worker's event loop since start (a stall).",
+		  NULL },
 	};
 	const json_t *w, *v, *idx;
 	size_t f, i;

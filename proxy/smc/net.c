@@ -44,7 +44,10 @@ void smc_net__flush(struct smc_net *net)
 
 static bool smc_net_on_batch_end(struct loop_hook *h, bool run)
 {
-	smc_net__flush(net_of_hook(h, offsetof(struct smc_net, flush_hook)));
+	struct smc_net *net = net_of_hook(h, offsetof(struct smc_net, flush_hook));
+
+	smc_net__flush(net);
+	net->batch++;
 	return false;
 }
 
@@ -343,4 +346,5 @@ void smc_net_shutdown(struct smc_net *net)
 void smc_net_close(struct smc_net *net)
 {
 	smc_net_close_transports(net);	/* their fds are in the loop's set */
+	addr_local_close(&net->local_addrs);
 }
