@@ -127,6 +127,8 @@ static const struct {
 	  "Connections closed because they were not redirected or aimed at the daemon itself." },
 	{ "idle_timeouts", "smcproxy_idle_timeouts_total", "counter",
 	  "Flows closed by relay.idle_timeout." },
+	{ "cq_age_ms", "smcproxy_cq_snapshot_age_milliseconds", "gauge",
+	  "Age of the oldest worker's snapshot of its CQ counters (rdma): they are not waited for." },
 };
 
 /* The per_worker counters, labelled worker="<index>". */
