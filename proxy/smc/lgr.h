@@ -90,6 +90,13 @@ static inline bool lgr_failing(const struct lgr *lgr)
  * taking them when it says no, and looks again before the loop sleeps. */
 bool lgr_rx_room(const struct lgr *lgr);
 
+/* The largest ring the peer said at the handshake its flows would have
+ * (its proposal's or accept's ring_size). */
+static inline uint32_t lgr_peer_ring_size(const struct lgr *lgr)
+{
+	return lgr->role == LGR_ROLE_SERVER ? lgr->hs.prop.ring_size : lgr->hs.acc.ring_size;
+}
+
 /* Deadlines (handshakes, opening and connecting flows, expired negative
  * entries); called from the proxy's housekeeping timer. */
 void lgr_sweep(struct smc_net *net, uint64_t now);

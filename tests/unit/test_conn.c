@@ -856,6 +856,53 @@ static void test_open_timeout_falls_back(void **state)
 	assert_int_equal(w->lgr->rmbs.n_used, 0);
 }
 
+/*
+ * The peer accepts with a ring we cannot take (rdma: no mirror of that
+ * size within buffers.ring, the budget or this peer's share). Nothing of
+ * the flow crossed yet: it goes over TCP (the owner hears a decline,
+ * out_of_memory) and the peer's side is aborted; its CLOSED frees our
+ * ring. (Regression: the flow was reset after FLOW_ACCEPT, so a peer
+ * that pinned our mirrors cost this host's applications their
+ * connections.) A ring outside the peer's region still resets.
+ */
+static void test_accept_without_mirror_falls_back(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f = world_open_only(w, 0, 0, 0);
+	struct llc_flow_accept a = { .peer_token = PEER_TOKEN, .rmb = { .size = RING } };
+	uint32_t token = f->c.token;
+
+	world_batch_end(w);
+	w->fake.n_msgs = 0;
+	w->fake.attach_err = -ENOMEM;
+	a.token = token;
+	conn_on_accept(&f->c, &a);
+	world_batch_end(w);
+	w->fake.attach_err = 0;
+	assert_int_equal(f->ended, CONN_END_DECLINED + 1);
+	assert_int_equal(f->n_ended, 1);
+	assert_int_equal(w->stats.bad_messages, 0);
+	assert_int_equal(w->stats.rings_refused, 1);
+	assert_int_equal(w->lgr->state, LGR_ACTIVE);
+	assert_int_equal(w->fake.n_msgs, 1);
+	assert_true(world_cdc(w, 0).conn_flags & CDC_CF_ABORT);
+	assert_int_equal(f->closed, 0);		/* our ring waits for the CLOSED */
+	world_peer_cdc(w, f, 0, CDC_CF_CLOSED);
+	assert_int_equal(f->closed, 1);
+	assert_null(lgr_conn_find(w->lgr, token));
+	assert_int_equal(w->lgr->rmbs.n_used, 0);
+
+	/* A ring outside the peer's region is a lie: reset. */
+	f = world_open_only(w, 1, 0, 0);
+	world_batch_end(w);
+	a.token = f->c.token;
+	a.peer_token = PEER_TOKEN + 1;
+	a.rmb.offset = FAKE_PEER_SIZE;
+	conn_on_accept(&f->c, &a);
+	world_batch_end(w);
+	assert_int_equal(f->ended, CONN_END_PROTOCOL + 1);
+}
+
 /* A peer that still answers nothing CONN_OPEN_GRACE times later is
  * wedged: then the group fails. */
 static void test_open_unanswered_fails_group(void **state)
@@ -1282,6 +1329,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_accept_deadline_after_connect, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_accept_connect_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_policy_before_addresses, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_accept_without_mirror_falls_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_flood_fails_group, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_post_failure_mid_rx_deferred, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failure_raised_twice_reported_once, setup, teardown),
