@@ -44,6 +44,11 @@
  * prove its secret (issue 11, finding 5); a daemon with auth.psk_file
  * must close it ("closed" or "timeout").
  *
+ * propose --hugetlb: our region is a hugetlbfs memfd (MFD_HUGETLB, sealed
+ * as a tmpfs one would be), which a daemon must refuse: a hole punched
+ * in it once the huge pages ran out makes the daemon's next access a
+ * SIGBUS. Needs free huge pages (vm.nr_hugepages); exit status 1 without.
+ *
  * propose --blocking-efd: the eventfds we pass for the daemon to ring are
  * blocking and hold the largest count, so that a daemon that writes to
  * them without checking sleeps for ever.
@@ -158,6 +163,7 @@ struct opts {
 	int timeout_ms;
 	bool half_close;
 	bool blocking_efd;
+	bool hugetlb;			/* propose --hugetlb */
 	unsigned count;
 	unsigned rv_fds;
 	int hold_ms;
@@ -277,14 +283,18 @@ static void grp_close(struct grp *g)
 }
 
 /* Our region: header, a queue per link, then rings for n_rings flows. */
-static int grp_region(struct grp *g, unsigned n_rings, int *memfd)
+static int grp_region(struct grp *g, unsigned n_rings, bool hugetlb, int *memfd)
 {
+	const size_t huge = 2u << 20;
 	struct shm_hdr *hdr;
 	int fd, err;
 
 	g->ring_base = shm_rmb_base(g->links);
 	g->local_size = g->ring_base + (size_t)n_rings * RING_SIZE;
-	fd = memfd_create("smcpeer", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	/* A hugetlbfs memfd is sized in whole huge pages (2 MiB here). */
+	if (hugetlb)
+		g->local_size = (g->local_size + huge - 1) & ~(huge - 1);
+	fd = memfd_create("smcpeer", MFD_CLOEXEC | MFD_ALLOW_SEALING | (hugetlb ? MFD_HUGETLB : 0));
 	if (fd < 0)
 		return -errno;
 	/* Sealed as the daemon demands: it must not fear a SIGBUS from us.
@@ -411,7 +421,7 @@ static int grp_up(const struct opts *o, struct grp *g, unsigned n_rings, struct 
 				     (const char *)a->value) >= sizeof(sun.sun_path))
 			return -ENAMETOOLONG;
 	}
-	err = grp_region(g, n_rings, &memfd);
+	err = grp_region(g, n_rings, o->hugetlb, &memfd);
 	if (err)
 		goto out_err;
 	for (i = 0; i < g->links; i++) {
@@ -1440,6 +1450,8 @@ int main(int argc, char **argv)
 			o.timeout_ms = (int)peer_parse_num(peer_arg_value(&i, argc, argv), 600000);
 		} else if (!strcmp(a, "--blocking-efd")) {
 			o.blocking_efd = true;
+		} else if (!strcmp(a, "--hugetlb")) {
+			o.hugetlb = true;
 		} else if (!strcmp(a, "--count")) {
 			o.count = (unsigned)peer_parse_num(peer_arg_value(&i, argc, argv), 100000);
 		} else if (!strcmp(a, "--fds")) {
