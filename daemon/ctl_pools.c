@@ -17,6 +17,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "core/container.h"
 #include "ctl_link.h"
 #include "ctl_pools.h"
 #include "smc/transport.h"
@@ -36,7 +37,7 @@ static uint64_t ctl_pools_now_ms(void)
 
 static struct ctl_pools_job *ctl_pools_job_of(struct worker_job *job)
 {
-	return (struct ctl_pools_job *)((char *)job - offsetof(struct ctl_pools_job, job));
+	return container_of(job, struct ctl_pools_job, job);
 }
 
 /* On the worker's thread: its table, into the snapshot. */
