@@ -40,8 +40,8 @@ socklen_t addr_len(const struct sockaddr *sa);
  * often we would look. So an address added just now may be unknown for
  * up to a second, and one removed known as long. Only addresses
  * configured on an interface count: a subnet's broadcast address, which
- * bind() would take, does not. Zeroed is a valid empty
- * state (the socket opens at the first lookup); addr_local_close() frees.
+ * bind() would take, does not. Zeroed is a valid empty state (the socket
+ * opens at the first lookup); addr_local_close() frees.
  */
 #define ADDR_LOCAL_REFRESH_MS 1000
 

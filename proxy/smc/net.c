@@ -40,14 +40,12 @@ void smc_net__flush(struct smc_net *net)
 			link_flush(lnk);
 		}
 	} while (!list_empty(&net->lgrs_sched));
+	net->batch++;	/* the next batch: lgr_rx_room() counts anew */
 }
 
 static bool smc_net_on_batch_end(struct loop_hook *h, bool run)
 {
-	struct smc_net *net = net_of_hook(h, offsetof(struct smc_net, flush_hook));
-
-	smc_net__flush(net);
-	net->batch++;
+	smc_net__flush(net_of_hook(h, offsetof(struct smc_net, flush_hook)));
 	return false;
 }
 

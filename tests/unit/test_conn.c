@@ -1128,6 +1128,28 @@ static void test_open_policy_before_addresses(void **state)
 	w->cfg.n_peers = 0;
 }
 
+/* One group's messages handled in one batch are bounded: after
+ * LGR_RX_PER_BATCH, lgr_rx_room() says no (shm then leaves the rest in its
+ * queue), and the next batch counts anew. */
+static void test_rx_bound_per_batch(void **state)
+{
+	struct world *w = *state;
+	struct cdc_msg m = { .token = 0x7777 };	/* no such flow: ignored */
+	uint8_t msg[LINK_MSG_LEN];
+	unsigned i;
+
+	cdc_encode(&m, msg);
+	world_batch_end(w);
+	for (i = 0; i < LGR_RX_PER_BATCH; i++) {
+		assert_true(lgr_rx_room(w->lgr));
+		link_rx(w->lnk, msg, sizeof(msg));
+	}
+	assert_false(lgr_rx_room(w->lgr));
+	world_batch_end(w);
+	assert_true(lgr_rx_room(w->lgr));
+	assert_int_equal(w->lgr->state, LGR_ACTIVE);
+}
+
 /* A peer that floods declined opens (LGR_DECLINES_MAX in a window) loses
  * its link group, counted once as refused.floods; up to the limit, it
  * keeps it. */
@@ -1331,6 +1353,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_open_policy_before_addresses, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_accept_without_mirror_falls_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_flood_fails_group, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rx_bound_per_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_post_failure_mid_rx_deferred, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failure_raised_twice_reported_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_on_failing_group, setup, teardown),
