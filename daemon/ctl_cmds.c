@@ -2,10 +2,10 @@
 /*
  * What the control socket answers: the JSON bodies of ctl_proto replies.
  * Counters are summed from every worker without asking them; lists of a
- * worker's own structures (flows, and links and peers with link groups,
- * and the transports' per-worker tables such as rdma's CQ pool, which live
- * and die with the transport's state) are built by the worker on its
- * thread (a worker_job) and joined here. `debug fail-link` changes a worker's link the same way.
+ * worker's own structures (flows, and links and peers with link groups)
+ * are built by the worker on its thread (a worker_job) and joined here.
+ * The transports' per-worker tables, such as rdma's CQ pool, come from
+ * snapshots that do not wait for a slow worker (ctl_pools.c). `debug fail-link` changes a worker's link the same way.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -16,6 +16,7 @@
 #include "core/addr.h"
 #include "ctl_lgr.h"
 #include "ctl_link.h"
+#include "ctl_pools.h"
 #include "flow.h"
 #include "smc/transport.h"
 #include "smcd.h"
@@ -56,7 +57,7 @@ static json_t *per_worker(struct smcd *d)
 
 		worker_stats_add(&d->workers.workers[i], &st);
 		/* The loop's counters: how the worker waited for work. */
-		json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 			"worker", (int)i,
 			"flows_active", (json_int_t)sum_modes(st.flows_active),
 			"flows_accepted", (json_int_t)st.flows_accepted,
@@ -68,7 +69,9 @@ static json_t *per_worker(struct smcd *d)
 			"busy_poll_hits", (json_int_t)counter_get(&ls->poll_hits),
 			"busy_poll_idle_us", (json_int_t)(counter_get(&ls->poll_ns) / 1000),
 			"busy_poll_grows", (json_int_t)counter_get(&ls->poll_grows),
-			"busy_poll_shrinks", (json_int_t)counter_get(&ls->poll_shrinks)));
+			"busy_poll_shrinks", (json_int_t)counter_get(&ls->poll_shrinks),
+			"heartbeat_gap_max_ms", (json_int_t)atomic_load_explicit(
+				&d->workers.workers[i].beat_gap_max_ms, memory_order_relaxed)));
 	}
 	return arr;
 }
@@ -78,38 +81,8 @@ static json_t *per_worker(struct smcd *d)
  * a JSON array (new reference, NULL for none).
  */
 typedef json_t *(*ctl_list_fn)(struct proxy *p);
-typedef json_t *(*ctl_tp_list_fn)(struct proxy *p, const struct smc_transport_ops *t);
 static json_t *ctl_workers_list(struct smcd *d, const char *name, ctl_list_fn fn,
 				size_t max, char **err);
-static json_t *ctl_workers_tp_list(struct smcd *d, const char *name, ctl_tp_list_fn fn,
-				   const struct smc_transport_ops *t, size_t max, char **err);
-
-/*
- * The transports' per-worker tables (rdma's CQ pool counters: "cq": [...]),
- * merged into a stats body, one member per transport that has one, listed
- * whether it runs or not. They are read by each worker on its thread: a
- * table is its transport's and goes away with it. A worker that does not
- * answer in time is named in "workers_not_answering" and its rows are
- * missing; the other counters do not depend on it.
- */
-static void stats_add_pools(struct smcd *d, json_t *body)
-{
-	const struct smc_transport_ops *t;
-	unsigned i;
-
-	smc_transport_foreach(t, i) {
-		char *err = NULL;
-		json_t *rows;
-
-		if (!t->pool_name)
-			continue;
-		rows = ctl_workers_tp_list(d, t->pool_name, ctl_pool_json, t, 0, &err);
-		free(err);
-		if (rows && body)
-			json_object_update(body, rows);
-		json_decref(rows);
-	}
-}
 
 static json_t *stats_body(struct smcd *d)
 {
@@ -144,7 +117,7 @@ static json_t *stats_body(struct smcd *d)
 	ctl_lgr_stats(body, st);
 	for (r = 0; r < (int)d->workers.n; r++)
 		ctl_lgr_policy_ports(body, &d->workers.workers[r].proxy.smc.policy_ports);
-	stats_add_pools(d, body);
+	ctl_pools_add(&d->pools, &d->workers, body);
 	return body;
 }
 
@@ -181,9 +154,7 @@ static json_t *flows_json(struct proxy *p)
 
 struct ctl_list_job {
 	struct worker_job job;
-	ctl_list_fn fn;			/* or: */
-	ctl_tp_list_fn tp_fn;
-	const struct smc_transport_ops *tp;
+	ctl_list_fn fn;
 	json_t *items;
 };
 
@@ -191,7 +162,7 @@ static void ctl_list_job_run(struct worker *w, struct worker_job *job)
 {
 	struct ctl_list_job *j = container_of(job, struct ctl_list_job, job);
 
-	j->items = j->tp_fn ? j->tp_fn(&w->proxy, j->tp) : j->fn(&w->proxy);
+	j->items = j->fn(&w->proxy);
 }
 
 static void ctl_list_job_release(struct worker_job *job)
@@ -210,9 +181,8 @@ static void ctl_list_job_release(struct worker_job *job)
  * closing) are listed in "workers_not_answering" and their entries are
  * missing; the reply does not wait longer for them.
  */
-static json_t *ctl_workers_list_any(struct smcd *d, const char *name, ctl_list_fn fn,
-				    ctl_tp_list_fn tp_fn, const struct smc_transport_ops *t,
-				    size_t max, char **err)
+static json_t *ctl_workers_list(struct smcd *d, const char *name, ctl_list_fn fn,
+				size_t max, char **err)
 {
 	struct worker_pool *pool = &d->workers;
 	struct worker_job **jobs = calloc(pool->n, sizeof(*jobs));
@@ -229,8 +199,6 @@ static json_t *ctl_workers_list_any(struct smcd *d, const char *name, ctl_list_f
 		if (!j)
 			goto out_free_jobs;
 		j->fn = fn;
-		j->tp_fn = tp_fn;
-		j->tp = t;
 		j->job.run = ctl_list_job_run;
 		j->job.release = ctl_list_job_release;
 		jobs[i] = &j->job;
@@ -270,19 +238,6 @@ out_nomem:
 	if (!body)
 		*err = strdup("out of memory");
 	return body;
-}
-
-static json_t *ctl_workers_list(struct smcd *d, const char *name, ctl_list_fn fn,
-				size_t max, char **err)
-{
-	return ctl_workers_list_any(d, name, fn, NULL, NULL, max, err);
-}
-
-/* The same with a list of transport t's. */
-static json_t *ctl_workers_tp_list(struct smcd *d, const char *name, ctl_tp_list_fn fn,
-				   const struct smc_transport_ops *t, size_t max, char **err)
-{
-	return ctl_workers_list_any(d, name, NULL, fn, t, max, err);
 }
 
 /*

@@ -184,7 +184,7 @@ void ctl_lgr_stats(json_t *body, const struct proxy_stats *st)
 		"links_silent", (json_int_t)st->links_silent));
 	json_object_set_new(body, "declines_sent", per_decline(st->declines_sent));
 	json_object_set_new(body, "declines_received", per_decline(st->declines_received));
-	json_object_set_new(body, "refused", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	json_object_set_new(body, "refused", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"proposals", (json_int_t)st->proposals_refused,
 		"handshakes", (json_int_t)st->handshakes_refused,
 		"handshakes_evicted", (json_int_t)st->handshakes_evicted,
@@ -193,6 +193,7 @@ void ctl_lgr_stats(json_t *body, const struct proxy_stats *st)
 		"auth", (json_int_t)st->auth_failures,
 		"destinations", (json_int_t)st->dest_refused,
 		"ports", (json_int_t)st->ports_refused,
+		"floods", (json_int_t)st->floods_refused,
 		"bad_messages", (json_int_t)st->bad_messages));
 	json_object_set_new(body, "cdc", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"doorbells_saved", (json_int_t)st->doorbells_saved,

@@ -10,6 +10,7 @@
 #include <uv.h>
 
 #include "core/addr.h"
+#include "core/list.h"
 
 struct MHD_Daemon;
 struct metrics;
@@ -37,6 +38,9 @@ struct metrics {
 	void *data;			/* the owner's */
 	char addr[ADDR_STRLEN];		/* bound to, for the log */
 	uint64_t requests;		/* answered, any status */
+	uint64_t request_ms;		/* a connection's whole life at most */
+	struct list_head conns;		/* struct metrics_conn, oldest first */
+	uint64_t cut;			/* connections shut down at their deadline */
 	unsigned open_handles;
 	bool closing;
 	void (*close_cb)(struct metrics *m);

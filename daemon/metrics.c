@@ -11,11 +11,18 @@
  * see HTTP at all. The counters are read as the stats socket reads them
  * (the owner renders them; see smcd.c).
  *
- * Hostile clients are bounded by MHD: a request line and headers larger
- * than METRICS_REQUEST_MAX are refused (431, 414), at most max_clients
+ * Hostile clients are bounded: a request line and headers larger than
+ * METRICS_REQUEST_MAX are refused (431, 414), at most max_clients
  * connections are served at once (the next ones wait in the kernel's
- * backlog of METRICS_BACKLOG, then SYNs are dropped), and a connection
- * idle for timeout is closed. What the listener can be reached from is what it is bound to:
+ * backlog of METRICS_BACKLOG, then SYNs are dropped), of them a quarter
+ * from one address (metrics_per_addr(); more are closed at once), and a
+ * connection is closed timeout after it was accepted, whatever it sent
+ * meanwhile. MHD's own timeout only closes idle connections: a client
+ * that sends a byte now and then (a slowloris) would keep its slot for
+ * ever, and 40 of them kept /ready from answering. So each connection
+ * has a deadline of ours (struct metrics_conn), and at the deadline we
+ * shut its socket down, which MHD sees as the client's end and closes.
+ * What the listener can be reached from is what it is bound to:
  * there is no authentication, so the default is off, and a listener on a
  * non-loopback address is the operator's choice.
  */
@@ -28,6 +35,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/list.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -144,6 +152,73 @@ static enum MHD_Result metrics_on_request(void *cls, struct MHD_Connection *c,
 
 static void metrics_on_timer(uv_timer_t *t);
 
+/* One connection's deadline, from its accept to its close. */
+struct metrics_conn {
+	struct list_head node;		/* in m->conns */
+	int fd;				/* MHD's: shut down, never closed here */
+	uint64_t deadline_ms;
+	bool cut;
+};
+
+unsigned metrics_per_addr(unsigned max_clients)
+{
+	return max_clients / 4 ? max_clients / 4 : 1;
+}
+
+static void metrics_on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+				  enum MHD_ConnectionNotificationCode toe)
+{
+	struct metrics *m = cls;
+	struct metrics_conn *mc = *socket_context;
+	const union MHD_ConnectionInfo *info;
+
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (mc) {
+			list_del(&mc->node);
+			free(mc);
+			*socket_context = NULL;
+		}
+		return;
+	}
+	info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	mc = calloc(1, sizeof(*mc));
+	if (!mc) {
+		/* No deadline to keep: not served at all. */
+		if (info)
+			shutdown(info->connect_fd, SHUT_RDWR);
+		return;
+	}
+	mc->fd = info ? info->connect_fd : -1;
+	mc->deadline_ms = uv_now(m->loop) + m->request_ms;
+	list_add_tail(&mc->node, &m->conns);
+	*socket_context = mc;
+}
+
+/*
+ * Shuts down the connections past their deadline; returns the time to the
+ * next deadline (UINT64_MAX: none). Connections are on the list in the
+ * order they were accepted, so the first one not due ends the walk.
+ */
+static uint64_t metrics_cut_late(struct metrics *m)
+{
+	uint64_t now = uv_now(m->loop);
+	struct list_head *pos;
+
+	list_for_each(pos, &m->conns) {
+		struct metrics_conn *mc = list_entry(pos, struct metrics_conn, node);
+
+		if (mc->cut)
+			continue;
+		if (mc->deadline_ms > now)
+			return mc->deadline_ms - now;
+		mc->cut = true;
+		m->cut++;
+		if (mc->fd >= 0)
+			shutdown(mc->fd, SHUT_RDWR);
+	}
+	return UINT64_MAX;
+}
+
 static unsigned metrics_n_connections(struct metrics *m)
 {
 	const union MHD_DaemonInfo *info =
@@ -164,16 +239,22 @@ static unsigned metrics_n_connections(struct metrics *m)
 static void metrics_run(struct metrics *m)
 {
 	MHD_UNSIGNED_LONG_LONG ms;
-	unsigned before;
+	uint64_t next;
+	unsigned before, cut;
 
 	if (m->closing)
 		return;
 	before = metrics_n_connections(m);
 	MHD_run(m->mhd);
-	if (metrics_n_connections(m) < before)
-		uv_timer_start(&m->timer, metrics_on_timer, 0, 0);
-	else if (MHD_get_timeout(m->mhd, &ms) == MHD_YES)
-		uv_timer_start(&m->timer, metrics_on_timer, (uint64_t)ms, 0);
+	cut = m->cut;
+	next = metrics_cut_late(m);
+	/* A connection just shut down is closed by the next run. */
+	if (metrics_n_connections(m) < before || m->cut != cut)
+		next = 0;
+	if (MHD_get_timeout(m->mhd, &ms) == MHD_YES && (uint64_t)ms < next)
+		next = (uint64_t)ms;
+	if (next != UINT64_MAX)
+		uv_timer_start(&m->timer, metrics_on_timer, next, 0);
 	else
 		uv_timer_stop(&m->timer);
 }
@@ -229,7 +310,9 @@ int metrics_init(struct metrics *m, uv_loop_t *loop, const struct cfg_addr *addr
 	unsigned timeout_s = (unsigned)((timeout_ms + 999) / 1000);
 	int fd, err;
 
-	*m = (struct metrics){ .loop = loop, .ops = ops, .data = data };
+	*m = (struct metrics){ .loop = loop, .ops = ops, .data = data,
+			       .request_ms = timeout_ms };
+	list_init(&m->conns);
 	if (!addr->len)
 		return 0;
 	addr_format((const struct sockaddr *)&addr->ss, m->addr, sizeof(m->addr));
@@ -245,6 +328,8 @@ int metrics_init(struct metrics *m, uv_loop_t *loop, const struct cfg_addr *addr
 				  MHD_OPTION_EXTERNAL_LOGGER, metrics_mhd_log, m,
 				  MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
 				  MHD_OPTION_CONNECTION_LIMIT, max_clients,
+				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, metrics_per_addr(max_clients),
+				  MHD_OPTION_NOTIFY_CONNECTION, metrics_on_connection, m,
 				  MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)METRICS_REQUEST_MAX,
 				  MHD_OPTION_END);

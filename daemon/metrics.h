@@ -5,7 +5,8 @@
  *   GET /ready    200 when the owner says ready, 503 with the reason if not
  * Only GET and HEAD; everything runs on the main thread's loop, never on
  * a worker. Requests are bounded in size (METRICS_REQUEST_MAX), in number
- * (max_clients at once) and in time (timeout_ms idle).
+ * (max_clients at once, metrics_per_addr() of them from one address) and
+ * in time (timeout_ms from the accept, whatever the client sends).
  */
 #ifndef SMCPROXY_METRICS_H
 #define SMCPROXY_METRICS_H
@@ -20,11 +21,16 @@
 /*
  * Binds addr (len 0: the endpoint is off, nothing is opened) and serves
  * it on loop. Returns 0, or -errno with errbuf set and nothing left open.
- * timeout_ms is rounded up to whole seconds (libmicrohttpd's unit).
+ * timeout_ms bounds a connection's life (and, rounded up to whole
+ * seconds, its idle time: libmicrohttpd's unit).
  */
 int metrics_init(struct metrics *m, uv_loop_t *loop, const struct cfg_addr *addr,
 		 unsigned max_clients, uint64_t timeout_ms,
 		 const struct metrics_ops *ops, void *data, char *errbuf, size_t errlen);
+
+/* Connections one client address may hold: a quarter of max_clients,
+ * at least one. */
+unsigned metrics_per_addr(unsigned max_clients);
 
 /* Whether the endpoint is serving. */
 static inline bool metrics_enabled(const struct metrics *m)

@@ -8,6 +8,7 @@
 #include <uv.h>
 
 #include "cfg-t.h"
+#include "ctl_pools-t.h"
 #include "ctl_server-t.h"
 #include "metrics-t.h"
 #include "worker-t.h"
@@ -19,6 +20,7 @@ struct smcd {
 	char *cfg_path;			/* NULL: the embedded default */
 	struct worker_pool workers;
 	struct ctl_server ctl;
+	struct ctl_pools pools;		/* the stats reply's per-worker tables */
 	struct metrics metrics;		/* the HTTP endpoint, when configured */
 	uv_signal_t sig_term, sig_int, sig_hup;
 	uv_timer_t housekeeping;	/* watchdog and STATUS */

@@ -13,6 +13,7 @@
 
 #include "core/addr.h"
 #include "ctl/ctl_render.h"
+#include "ctl_pools.h"
 #include "smc/clc-t.h"
 #include "smc/transport.h"
 #include "flow-t.h"
@@ -356,6 +357,11 @@ int smcd_init(struct smcd *d, struct cfg *cfg, const char *cfg_path, int ready_f
 	}
 	d->workers.data = d;
 	d->workers.on_notify = smcd_on_workers_notify;
+	err = ctl_pools_init(&d->pools, d->workers.n);
+	if (err) {
+		log_err("the stats tables: %s; exiting", strerror(-err));
+		return err;
+	}
 	/* Every worker listens on the same addresses: worker 0 speaks for all. */
 	p0 = &d->workers.workers[0].proxy;
 	if (p0->n_adopt_unused)
@@ -435,6 +441,7 @@ int smcd_run(struct smcd *d)
 		smcd_finish(d);
 		uv_run(&d->loop, UV_RUN_DEFAULT);
 		uv_loop_close(&d->loop);
+		ctl_pools_close(&d->pools);
 		cfg_free(d->cfg);
 		free(d->cfg_path);
 		return 1;
@@ -461,6 +468,7 @@ int smcd_run(struct smcd *d)
 	uv_run(&d->loop, UV_RUN_DEFAULT);
 	if (uv_loop_close(&d->loop) == UV_EBUSY)
 		log_warn("event loop still had handles at exit");
+	ctl_pools_close(&d->pools);	/* the workers are joined */
 	cfg_free(d->cfg);
 	d->cfg = NULL;
 	free(d->cfg_path);

@@ -73,6 +73,7 @@ struct worker {
 	/* Written by the worker, read by the main thread without a lock. */
 	atomic_uint_fast64_t beats;	/* the heartbeat timer ran */
 	atomic_uint_fast64_t beat_ms;	/* uv_now() of its last heartbeat, 0: none yet */
+	atomic_uint_fast64_t beat_gap_max_ms;	/* the longest time between two */
 	atomic_bool drained;		/* stopped accepting and no flow left */
 	atomic_bool exited;		/* the loop has ended; about to return */
 

@@ -85,9 +85,15 @@ static const struct proxy_ops worker_proxy_ops = {
 static void worker_on_heartbeat(uv_timer_t *t)
 {
 	struct worker *w = t->data;
+	uint64_t now = uv_now(&w->loop);
+	uint64_t last = atomic_load_explicit(&w->beat_ms, memory_order_relaxed);
 
+	/* A loop that did not turn shows here as a long gap: the watchdog
+	 * and /ready judge by the last beat, this keeps the worst one. */
+	if (last && now - last > atomic_load_explicit(&w->beat_gap_max_ms, memory_order_relaxed))
+		atomic_store_explicit(&w->beat_gap_max_ms, now - last, memory_order_relaxed);
 	atomic_fetch_add_explicit(&w->beats, 1, memory_order_relaxed);
-	atomic_store_explicit(&w->beat_ms, uv_now(&w->loop), memory_order_relaxed);
+	atomic_store_explicit(&w->beat_ms, now, memory_order_relaxed);
 }
 
 static void worker_stop_accepting(struct worker *w)

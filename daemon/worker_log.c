@@ -90,6 +90,11 @@ void worker_on_proxy_event(struct proxy *p, enum proxy_event ev,
 /* Why a link went down, for the log: a silent peer says how long. */
 static const char *worker_link_err(const struct proxy *p, int err, char *buf, size_t len)
 {
+	if (err == LGR_ERR_FLOOD) {
+		snprintf(buf, len, "the peer opened more than %u flows in %u ms that were declined",
+			 LGR_DECLINES_MAX, LGR_DECLINES_WINDOW_MS);
+		return buf;
+	}
 	if (err != -EHOSTDOWN)
 		return strerror(-err);
 	snprintf(buf, len, "the peer said nothing for %llu ms (links.dead_after)",

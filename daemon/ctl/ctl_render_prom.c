@@ -127,6 +127,8 @@ static const struct {
 	  "Connections closed because they were not redirected or aimed at the daemon itself." },
 	{ "idle_timeouts", "smcproxy_idle_timeouts_total", "counter",
 	  "Flows closed by relay.idle_timeout." },
+	{ "cq_age_ms", "smcproxy_cq_snapshot_age_milliseconds", "gauge",
+	  "Age of the oldest worker's snapshot of its CQ counters (rdma): they are not waited for." },
 };
 
 /* The per_worker counters, labelled worker="<index>". */
@@ -143,6 +145,9 @@ static void prom_per_worker(FILE *out, const json_t *workers)
 		  "Bytes relayed by worker thread: in = from clients toward servers, out = from servers back to clients.",
 		  "in" },
 		{ "bytes_out", "smcproxy_worker_bytes_total", NULL, NULL, "out" },
+		{ "heartbeat_gap_max_ms", "smcproxy_worker_heartbeat_gap_max_milliseconds", "gauge",
+		  "The longest time between two heartbeats of the worker's event loop since start (a stall).",
+		  NULL },
 	};
 	const json_t *w, *v, *idx;
 	size_t f, i;

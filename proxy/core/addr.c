@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 #include <arpa/inet.h>
+#include <errno.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -104,30 +108,6 @@ bool addr_is_local(const struct sockaddr *sa)
 	return r == 0;
 }
 
-bool addr_is_iface_address(const struct sockaddr *sa)
-{
-	struct ifaddrs *ifs, *i;
-	bool found = false;
-
-	if (getifaddrs(&ifs) < 0)
-		return false;
-	for (i = ifs; i && !found; i = i->ifa_next) {
-		const struct sockaddr *a = i->ifa_addr;
-
-		if (!a || a->sa_family != sa->sa_family)
-			continue;
-		if (a->sa_family == AF_INET)
-			found = ((const struct sockaddr_in *)(const void *)a)->sin_addr.s_addr ==
-				((const struct sockaddr_in *)(const void *)sa)->sin_addr.s_addr;
-		else if (a->sa_family == AF_INET6)
-			found = !memcmp(&((const struct sockaddr_in6 *)(const void *)a)->sin6_addr,
-					&((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
-					sizeof(struct in6_addr));
-	}
-	freeifaddrs(ifs);
-	return found;
-}
-
 void addr_unmap_v4(struct sockaddr_storage *ss)
 {
 	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
@@ -174,26 +154,158 @@ bool addr_in_prefix(const struct sockaddr *sa, const struct cfg_prefix *pfx)
 	return !rest || ((a[full] ^ pfx->addr[full]) & (0xff00 >> rest) & 0xff) == 0;
 }
 
-bool addr_cache_is_local(struct addr_cache *ac, const struct sockaddr *sa, uint64_t now_ms)
+static int addr_cmp_v4(const void *a, const void *b)
 {
-	const unsigned n = sizeof(ac->slot) / sizeof(ac->slot[0]);
-	unsigned i;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 
-	for (i = 0; i < n; i++) {
-		const struct sockaddr *a = (const struct sockaddr *)&ac->slot[i].addr;
+	return x < y ? -1 : x > y;
+}
 
-		if (a->sa_family != sa->sa_family || now_ms - ac->slot[i].checked_ms > 5000)
-			continue;
-		if (a->sa_family == AF_INET ?
-		    ((const struct sockaddr_in *)(const void *)a)->sin_addr.s_addr ==
-		    ((const struct sockaddr_in *)(const void *)sa)->sin_addr.s_addr :
-		    memcmp(&((const struct sockaddr_in6 *)(const void *)a)->sin6_addr,
-			   &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16) == 0)
-			return ac->slot[i].local;
+static int addr_cmp_v6(const void *a, const void *b)
+{
+	return memcmp(a, b, 16);
+}
+
+int addr_local_set(struct addr_local *al, const struct sockaddr_storage *ss, size_t n,
+		   uint64_t now_ms)
+{
+	uint32_t *v4 = malloc((n ? n : 1) * sizeof(*v4));
+	uint8_t (*v6)[16] = malloc((n ? n : 1) * sizeof(*v6));
+	size_t i, n4 = 0, n6 = 0;
+
+	if (!v4 || !v6) {
+		free(v4);
+		free(v6);
+		return -ENOMEM;
 	}
-	i = ac->next++ % n;
-	memcpy(&ac->slot[i].addr, sa, addr_len(sa));
-	ac->slot[i].checked_ms = now_ms;
-	ac->slot[i].local = addr_is_iface_address(sa);
-	return ac->slot[i].local;
+	for (i = 0; i < n; i++) {
+		if (ss[i].ss_family == AF_INET)
+			v4[n4++] = ((const struct sockaddr_in *)&ss[i])->sin_addr.s_addr;
+		else if (ss[i].ss_family == AF_INET6)
+			memcpy(v6[n6++], &((const struct sockaddr_in6 *)&ss[i])->sin6_addr, 16);
+	}
+	qsort(v4, n4, sizeof(*v4), addr_cmp_v4);
+	qsort(v6, n6, sizeof(*v6), addr_cmp_v6);
+	free(al->v4);
+	free(al->v6);
+	al->v4 = v4;
+	al->v6 = v6;
+	al->n_v4 = n4;
+	al->n_v6 = n6;
+	al->taken = true;
+	al->taken_ms = now_ms;
+	al->stale = false;
+	al->refreshes++;
+	return 0;
+}
+
+/* The notices' socket, opened once: only the address groups, and nothing
+ * ever sent on it. */
+static void addr_local_watch(struct addr_local *al)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK,
+				  .nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR };
+	int fd;
+
+	if (al->watching || al->watch_failed)
+		return;
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
+	if (fd < 0) {
+		al->watch_failed = true;
+		return;
+	}
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		al->watch_failed = true;
+		return;
+	}
+	al->nl_fd = fd;
+	al->watching = true;
+}
+
+/* Whether an address may have changed since the last snapshot: a notice
+ * came, or one was lost (ENOBUFS), or we cannot be told. Reads every
+ * notice queued; their content does not matter, the dump says it all. */
+static bool addr_local_changed(struct addr_local *al)
+{
+	char buf[4096];
+	bool changed = false;
+	ssize_t r;
+
+	if (!al->watching)
+		return true;
+	for (;;) {
+		r = recv(al->nl_fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (r > 0) {
+			changed = true;
+			continue;
+		}
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && errno == ENOBUFS) {
+			changed = true;
+			continue;
+		}
+		return changed;	/* EAGAIN, or a socket that broke: as it was */
+	}
+}
+
+/* A fresh snapshot from getifaddrs(); a failure keeps the old one, and a
+ * second later it is tried again. */
+static void addr_local_refresh(struct addr_local *al, uint64_t now_ms)
+{
+	struct ifaddrs *ifs, *i;
+	struct sockaddr_storage *ss = NULL;
+	size_t n = 0, k = 0;
+
+	al->taken = true;
+	al->taken_ms = now_ms;
+	al->stale = true;
+	if (getifaddrs(&ifs) < 0)
+		return;
+	for (i = ifs; i; i = i->ifa_next)
+		n++;
+	ss = calloc(n ? n : 1, sizeof(*ss));
+	if (!ss)
+		goto out_free;
+	for (i = ifs; i; i = i->ifa_next) {
+		const struct sockaddr *a = i->ifa_addr;
+
+		if (a && (a->sa_family == AF_INET || a->sa_family == AF_INET6))
+			memcpy(&ss[k++], a, addr_len(a));
+	}
+	if (!addr_local_set(al, ss, k, now_ms))
+		al->stale = !al->watching;
+	free(ss);
+out_free:
+	freeifaddrs(ifs);
+}
+
+bool addr_local_has(struct addr_local *al, const struct sockaddr *sa, uint64_t now_ms)
+{
+	if (!al->taken || now_ms - al->taken_ms >= ADDR_LOCAL_REFRESH_MS) {
+		/* Watching before the dump: a change during it is seen next
+		 * time. Every notice so far is in the dump we take now. */
+		addr_local_watch(al);
+		if (addr_local_changed(al) || al->stale || !al->taken)
+			addr_local_refresh(al, now_ms);
+		else
+			al->taken_ms = now_ms;	/* looked: the next look in a second */
+	}
+	if (sa->sa_family == AF_INET)
+		return bsearch(&((const struct sockaddr_in *)(const void *)sa)->sin_addr.s_addr,
+			       al->v4, al->n_v4, sizeof(*al->v4), addr_cmp_v4) != NULL;
+	if (sa->sa_family == AF_INET6)
+		return bsearch(&((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
+			       al->v6, al->n_v6, sizeof(*al->v6), addr_cmp_v6) != NULL;
+	return false;
+}
+
+void addr_local_close(struct addr_local *al)
+{
+	if (al->watching)
+		close(al->nl_fd);
+	free(al->v4);
+	free(al->v6);
+	memset(al, 0, sizeof(*al));
 }

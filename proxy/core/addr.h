@@ -24,10 +24,6 @@ bool addr_is_loopback(const struct sockaddr *sa);
 /* Whether sa's address is one of this host's (in our network namespace):
  * bind() to it succeeds. Costs a socket; not for every packet. */
 bool addr_is_local(const struct sockaddr *sa);
-/* Whether sa's address is one configured on an interface of this host (in
- * our network namespace): stricter than addr_is_local(), which a subnet's
- * broadcast address passes. Costs a netlink dump. */
-bool addr_is_iface_address(const struct sockaddr *sa);
 /* Rewrites a v4-mapped IPv6 address (::ffff:a.b.c.d) as the AF_INET one it
  * stands for, so that checks made per family see what the kernel will use. */
 void addr_unmap_v4(struct sockaddr_storage *ss);
@@ -35,18 +31,41 @@ unsigned addr_port(const struct sockaddr *sa);
 socklen_t addr_len(const struct sockaddr *sa);
 
 /*
- * Answers of addr_is_iface_address() for a few seconds: addresses come
- * and go, and a netlink dump per flow a peer opens is too dear.
+ * This host's interface addresses (in our network namespace), as a sorted
+ * snapshot: a lookup is a binary search. The snapshot is taken again at
+ * most once a second, and only once rtnetlink said that an address came
+ * or went (RTMGRP_IPV4_IFADDR, RTMGRP_IPV6_IFADDR; without that socket,
+ * or after a notice was lost, every second): a getifaddrs() dump costs
+ * milliseconds on a host with hundreds of links, and a peer decides how
+ * often we would look. So an address added just now may be unknown for
+ * up to a second, and one removed known as long. Only addresses
+ * configured on an interface count: a subnet's broadcast address, which
+ * bind() would take, does not. Zeroed is a valid empty state (the socket
+ * opens at the first lookup); addr_local_close() frees.
  */
-struct addr_cache {
-	struct {
-		struct sockaddr_storage addr;
-		uint64_t checked_ms;
-		bool local;
-	} slot[8];
-	unsigned next;
+#define ADDR_LOCAL_REFRESH_MS 1000
+
+struct addr_local {
+	uint32_t *v4;			/* s_addr values, sorted */
+	uint8_t (*v6)[16];		/* sorted as memcmp() orders them */
+	size_t n_v4, n_v6;
+	uint64_t taken_ms;		/* uv_now() of the last snapshot */
+	uint64_t refreshes;		/* snapshots taken (for the tests) */
+	bool taken;			/* a snapshot exists */
+	bool stale;			/* take the next one whatever the notices */
+	bool watching;			/* nl_fd is open */
+	bool watch_failed;		/* it could not be: refresh by time */
+	int nl_fd;			/* rtnetlink address notices */
 };
-bool addr_cache_is_local(struct addr_cache *ac, const struct sockaddr *sa, uint64_t now_ms);
+/* Whether sa's address is one of the snapshot's (taken again first if it
+ * is due, see above). */
+bool addr_local_has(struct addr_local *al, const struct sockaddr *sa, uint64_t now_ms);
+/* Replaces the snapshot with n addresses (AF_INET and AF_INET6 sockaddrs
+ * in ss) taken at now_ms; -ENOMEM keeps the old one. The refresh uses
+ * it; a test may too. */
+int addr_local_set(struct addr_local *al, const struct sockaddr_storage *ss, size_t n,
+		   uint64_t now_ms);
+void addr_local_close(struct addr_local *al);
 
 struct cfg_prefix;
 /* Whether sa's address lies in the prefix (families must match). */

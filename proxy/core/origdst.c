@@ -4,10 +4,13 @@
 #include <linux/netfilter/nfnetlink_conntrack.h>
 #include <linux/netlink.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "addr.h"
@@ -231,6 +234,18 @@ int origdst__ct_answer(const void *buf, size_t n, int family, struct sockaddr_st
 	return 0;
 }
 
+/* The request's sequence number: each question its own, so that a late
+ * answer to an earlier one is not taken for this one. */
+static _Atomic uint32_t origdst_seq;
+
+/*
+ * The socket is connected to the kernel (pid 0), so that nothing but the
+ * kernel can send to it, and non-blocking: the kernel answers a CT_GET
+ * while it handles our send, so the answer is there at once, and a wait
+ * for it is bounded by ORIGDST_CT_WAIT_MS all the same (a worker must
+ * never block). Of what arrives, only a message with our port id and our
+ * sequence number is the answer; anything else is skipped.
+ */
 int origdst_src(const struct sockaddr *local, const struct sockaddr *peer,
 		struct sockaddr_storage *orig)
 {
@@ -238,26 +253,52 @@ int origdst_src(const struct sockaddr *local, const struct sockaddr *peer,
 		struct nlmsghdr nlh;
 		uint8_t b[2048];
 	} q, r;
-	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
-	size_t len = origdst__ct_request(q.b, sizeof(q.b), local, peer, 1);
-	ssize_t n;
+	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK }, self;
+	socklen_t slen = sizeof(self);
+	uint32_t seq = atomic_fetch_add_explicit(&origdst_seq, 1, memory_order_relaxed) + 1;
+	size_t len = origdst__ct_request(q.b, sizeof(q.b), local, peer, seq);
+	struct timespec start, now;
 	int fd, err;
 
 	if (!len)
 		return -EAFNOSUPPORT;
-	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_NETFILTER);
+	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_NETFILTER);
 	if (fd < 0)
 		return -errno;
-	if (sendto(fd, q.b, len, 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0) {
+	if (connect(fd, (struct sockaddr *)&kernel, sizeof(kernel)) < 0 ||
+	    send(fd, q.b, len, 0) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&self, &slen) < 0) {
 		err = -errno;
 		goto out;
 	}
-	n = recv(fd, r.b, sizeof(r.b), 0);
-	if (n < 0) {
-		err = -errno;
-		goto out;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		ssize_t n = recv(fd, r.b, sizeof(r.b), MSG_DONTWAIT);
+		long left;
+
+		if (n >= (ssize_t)NLMSG_HDRLEN && r.nlh.nlmsg_seq == seq &&
+		    r.nlh.nlmsg_pid == self.nl_pid) {
+			err = origdst__ct_answer(r.b, (size_t)n, local->sa_family, orig);
+			goto out;
+		}
+		if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			err = -errno;
+			goto out;
+		}
+		/* Not ours (or nothing yet): wait for the rest of the bound. */
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		left = ORIGDST_CT_WAIT_MS - ((now.tv_sec - start.tv_sec) * 1000 +
+					     (now.tv_nsec - start.tv_nsec) / 1000000);
+		if (left <= 0) {
+			err = -ETIMEDOUT;
+			goto out;
+		}
+		if (n < 0 && poll(&pfd, 1, (int)left) == 0) {
+			err = -ETIMEDOUT;
+			goto out;
+		}
 	}
-	err = origdst__ct_answer(r.b, (size_t)n, local->sa_family, orig);
 out:
 	close(fd);
 	return err;

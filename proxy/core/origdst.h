@@ -25,9 +25,12 @@ int origdst_get(int fd, struct sockaddr_storage *local, struct sockaddr_storage 
  * another source port when its reply tuple would clash with an older
  * entry's, so the peer address we see is not always the one the client
  * sent from. Returns 0, -ENOENT (no entry), -EPERM (needs CAP_NET_ADMIN),
- * -EPROTO (an answer we cannot read) or another -errno. One netlink round
- * trip: not for the hot path.
+ * -EPROTO (an answer we cannot read), -ETIMEDOUT (no answer with our port
+ * id and sequence number within ORIGDST_CT_WAIT_MS) or another -errno.
+ * One netlink round trip on a socket connected to the kernel, never a
+ * blocking wait: not for the hot path all the same.
  */
+#define ORIGDST_CT_WAIT_MS	20
 int origdst_src(const struct sockaddr *local, const struct sockaddr *peer,
 		struct sockaddr_storage *orig);
 

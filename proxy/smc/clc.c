@@ -436,25 +436,41 @@ int clc_mac_proposal(const uint8_t *psk, size_t psk_len, const struct clc_endpoi
 	return err;
 }
 
+/*
+ * Over the whole ACCEPT, as the proposal's covers the whole PROPOSAL:
+ * its features, ring size, link counts and address TLVs (the rdma port
+ * and GID, the shm rendezvous path) are the acceptor's word as much as
+ * its nonce, and a MAC that left them out let an on-path attacker
+ * downgrade the group or send our shm hello to a socket of its choice.
+ * The message is a's encoding with the MAC field zero: the acceptor MACs
+ * what it sends, the proposer what it decoded, encoded again, which is
+ * the same bytes but for TLVs this version does not know (it ignores
+ * them, and they are not covered).
+ */
 int clc_mac_accept(const uint8_t *psk, size_t psk_len, const struct clc_endpoints *ep,
 		   const struct clc_proposal *p, const struct clc_accept *a,
 		   uint8_t mac[CLC_MAC_LEN])
 {
-	static const char label[] = "smcproxy accept v2";
-	uint8_t msg[sizeof(label) - 1 + 2 * CLC_EP_LEN + CLC_MAC_LEN + 2 * CLC_NONCE_LEN +
-		    CLC_LGR_ID_LEN + 1 + 2 * CLC_HOST_ID_LEN];
-	uint8_t *q = msg;
+	static const char label[] = "smcproxy accept v3";
+	uint8_t buf[sizeof(label) - 1 + 2 * CLC_EP_LEN + CLC_MAC_LEN + CLC_NONCE_LEN +
+		    CLC_HOST_ID_LEN + CLC_MSG_MAX];
+	struct clc_msg m = { .hdr.type = CLC_ACCEPT, .accept = *a };
+	uint8_t *q = buf;
+	int n, err;
 
 	q = put_bytes(q, label, sizeof(label) - 1);
 	q = put_endpoints(q, ep);
 	q = put_bytes(q, p->mac, CLC_MAC_LEN);
 	q = put_bytes(q, p->nonce, CLC_NONCE_LEN);
-	q = put_bytes(q, a->nonce, CLC_NONCE_LEN);
-	q = put_bytes(q, a->lgr_id, CLC_LGR_ID_LEN);
-	*q++ = a->transport;
 	q = put_bytes(q, p->host_id, CLC_HOST_ID_LEN);
-	q = put_bytes(q, a->host_id, CLC_HOST_ID_LEN);
-	return hmac(psk, psk_len, msg, (size_t)(q - msg), mac);
+	memset(m.accept.mac, 0, CLC_MAC_LEN);
+	n = clc_encode(&m, q, CLC_MSG_MAX);
+	if (n < 0)
+		return n;
+	q += n;
+	err = hmac(psk, psk_len, buf, (size_t)(q - buf), mac);
+	OPENSSL_cleanse(buf, sizeof(buf));
+	return err;
 }
 
 int clc_mac_confirm(const uint8_t *psk, size_t psk_len, const struct clc_endpoints *ep,

@@ -48,9 +48,10 @@ int clc_endpoint_put(const struct sockaddr *sa, uint8_t out[CLC_EP_LEN]);
  * HMAC-SHA256 proofs of the shared secret (auth.psk_file), each bound to
  * both endpoints of the control connection. The proposal's covers the
  * encoded PROPOSAL (msg, len bytes, its MAC field read as zero), so the
- * acceptor judges it before it allocates anything; the accept's binds the
- * proposal's MAC, both nonces, the link group id and the transport; the
- * confirm's both nonces in the other order. Labels name purpose and
+ * acceptor judges it before it allocates anything; the accept's covers
+ * the proposal's MAC, nonce and host id and the whole ACCEPT a encodes
+ * to (its MAC field zero: clc.c); the confirm's both nonces in the other
+ * order. Labels name purpose and
  * version, so no MAC verifies as another. Return 0 or -errno.
  */
 int clc_mac_proposal(const uint8_t *psk, size_t psk_len, const struct clc_endpoints *ep,

@@ -521,6 +521,24 @@ void conn_on_accept(struct conn *c, const struct llc_flow_accept *m)
 	if (c->state != CONN_OPENING)
 		return;
 	err = conn_attach_peer(c, &m->rmb);
+	if (err && err != -EINVAL) {
+		/*
+		 * An honest ring we cannot take (rdma: no mirror of its size
+		 * within our buffers.ring, the budget or this peer's share).
+		 * Nothing of the flow crossed yet: it goes over TCP, as a
+		 * decline would, and the peer's side is aborted. A reset
+		 * here would cost the application its connection for our
+		 * shortage.
+		 */
+		list_del(&c->wait_node);
+		c->state = CONN_CLOSED;
+		c->abort_pending = true;
+		counter_inc(&conn_net(c)->stats->rings_refused);
+		c->ops->ended(c, CONN_END_DECLINED, 0, CLC_DECL_NO_MEMORY);
+		conn_close_fd(c, true);
+		link_conn_work(c, CONN_TX_CDC);
+		return;
+	}
 	if (!err)
 		err = epset_add(&conn_net(c)->core->epset, c->fd, CONN_EVENTS, &c->ev);
 	if (err) {

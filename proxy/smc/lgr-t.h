@@ -119,6 +119,12 @@ struct lgr {
 	 * first error (0: none), and the group is on net->lgrs_sched while
 	 * sched says so (a failure, or links to take down). */
 	int fail_sched;
+	/* Messages handled in batch rx_batch of net (lgr_rx_room()), and
+	 * flow opens declined since decl_since_ms (LGR_DECLINES_MAX). */
+	uint64_t rx_batch;
+	unsigned rx_in_batch;
+	uint64_t decl_since_ms;
+	unsigned decl_in_window;
 	bool sched;
 	struct list_head sched_node;
 	/* A transport's account of why its rendezvous failed, for the log

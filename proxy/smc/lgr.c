@@ -527,11 +527,15 @@ void lgr__handshake_failed(struct lgr *lgr, enum fallback_reason reason)
  * never loopback (which would make us a relay into services bound to
  * localhost), the unspecified address (which the kernel sends to
  * loopback), a broadcast or multicast address, another host, or one of our
- * own listeners or our control port. Then only the ports (and addresses)
+ * own listeners or our control port. And only the ports (and addresses)
  * the peers[] entry of lgr's peer allows (policy.c), under the config of
  * the moment: a reload that takes a port or the whole prefix away refuses
  * the next open. dest is unmapped from ::ffff:a.b.c.d first, as the
  * kernel would connect. *by_port: the refusal is the port policy's.
+ *
+ * Cheapest first, and the policy before the one check that may cost a
+ * netlink dump (the address snapshot, at most once a second: addr.h), so
+ * that a peer without an allowed port makes us do no more than compare.
  */
 static unsigned lgr_check_dest(struct lgr *lgr, const struct sockaddr *dest, bool *by_port)
 {
@@ -546,15 +550,38 @@ static unsigned lgr_check_dest(struct lgr *lgr, const struct sockaddr *dest, boo
 		return CLC_DECL_POLICY;
 	if (cfg->has_control && addr_port(dest) == addr_port((const struct sockaddr *)&cfg->control.ss))
 		return CLC_DECL_POLICY;
-	if (!addr_cache_is_local(&net->local_addrs, dest, uv_now(net->loop)))
-		return CLC_DECL_POLICY;
 	memcpy(&peer, &lgr->peer, sizeof(peer));
 	addr_unmap_v4(&peer);
 	if (!policy_allows(policy_peer(cfg, (const struct sockaddr *)&peer), dest)) {
 		*by_port = true;
 		return CLC_DECL_POLICY;
 	}
+	if (!addr_local_has(&net->local_addrs, dest, uv_now(net->loop)))
+		return CLC_DECL_POLICY;
 	return CLC_DECL_NONE;
+}
+
+bool lgr_rx_room(const struct lgr *lgr)
+{
+	return lgr->rx_batch != lgr->net->batch || lgr->rx_in_batch < LGR_RX_PER_BATCH;
+}
+
+/* One more declined open of lgr's peer: past LGR_DECLINES_MAX in a
+ * window, its group fails at the end of the batch (a flood, not an
+ * application). */
+static void lgr_count_decline(struct lgr *lgr)
+{
+	struct smc_net *net = lgr->net;
+	uint64_t now = uv_now(net->loop);
+
+	if (now - lgr->decl_since_ms >= LGR_DECLINES_WINDOW_MS) {
+		lgr->decl_since_ms = now;
+		lgr->decl_in_window = 0;
+	}
+	if (++lgr->decl_in_window == LGR_DECLINES_MAX + 1) {
+		counter_inc(&net->stats->floods_refused);
+		lgr_fail_sched(lgr, LGR_ERR_FLOOD);
+	}
 }
 
 void lgr_on_flow_open(struct link *lnk, const struct llc_flow_open *m)
@@ -603,6 +630,7 @@ void lgr_on_flow_open(struct link *lnk, const struct llc_flow_open *m)
 			policy_ports_count(&net->policy_ports, m->port);
 		}
 		link_post_decline(lnk, m->token, reason);
+		lgr_count_decline(lgr);
 		return;
 	}
 	err = net->ops->flow_open(net, lnk, m, (struct sockaddr *)&dest);

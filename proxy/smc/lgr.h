@@ -9,6 +9,7 @@
 #ifndef SMCPROXY_LGR_H
 #define SMCPROXY_LGR_H
 
+#include <errno.h>
 #include <sys/socket.h>
 
 #include "lgr-t.h"
@@ -84,6 +85,18 @@ static inline bool lgr_failing(const struct lgr *lgr)
 	return lgr->fail_sched || lgr->state == LGR_DOWN;
 }
 
+/* Whether lgr may have another message handled in this batch
+ * (LGR_RX_PER_BATCH): a transport that can leave the rest queued stops
+ * taking them when it says no, and looks again before the loop sleeps. */
+bool lgr_rx_room(const struct lgr *lgr);
+
+/* The largest ring the peer said at the handshake its flows would have
+ * (its proposal's or accept's ring_size). */
+static inline uint32_t lgr_peer_ring_size(const struct lgr *lgr)
+{
+	return lgr->role == LGR_ROLE_SERVER ? lgr->hs.prop.ring_size : lgr->hs.acc.ring_size;
+}
+
 /* Deadlines (handshakes, opening and connecting flows, expired negative
  * entries); called from the proxy's housekeeping timer. */
 void lgr_sweep(struct smc_net *net, uint64_t now);
@@ -144,6 +157,21 @@ void lgr_rmb_peer_addr(const struct rmb_peer *peer, struct sockaddr_storage *ss)
 #define LGR_IN_PER_HOST		256	/* ... from one source address */
 #define LGR_HS_MAX		64	/* inbound handshakes in progress */
 #define LGR_HS_PER_HOST		8	/* ... from one source address */
+
+/*
+ * What one peer may make a worker do. A group's messages handled in one
+ * batch of the loop: the rest wait in the link's queue for the next one,
+ * so that other groups, timers and the heartbeat get their turn
+ * (lgr_rx_room(); a transport that cannot leave messages queued reads on).
+ * And declined flow opens: an honest peer's come from applications aimed
+ * at a port the policy refuses, at the pace they connect; more than
+ * LGR_DECLINES_MAX in a second is a scan or a flood, and the group fails
+ * with LGR_ERR_FLOOD (counted in refused.floods).
+ */
+#define LGR_RX_PER_BATCH	1024
+#define LGR_DECLINES_MAX	512
+#define LGR_DECLINES_WINDOW_MS	1000
+#define LGR_ERR_FLOOD		(-EDQUOT)
 
 struct lgr_inbound {
 	unsigned handshakes, handshakes_host;	/* in all, and from host */

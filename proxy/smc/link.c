@@ -326,6 +326,11 @@ void link_rx(struct link *lnk, const uint8_t *msg, size_t len)
 	struct conn *c;
 
 	lnk->msgs_rx++;
+	if (lgr->rx_batch != lgr->net->batch) {
+		lgr->rx_batch = lgr->net->batch;
+		lgr->rx_in_batch = 0;
+	}
+	lgr->rx_in_batch++;
 	/* Anything the peer says proves it alive (liveness.c). */
 	lnk->last_rx_ms = uv_now(lgr->net->loop);
 	if (lgr->fail_sched)

@@ -119,7 +119,8 @@ struct smc_net {
 	size_t psk_len;			/* 0: peers trusted by prefix */
 	struct cork_params cork;
 	struct rmb_budget rmb_budget;
-	struct addr_cache local_addrs;	/* destinations peers asked for */
+	struct addr_local local_addrs;	/* where peers may open flows to */
+	uint64_t batch;			/* loop batches ended (lgr_rx_room()) */
 	struct policy_ports policy_ports;	/* refused opens by port */
 
 	/* The control port. */

@@ -40,6 +40,7 @@ void smc_net__flush(struct smc_net *net)
 			link_flush(lnk);
 		}
 	} while (!list_empty(&net->lgrs_sched));
+	net->batch++;	/* the next batch: lgr_rx_room() counts anew */
 }
 
 static bool smc_net_on_batch_end(struct loop_hook *h, bool run)
@@ -343,4 +344,5 @@ void smc_net_shutdown(struct smc_net *net)
 void smc_net_close(struct smc_net *net)
 {
 	smc_net_close_transports(net);	/* their fds are in the loop's set */
+	addr_local_close(&net->local_addrs);
 }

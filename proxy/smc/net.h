@@ -39,7 +39,7 @@ void smc_net_close(struct smc_net *net);
 /* Flush lnk's posts at the end of this batch of events. */
 void smc_net__kick_link(struct smc_net *net, struct link *lnk);
 /* Runs the failures scheduled in this batch, then rings the doorbells of
- * the links that posted in it. */
+ * the links that posted in it; the batch is over (net->batch). */
 void smc_net__flush(struct smc_net *net);
 /* The link-group timer runs while there are link groups. */
 void smc_net__timer(struct smc_net *net);

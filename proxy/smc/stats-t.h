@@ -46,6 +46,7 @@ struct proxy_stats {
 	counter_t rendezvous_refused;	/* links naming no waiting group, or from another address */
 	counter_t dest_refused;		/* flow opens aimed at loopback or another host */
 	counter_t ports_refused;	/* ... of them, to a port the peer's allow list lacks */
+	counter_t floods_refused;	/* groups failed: too many declined opens (lgr.h) */
 	counter_t bad_messages;		/* malformed handshake or link messages */
 	counter_t cdc_sent;
 	counter_t cdc_received;

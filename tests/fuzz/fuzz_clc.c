@@ -11,7 +11,9 @@
  *  - it re-encodes (the encoder takes whatever the decoder accepts), to no
  *    more bytes than it came in (only unknown TLVs are dropped), and the
  *    encoding decodes to the very same struct;
- *  - the encoder refuses a buffer one byte short, and writes nothing there.
+ *  - the encoder refuses a buffer one byte short, and writes nothing there;
+ *  - an accepted ACCEPT can be proven (clc_mac_accept() encodes it again):
+ *    the proposer can always judge its MAC, whatever the peer sent.
  *
  * The input goes in as one message, and framed as the daemon frames it:
  * the header first, then exactly the length it names.
@@ -59,6 +61,16 @@ static void check_msg(const uint8_t *buf, size_t len)
 	 * the order of the known TLVs. */
 	if (m.hdr.type >= CLC_CONFIRM && memcmp(out, buf, len) != 0)
 		abort();
+
+	if (m.hdr.type == CLC_ACCEPT) {
+		static const uint8_t psk[16] = "fuzz fuzz fuzz!";
+		static const struct clc_endpoints ep;
+		static const struct clc_proposal pr;
+		uint8_t mac[CLC_MAC_LEN];
+
+		if (clc_mac_accept(psk, sizeof(psk), &ep, &pr, &m.accept, mac) != 0)
+			abort();
+	}
 
 	memset(out, 0x5a, sizeof(out));
 	if (clc_encode(&m, out, (size_t)n - 1) != -ENOSPC)

@@ -4,7 +4,11 @@
 # `iptables -t nat -S`; the raw table's conntrack zone for the daemon's
 # marked connections), the chains going away when empty, usage errors, and,
 # end to end with the real daemon, that redirected connections reach
-# smcproxyd while its own marked connections are not redirected back to it.
+# smcproxyd while its own marked connections are not redirected back to it;
+# and interception limited to given uids (--uid: -m owner --uid-owner), so
+# that a user whose egress an owner-match rule in filter OUTPUT rejects
+# can be left out of the interception and stays rejected (REDIRECT would
+# hand its connection to the daemon, which connects as itself).
 #
 # Usage: tests/integration/t_iptables_helper.sh BUILD_DIR
 # Exit 0 with one "PASS" line, or 1 with "FAIL: why" (details above it).
@@ -116,6 +120,9 @@ expect 2 add --port 80 --dest 10.99.0.0/33
 expect 2 add --port 80 --dest nonsense
 expect 2 del
 expect 2 frobnicate
+expect 2 add --port 80 --dest 10.99.0.0/24 --uid no-such-user-here
+expect 2 add --port 80 --dest 10.99.0.0/24 --uid 5-3
+expect 2 config --port 80 --dest 10.99.0.0/24 --uid 0
 expect 0 --help
 absent 4 SMCPROXY
 absent 6 SMCPROXY
@@ -197,6 +204,39 @@ EOF
 			fail "end to end: expected '$want'"
 		}
 	done
+	# --- only some users intercepted: uid 0's connections to port 81,
+	# and nobody's rejected by an owner-match egress rule. REDIRECT (nat
+	# OUTPUT) comes before filter OUTPUT and the daemon connects as
+	# itself, so nobody's connection would get through if it were
+	# intercepted: with --uid it is not, and stays rejected.
+	command -v setpriv >/dev/null || fail "setpriv is not installed (util-linux)"
+	ru() { echo "-A SMCPROXY -d 10.99.0.0/24 -p tcp -m tcp --dport 81 -m owner --uid-owner $1 -j REDIRECT --to-ports 17001"; }
+	expect 0 add --port 81 --dest 10.99.0.0/24 --uid 0 --to-port 17001
+	expect 0 add --port 81 --dest 10.99.0.0/24 --uid root --to-port 17001
+	[[ $out == *"1 already present"* ]] || fail "--uid root is not uid 0's rule: $out"
+	once 4 "$(ru 0)"
+	expect 0 list
+	grep -qxF "  redirect tcp to 10.99.0.0/24 port 81 of uid 0 -> local port 17001" <<<"$out" ||
+		{ printf '%s\n' "$out"; fail "list lacks the uid rule"; }
+	inns iptables -w 5 -A OUTPUT -m owner --uid-owner 65534 -p tcp --dport 81 -j REJECT ||
+		fail "cannot add the owner-match egress rule"
+	inns timeout 5 bash -c 'exec 3<>/dev/tcp/10.99.0.1/81' 2>/dev/null ||
+		fail "uid 0's connection to port 81 was not redirected"
+	if inns timeout 5 setpriv --reuid 65534 --regid 65534 --clear-groups \
+		bash -c 'exec 3<>/dev/tcp/10.99.0.1/81' 2>/dev/null; then
+		fail "uid 65534, left out of --uid, got through its owner-match REJECT"
+	fi
+	# And the same user intercepted: its REJECT no longer applies (what
+	# smcproxyd(8) warns of).
+	expect 0 add --port 81 --dest 10.99.0.0/24 --uid 65534 --to-port 17001
+	inns timeout 5 setpriv --reuid 65534 --regid 65534 --clear-groups \
+		bash -c 'exec 3<>/dev/tcp/10.99.0.1/81' 2>/dev/null ||
+		fail "uid 65534 intercepted did not reach the daemon"
+	expect 0 del --port 81 --dest 10.99.0.0/24 --uid 0,65534 --to-port 17001
+	[ "$(count 4 "$(ru 0)")" -eq 0 ] && [ "$(count 4 "$(ru 65534)")" -eq 0 ] ||
+		fail "del --uid left a rule"
+	inns iptables -w 5 -D OUTPUT -m owner --uid-owner 65534 -p tcp --dport 81 -j REJECT
+
 	kill "$daemon_pid"
 	wait "$daemon_pid" 2>/dev/null
 	daemon_pid=
@@ -242,5 +282,5 @@ grep -qF '{"prefix": "10.99.0.0/24", "allow": ["6379", "8000-8100"]}' <<<"$out" 
 expect 2 config --port 6379
 expect 2 config --dest 10.99.0.0/24
 
-echo "PASS: $name: add/list/del idempotent for IPv4 and IPv6, marked traffic skipped, config prints loadable allow lists"
+echo "PASS: $name: add/list/del idempotent for IPv4 and IPv6, marked traffic skipped, --uid limits interception (an owner-match REJECT of a user left out still applies), config prints loadable allow lists"
 exit 0

@@ -36,6 +36,13 @@ ports = {p["name"]: p["containerPort"] for p in c.get("ports", [])}
 need(ports.get("metrics") == port, "container port metrics is %s" % ports.get("metrics"))
 rp = c.get("readinessProbe", {}).get("httpGet", {})
 need(rp.get("path") == "/ready" and rp.get("port") in ("metrics", port), "readiness probe %s" % rp)
+# Liveness must not depend on the metrics port being free: anyone who
+# reaches the node's address can hold HTTP connections.
+lp = c.get("livenessProbe", {})
+need("httpGet" not in lp and "tcpSocket" not in lp, "liveness probe on the network: %s" % lp)
+lcmd = lp.get("exec", {}).get("command", [])
+need(lcmd[:1] == ["/usr/bin/smcproxyctl"] and "stats" in lcmd and
+     "/run/smcproxy/smcproxyd.sock" in lcmd, "liveness probe %s" % lp)
 caps = c["securityContext"]["capabilities"]
 need(caps.get("drop") == ["ALL"], "capabilities not dropped")
 need({"NET_ADMIN", "IPC_LOCK"} <= set(caps.get("add", [])) <= {"NET_ADMIN", "IPC_LOCK", "NET_RAW"},

@@ -15,6 +15,17 @@
  *                   [--timeout MS] FILE...
  *   smcpeer rv      --shm-dir DIR [--count N] [--fds K] [--hold MS]
  *   smcpeer flood   --connect ADDR:PORT [--count N] [--silent] [--hold MS] [--mark N]
+ *   smcpeer opens   --connect ADDR:PORT --open DEST:PORT [--count N] [--mark N]
+ *                   [--timeout MS]
+ *
+ * opens: a link group as propose brings up, then N FLOW_OPENs as fast as
+ * the daemon's queue takes them, the first to DEST and each next one to
+ * the address after (IPv4: DEST + i; IPv6: its last 32 bits + i), all
+ * with the same ring, as a peer that scans or floods would. Prints one
+ * line: "opens sent S accept A decline D open|closed": what went out
+ * before the group ended or all did, what the daemon answered (a
+ * daemon whose own queue to us was full may drop answers), and whether
+ * the group was still up at the end.
  *
  * flood (issue 11, finding 4): N connections to the control port, kept
  * open together. Each sends a proposal of shm that claims the shared
@@ -32,6 +43,11 @@
  * propose --rv-no-proof: the rendezvous hello names the group but does not
  * prove its secret (issue 11, finding 5); a daemon with auth.psk_file
  * must close it ("closed" or "timeout").
+ *
+ * propose --hugetlb: our region is a hugetlbfs memfd (MFD_HUGETLB, sealed
+ * as a tmpfs one would be), which a daemon must refuse: a hole punched
+ * in it once the huge pages ran out makes the daemon's next access a
+ * SIGBUS. Needs free huge pages (vm.nr_hugepages); exit status 1 without.
  *
  * propose --blocking-efd: the eventfds we pass for the daemon to ring are
  * blocking and hold the largest count, so that a daemon that writes to
@@ -136,6 +152,7 @@
 #define FILE_MAX	(64 * LINK_MSG_LEN)
 #define SYNC_TOKEN	0x53590000u	/* "SY": the links mode's markers */
 #define OPEN_TOKEN	0x00010000u	/* generation 1, index i + 1 */
+#define SCAN_TOKEN	0x00020000u	/* opens: generation 2, then i */
 
 struct opts {
 	struct cfg_addr connect;
@@ -147,6 +164,7 @@ struct opts {
 	int timeout_ms;
 	bool half_close;
 	bool blocking_efd;
+	bool hugetlb;			/* propose --hugetlb */
 	unsigned count;
 	unsigned rv_fds;
 	int hold_ms;
@@ -266,13 +284,17 @@ static void grp_close(struct grp *g)
 }
 
 /* Our region: header, a queue per link, then rings for n_rings flows. */
-static int grp_region(struct grp *g, unsigned n_rings, int *memfd)
+static int grp_region(struct grp *g, unsigned n_rings, bool hugetlb, int *memfd)
 {
+	const size_t huge = 2u << 20;
 	int fd, err;
 
 	g->ring_base = shm_rmb_base(g->links);
 	g->local_size = g->ring_base + (size_t)n_rings * RING_SIZE;
-	fd = memfd_create("smcpeer", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	/* A hugetlbfs memfd is sized in whole huge pages (2 MiB here). */
+	if (hugetlb)
+		g->local_size = (g->local_size + huge - 1) & ~(huge - 1);
+	fd = memfd_create("smcpeer", MFD_CLOEXEC | MFD_ALLOW_SEALING | (hugetlb ? MFD_HUGETLB : 0));
 	if (fd < 0)
 		return -errno;
 	/* Sealed as the daemon demands: it must not fear a SIGBUS from us.
@@ -355,7 +377,7 @@ static int grp_up(const struct opts *o, struct grp *g, unsigned n_rings, struct 
 				     (const char *)a->value) >= sizeof(sun.sun_path))
 			return -ENAMETOOLONG;
 	}
-	err = grp_region(g, n_rings, &memfd);
+	err = grp_region(g, n_rings, o->hugetlb, &memfd);
 	if (err)
 		goto out_err;
 	for (i = 0; i < g->links; i++) {
@@ -727,6 +749,116 @@ static int cmd_propose(const struct opts *o)
 			grp_wait(&g, peer_now_ms() + 50, ignore_msg, never_done, NULL);
 		}
 	}
+	grp_close(&g);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* opens */
+
+struct scan {
+	unsigned accept, decline;
+	unsigned want;			/* answers to wait for at the end */
+	unsigned seen;			/* answers when the wait began */
+};
+
+static void scan_on_msg(void *ctx, unsigned link, const uint8_t slot[LINK_MSG_LEN])
+{
+	struct scan *sc = ctx;
+	struct llc_msg m;
+
+	if (llc_decode(slot, LINK_MSG_LEN, &m))
+		return;
+	if (m.type == LLC_FLOW_ACCEPT)
+		sc->accept++;
+	else if (m.type == LLC_FLOW_DECLINE)
+		sc->decline++;
+}
+
+static bool scan_answered(void *ctx)
+{
+	const struct scan *sc = ctx;
+
+	return sc->accept + sc->decline != sc->seen;
+}
+
+static bool scan_done(void *ctx)
+{
+	const struct scan *sc = ctx;
+
+	return sc->accept + sc->decline >= sc->want;
+}
+
+/* dest + i: the address i after dest's. */
+static void scan_dest(const struct cfg_addr *dest, unsigned i, struct cfg_addr *out)
+{
+	uint32_t a;
+
+	*out = *dest;
+	if (out->ss.ss_family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&out->ss;
+
+		sin->sin_addr.s_addr = htonl(ntohl(sin->sin_addr.s_addr) + i);
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&out->ss;
+
+		memcpy(&a, &sin6->sin6_addr.s6_addr[12], 4);
+		a = htonl(ntohl(a) + i);
+		memcpy(&sin6->sin6_addr.s6_addr[12], &a, 4);
+	}
+}
+
+static int cmd_opens(const struct opts *o)
+{
+	struct scan sc = { 0 };
+	struct outcome out;
+	struct grp g;
+	uint8_t slot[LINK_MSG_LEN];
+	struct cfg_addr d;
+	unsigned sent = 0, l;
+	int64_t deadline;
+	int err;
+
+	grp_reset(&g);
+	err = grp_up(o, &g, 1, &out);
+	if (err < 0)
+		return 1;
+	if (err == 0) {
+		printf("%s\n", out.text);
+		return 0;
+	}
+	deadline = peer_now_ms() + o->timeout_ms;
+	while (sent < o->count && !g.failed && peer_now_ms() < deadline) {
+		scan_dest(&o->opens[0], sent, &d);
+		peer_flow_open_slot(slot, SCAN_TOKEN + sent,
+				    &(struct llc_rmb){ .offset = g.ring_base, .size = RING_SIZE }, &d);
+		if (grp_post(&g, sent % g.links, slot)) {
+			/* Full: the daemon takes them as it answers. */
+			for (l = 0; l < g.links; l++)
+				grp_ring(&g, l);
+			sc.seen = sc.accept + sc.decline;
+			grp_wait(&g, peer_now_ms() + 20, scan_on_msg, scan_answered, &sc);
+			continue;
+		}
+		sent++;
+		grp_drain(&g, scan_on_msg, &sc);
+		if (sent % 64 == 0)
+			for (l = 0; l < g.links; l++)
+				grp_ring(&g, l);
+	}
+	for (l = 0; l < g.links; l++)
+		grp_ring(&g, l);
+	sc.want = sent;
+	if (!g.failed)
+		grp_wait(&g, peer_now_ms() + 1000, scan_on_msg, scan_done, &sc);
+	if (!g.failed) {
+		/* Whether the daemon still holds the group: its end of file
+		 * comes at once once it failed it. */
+		sc.want = ~0u;
+		grp_wait(&g, peer_now_ms() + 200, scan_on_msg, scan_done, &sc);
+	}
+	printf("opens sent %u accept %u decline %u %s\n", sent, sc.accept, sc.decline,
+	       g.failed ? "closed" : "open");
 	grp_close(&g);
 	return 0;
 }
@@ -1226,7 +1358,8 @@ void peer_usage(void)
 		"       smcpeer links   --connect ADDR:PORT --shm-dir DIR [--psk FILE] [--mark N]\n"
 		"                       [--timeout MS] FILE...\n"
 		"       smcpeer rv      --shm-dir DIR [--count N] [--fds K] [--hold MS]\n"
-		"       smcpeer flood   --connect ADDR:PORT [--count N] [--silent] [--hold MS]\n");
+		"       smcpeer flood   --connect ADDR:PORT [--count N] [--silent] [--hold MS]\n"
+		"       smcpeer opens   --connect ADDR:PORT --open DEST:PORT [--count N] [--timeout MS]\n");
 	exit(2);
 }
 
@@ -1240,7 +1373,7 @@ int main(int argc, char **argv)
 		peer_usage();
 	cmd = argv[1];
 	if (strcmp(cmd, "propose") && strcmp(cmd, "raw") && strcmp(cmd, "links") &&
-	    strcmp(cmd, "rv") && strcmp(cmd, "flood"))
+	    strcmp(cmd, "rv") && strcmp(cmd, "flood") && strcmp(cmd, "opens"))
 		peer_usage();
 	o.count = 1;
 	o.timeout_ms = strcmp(cmd, "raw") ? 1000 : 300;
@@ -1273,6 +1406,8 @@ int main(int argc, char **argv)
 			o.timeout_ms = (int)peer_parse_num(peer_arg_value(&i, argc, argv), 600000);
 		} else if (!strcmp(a, "--blocking-efd")) {
 			o.blocking_efd = true;
+		} else if (!strcmp(a, "--hugetlb")) {
+			o.hugetlb = true;
 		} else if (!strcmp(a, "--count")) {
 			o.count = (unsigned)peer_parse_num(peer_arg_value(&i, argc, argv), 100000);
 		} else if (!strcmp(a, "--fds")) {
@@ -1306,6 +1441,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "propose"))
 		return o.n_files ? (peer_usage(), 2) : cmd_propose(&o);
+	if (!strcmp(cmd, "opens"))
+		return o.n_files || o.n_opens != 1 ? (peer_usage(), 2) : cmd_opens(&o);
 	if (!o.n_files)
 		peer_usage();
 	return !strcmp(cmd, "raw") ? cmd_raw(&o) : cmd_links(&o);

@@ -68,6 +68,8 @@ static int fake_conn_attach(struct conn *c, const struct llc_rmb *rmb)
 	if (rmb->offset > FAKE_PEER_SIZE || rmb->size > FAKE_PEER_SIZE - rmb->offset ||
 	    rmb_class(rmb->size) < 0)
 		return -EINVAL;
+	if (f->attach_err)
+		return f->attach_err;
 	if (f->mirror) {
 		c->tx_priv = calloc(1, rmb->size);
 		if (!c->tx_priv)

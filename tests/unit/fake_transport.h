@@ -81,6 +81,8 @@ struct fake {
 	unsigned room;			/* free slots; each post takes one */
 	uint32_t done;			/* first sequence not completed */
 	int post_err, write_err;	/* returned by post() / write() when set */
+	int attach_err;			/* conn_attach() of a valid ring, when set
+					 * (the link group's fake) */
 	/* What the link did. */
 	struct fake_msg msgs[FAKE_MSGS];
 	unsigned n_msgs;

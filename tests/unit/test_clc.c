@@ -699,18 +699,20 @@ static const uint8_t test_psk[] = "0123456789abcdef0123456789abcdef";
  * Expected MACs for sample_proposal and sample_accept under test_psk, on a
  * control connection from 10.0.0.1:40000 to [fd00::2]:7002, computed
  * outside this code (Python's hmac module) over the inputs
- * smcproxy-protocol(7) lists; the proposal's over the hand-written bytes
- * of test_proposal_wire with the MAC field zeroed.
+ * smcproxy-protocol(7) lists; the proposal's and the accept's over the
+ * hand-written bytes of test_proposal_wire and test_accept_wire with the
+ * MAC field zeroed.
  */
 static const uint8_t want_mac_proposal[32] = {
 	0x58, 0x40, 0xac, 0x42, 0x42, 0x20, 0x99, 0x43, 0x49, 0x44, 0xb1, 0xb6,
 	0x10, 0xe2, 0x36, 0xa6, 0x76, 0x45, 0xbd, 0xdb, 0xa3, 0xbf, 0x6e, 0xb4,
 	0x02, 0x71, 0x65, 0x03, 0x7b, 0xdc, 0x58, 0xb4,
 };
+/* Over test_accept_wire's bytes with the MAC field zeroed. */
 static const uint8_t want_mac_accept[32] = {
-	0xfd, 0x4e, 0x04, 0x4d, 0x9f, 0x01, 0xd2, 0x37, 0x34, 0x0a, 0x99, 0x40,
-	0x96, 0x93, 0x7c, 0xfe, 0x2a, 0xa6, 0xb3, 0x24, 0xaf, 0x93, 0x79, 0x89,
-	0xf0, 0xea, 0xfa, 0x2a, 0x41, 0x8e, 0xa4, 0xc2,
+	0x64, 0x79, 0xbf, 0x0b, 0x8f, 0xb3, 0xa5, 0xe8, 0xed, 0xf1, 0x2f, 0xd8,
+	0x65, 0x91, 0x83, 0x99, 0x90, 0xbe, 0x14, 0x4c, 0x3e, 0xcd, 0x3e, 0x14,
+	0x5e, 0xce, 0xd3, 0x51, 0xc4, 0xac, 0x6c, 0xee,
 };
 static const uint8_t want_mac_confirm[32] = {
 	0x2d, 0x88, 0x36, 0xf5, 0x60, 0x05, 0x9d, 0x7d, 0xd8, 0x5a, 0xb3, 0xdb,
@@ -871,6 +873,8 @@ static void test_mac_proposal_binding(void **state)
 /*
  * Flips every bit of every bound field in turn: the accept's MAC must
  * change for each, the confirm's for the fields it binds and for no other.
+ * (Sizes and counts, which a flipped bit can make invalid, are flipped on
+ * the wire instead: test_mac_accept_whole.)
  */
 static void test_mac_binding(void **state)
 {
@@ -887,9 +891,10 @@ static void test_mac_binding(void **state)
 		{ p.proposal.nonce, CLC_NONCE_LEN, true },
 		{ a.accept.nonce, CLC_NONCE_LEN, true },
 		{ a.accept.lgr_id, CLC_LGR_ID_LEN, true },
-		{ &a.accept.transport, 1, false },
 		{ p.proposal.host_id, CLC_HOST_ID_LEN, false },
 		{ a.accept.host_id, CLC_HOST_ID_LEN, false },
+		{ (uint8_t *)&a.accept.features, sizeof(a.accept.features), false },
+		{ (uint8_t *)SHM_NAME(a.accept), 8, false },
 	};
 	uint8_t acc[CLC_MAC_LEN], con[CLC_MAC_LEN];
 	uint8_t psk[TEST_PSK_LEN];
@@ -911,14 +916,10 @@ static void test_mac_binding(void **state)
 		}
 	}
 
-	/* Fields outside the proofs leave both alone: the handshake checks
-	 * those against its own policy, not against the secret (the
-	 * proposal's own MAC covers the proposal's). */
-	a.accept.features ^= 0x80;
+	/* The rest of the proposal is the proposal MAC's (which the
+	 * accept's covers), and a MAC field does not cover itself. */
 	p.proposal.ring_size = 1 << 20;
-	a.accept.links = 7;
 	memset(a.accept.mac, 0, CLC_MAC_LEN);
-	strcpy(SHM_NAME(a.accept), "other");
 	mac_both(&ep, &p, &a, acc, con);
 	assert_memory_equal(acc, want_mac_accept, CLC_MAC_LEN);
 	assert_memory_equal(con, want_mac_confirm, CLC_MAC_LEN);
@@ -945,6 +946,60 @@ static void test_mac_binding(void **state)
 	assert_int_equal(clc_mac_accept(test_psk, TEST_PSK_LEN - 1, &ep, &p.proposal, &a.accept,
 					acc), 0);
 	assert_memory_not_equal(acc, want_mac_accept, CLC_MAC_LEN);
+}
+
+/*
+ * Regression: the accept's MAC left out features, ring_size, links,
+ * max_flows_per_link and the address TLVs, so an on-path attacker could
+ * downgrade a group or point the proposer's shm hello at a socket of its
+ * choice before any tag was checked. Now every byte of the ACCEPT but its
+ * MAC field is covered, as the proposal's are: each bit flipped on the
+ * wire either no longer decodes or changes the MAC. And TLVs: one added,
+ * one taken away.
+ */
+static void test_mac_accept_whole(void **state)
+{
+	struct clc_msg p, a, t;
+	struct clc_endpoints ep;
+	uint8_t wire[CLC_MSG_MAX], mac[CLC_MAC_LEN], base[CLC_MAC_LEN];
+	unsigned changed = 0;
+	int n;
+
+	(void)state;
+	sample_proposal(&p);
+	sample_accept(&a);
+	sample_endpoints(&ep);
+	assert_int_equal(clc_mac_accept(test_psk, TEST_PSK_LEN, &ep, &p.proposal, &a.accept, base),
+			 0);
+	n = clc_encode(&a, wire, sizeof(wire));
+	assert_int_equal(n, 114);
+	for (int i = 0; i < n * 8; i++) {
+		if (i / 8 >= 72 && i / 8 < 72 + CLC_MAC_LEN)
+			continue;	/* the MAC field itself */
+		wire[i / 8] ^= (uint8_t)(1u << (i % 8));
+		if (!clc_decode(wire, (size_t)n, &t) && t.hdr.type == CLC_ACCEPT) {
+			assert_int_equal(clc_mac_accept(test_psk, TEST_PSK_LEN, &ep, &p.proposal,
+							&t.accept, mac), 0);
+			assert_memory_not_equal(mac, base, CLC_MAC_LEN);
+			changed++;
+		}
+		wire[i / 8] ^= (uint8_t)(1u << (i % 8));
+	}
+	/* Most flips still decode (features, sizes, ids, the TLV's bytes). */
+	assert_true(changed > 500);
+	/* An rdma address TLV added, the shm one taken away. */
+	t = a;
+	memcpy(RDMA_ADDR(t.accept), "\xc0\xa8\x00\x02", 4);
+	RDMA_LEN(t.accept) = 4;
+	assert_int_equal(clc_mac_accept(test_psk, TEST_PSK_LEN, &ep, &p.proposal, &t.accept, mac),
+			 0);
+	assert_memory_not_equal(mac, base, CLC_MAC_LEN);
+	t = a;
+	SHM_LEN(t.accept) = 0;
+	memset(SHM_NAME(t.accept), 0, 8);
+	assert_int_equal(clc_mac_accept(test_psk, TEST_PSK_LEN, &ep, &p.proposal, &t.accept, mac),
+			 0);
+	assert_memory_not_equal(mac, base, CLC_MAC_LEN);
 }
 
 static void test_mac_equal(void **state)
@@ -1109,6 +1164,7 @@ int main(void)
 		cmocka_unit_test(test_mac_known_answer),
 		cmocka_unit_test(test_mac_proposal_binding),
 		cmocka_unit_test(test_mac_binding),
+		cmocka_unit_test(test_mac_accept_whole),
 		cmocka_unit_test(test_mac_equal),
 		cmocka_unit_test_setup_teardown(test_psk_load, psk_setup, psk_teardown),
 		cmocka_unit_test(test_decline_names),

@@ -856,6 +856,53 @@ static void test_open_timeout_falls_back(void **state)
 	assert_int_equal(w->lgr->rmbs.n_used, 0);
 }
 
+/*
+ * The peer accepts with a ring we cannot take (rdma: no mirror of that
+ * size within buffers.ring, the budget or this peer's share). Nothing of
+ * the flow crossed yet: it goes over TCP (the owner hears a decline,
+ * out_of_memory) and the peer's side is aborted; its CLOSED frees our
+ * ring. (Regression: the flow was reset after FLOW_ACCEPT, so a peer
+ * that pinned our mirrors cost this host's applications their
+ * connections.) A ring outside the peer's region still resets.
+ */
+static void test_accept_without_mirror_falls_back(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f = world_open_only(w, 0, 0, 0);
+	struct llc_flow_accept a = { .peer_token = PEER_TOKEN, .rmb = { .size = RING } };
+	uint32_t token = f->c.token;
+
+	world_batch_end(w);
+	w->fake.n_msgs = 0;
+	w->fake.attach_err = -ENOMEM;
+	a.token = token;
+	conn_on_accept(&f->c, &a);
+	world_batch_end(w);
+	w->fake.attach_err = 0;
+	assert_int_equal(f->ended, CONN_END_DECLINED + 1);
+	assert_int_equal(f->n_ended, 1);
+	assert_int_equal(w->stats.bad_messages, 0);
+	assert_int_equal(w->stats.rings_refused, 1);
+	assert_int_equal(w->lgr->state, LGR_ACTIVE);
+	assert_int_equal(w->fake.n_msgs, 1);
+	assert_true(world_cdc(w, 0).conn_flags & CDC_CF_ABORT);
+	assert_int_equal(f->closed, 0);		/* our ring waits for the CLOSED */
+	world_peer_cdc(w, f, 0, CDC_CF_CLOSED);
+	assert_int_equal(f->closed, 1);
+	assert_null(lgr_conn_find(w->lgr, token));
+	assert_int_equal(w->lgr->rmbs.n_used, 0);
+
+	/* A ring outside the peer's region is a lie: reset. */
+	f = world_open_only(w, 1, 0, 0);
+	world_batch_end(w);
+	a.token = f->c.token;
+	a.peer_token = PEER_TOKEN + 1;
+	a.rmb.offset = FAKE_PEER_SIZE;
+	conn_on_accept(&f->c, &a);
+	world_batch_end(w);
+	assert_int_equal(f->ended, CONN_END_PROTOCOL + 1);
+}
+
 /* A peer that still answers nothing CONN_OPEN_GRACE times later is
  * wedged: then the group fails. */
 static void test_open_unanswered_fails_group(void **state)
@@ -989,13 +1036,12 @@ static void test_accept_no_port(void **state)
 	din->sin_port = htons(8080);
 	inet_pton(AF_INET, "192.0.2.77", &din->sin_addr);
 	memcpy(open.addr, &din->sin_addr, 4);
-	memcpy(&w->net.local_addrs.slot[0].addr, &dest, sizeof(struct sockaddr_in));
-	w->net.local_addrs.slot[0].checked_ms = uv_now(&w->loop);
-	w->net.local_addrs.slot[0].local = true;
+	assert_int_equal(addr_local_set(&w->net.local_addrs, &dest, 1, uv_now(&w->loop)), 0);
 
 	w->flow_open_err = -EADDRNOTAVAIL;
 	lgr_on_flow_open(w->lnk, &open);
 	world_batch_end(w);
+	addr_local_close(&w->net.local_addrs);
 	w->cfg.peers = NULL;
 	w->cfg.n_peers = 0;
 
@@ -1009,6 +1055,134 @@ static void test_accept_no_port(void **state)
 	assert_int_equal(addr_port((struct sockaddr *)&w->no_port_dest), 8080);
 	assert_int_equal(((struct sockaddr_in *)&w->no_port_dest)->sin_addr.s_addr,
 			 din->sin_addr.s_addr);
+}
+
+/* A server group of peer 192.0.2.1 whose prefix allows port 9000 only. */
+static void server_group_allowing_9000(struct world *w, struct cfg_peer *cp,
+				       struct cfg_allow *allow)
+{
+	struct sockaddr_in *pin = (struct sockaddr_in *)&w->lgr->peer;
+
+	w->lgr->role = LGR_ROLE_SERVER;
+	w->net.n_lgrs_role[LGR_ROLE_CLIENT]--;
+	w->net.n_lgrs_role[LGR_ROLE_SERVER]++;
+	memset(&w->lgr->peer, 0, sizeof(w->lgr->peer));
+	pin->sin_family = AF_INET;
+	inet_pton(AF_INET, "192.0.2.1", &pin->sin_addr);
+	*allow = (struct cfg_allow){ .family = 0, .lo = 9000, .hi = 9000 };
+	*cp = (struct cfg_peer){ .prefix = { .family = AF_INET, .len = 24 },
+				 .allow = allow, .n_allow = 1 };
+	memcpy(cp->prefix.addr, &pin->sin_addr, 4);
+	w->cfg.peers = cp;
+	w->cfg.n_peers = 1;
+}
+
+/* Regression: the local-address check (a getifaddrs() dump, 4 ms on a
+ * host with 500 links) ran before the port policy, so a peer with no
+ * allowed port at all made the worker dump the host's addresses for each
+ * open to a new address. The policy now comes first: a refused port
+ * takes no look at the addresses and counts as refused.ports. */
+static void test_open_policy_before_addresses(void **state)
+{
+	struct world *w = *state;
+	struct cfg_allow allow;
+	struct cfg_peer cp;
+	struct llc_flow_open open = { .token = 0x4321, .rmb = { .offset = 0, .size = RING },
+				      .family = 4, .port = 8080 };
+	struct llc_msg m;
+	unsigned i;
+
+	server_group_allowing_9000(w, &cp, &allow);
+	for (i = 0; i < 4; i++) {
+		open.token = 0x4321 + i;
+		open.addr[0] = 198;
+		open.addr[1] = 51;
+		open.addr[2] = 100;
+		open.addr[3] = (uint8_t)(1 + i);	/* not this host's */
+		lgr_on_flow_open(w->lnk, &open);
+	}
+	world_batch_end(w);
+	assert_int_equal(w->stats.dest_refused, 4);
+	assert_int_equal(w->stats.ports_refused, 4);
+	assert_false(w->net.local_addrs.taken);
+	assert_int_equal(w->net.local_addrs.refreshes, 0);
+	m = world_llc(w, 0);
+	assert_int_equal(m.type, LLC_FLOW_DECLINE);
+	assert_int_equal(m.decline.reason, CLC_DECL_POLICY);
+	/* An allowed port to an address that is not ours: refused, and one
+	 * snapshot serves every such open (none per open). */
+	open.port = 9000;
+	for (i = 0; i < 8; i++) {
+		open.token = 0x5000 + i;
+		open.addr[3] = (uint8_t)(1 + i);
+		lgr_on_flow_open(w->lnk, &open);
+	}
+	world_batch_end(w);
+	assert_int_equal(w->stats.dest_refused, 12);
+	assert_int_equal(w->stats.ports_refused, 4);
+	assert_true(w->net.local_addrs.taken);
+	assert_int_equal(w->net.local_addrs.refreshes, 1);
+	assert_int_equal(w->lgr->state, LGR_ACTIVE);
+	addr_local_close(&w->net.local_addrs);
+	w->cfg.peers = NULL;
+	w->cfg.n_peers = 0;
+}
+
+/* One group's messages handled in one batch are bounded: after
+ * LGR_RX_PER_BATCH, lgr_rx_room() says no (shm then leaves the rest in its
+ * queue), and the next batch counts anew. */
+static void test_rx_bound_per_batch(void **state)
+{
+	struct world *w = *state;
+	struct cdc_msg m = { .token = 0x7777 };	/* no such flow: ignored */
+	uint8_t msg[LINK_MSG_LEN];
+	unsigned i;
+
+	cdc_encode(&m, msg);
+	world_batch_end(w);
+	for (i = 0; i < LGR_RX_PER_BATCH; i++) {
+		assert_true(lgr_rx_room(w->lgr));
+		link_rx(w->lnk, msg, sizeof(msg));
+	}
+	assert_false(lgr_rx_room(w->lgr));
+	world_batch_end(w);
+	assert_true(lgr_rx_room(w->lgr));
+	assert_int_equal(w->lgr->state, LGR_ACTIVE);
+}
+
+/* A peer that floods declined opens (LGR_DECLINES_MAX in a window) loses
+ * its link group, counted once as refused.floods; up to the limit, it
+ * keeps it. */
+static void test_open_flood_fails_group(void **state)
+{
+	struct world *w = *state;
+	struct cfg_allow allow;
+	struct cfg_peer cp;
+	struct llc_flow_open open = { .rmb = { .offset = 0, .size = RING },
+				      .family = 4, .port = 8080,
+				      .addr = { 198, 51, 100, 1 } };
+	unsigned i;
+
+	server_group_allowing_9000(w, &cp, &allow);
+	for (i = 0; i < LGR_DECLINES_MAX; i++) {
+		open.token = 0x10000 + i;
+		lgr_on_flow_open(w->lnk, &open);
+		if (i % 16 == 15)
+			world_batch_end(w);	/* declines need room on the link */
+	}
+	world_batch_end(w);
+	assert_int_equal(w->lgr->state, LGR_ACTIVE);
+	assert_int_equal(w->stats.floods_refused, 0);
+	open.token = 0x20000;
+	lgr_on_flow_open(w->lnk, &open);
+	assert_int_equal(w->stats.floods_refused, 1);
+	assert_true(lgr_failing(w->lgr));
+	world_batch_end(w);
+	assert_int_equal(w->lgr_events[LGR_EV_FAILED], 1);
+	assert_int_equal(w->lgr_event_err, LGR_ERR_FLOOD);
+	assert_int_equal(w->stats.floods_refused, 1);
+	w->cfg.peers = NULL;
+	w->cfg.n_peers = 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1176,6 +1350,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_open_unanswered_fails_group, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_accept_deadline_after_connect, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_accept_connect_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_policy_before_addresses, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_accept_without_mirror_falls_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_flood_fails_group, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rx_bound_per_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_post_failure_mid_rx_deferred, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failure_raised_twice_reported_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_on_failing_group, setup, teardown),

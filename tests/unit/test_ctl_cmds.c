@@ -37,6 +37,7 @@
 #include "smc/transport.h"
 #include "transport/rdma/cq.h"
 #include "proxy.h"
+#include "ctl_pools.h"
 #include "smcd.h"
 #include "worker.h"
 
@@ -409,6 +410,10 @@ static int setup(void **state)
 	assert_int_equal(worker_pool_init(&fx->d.workers, &fx->d.loop, 2, fx->d.cfg, NULL, 0,
 					  err, sizeof(err)), 0);
 	fx->d.workers.data = fx;
+	assert_int_equal(ctl_pools_init(&fx->d.pools, fx->d.workers.n), 0);
+	/* Both workers offer rdma (as their start would decide). */
+	fx->d.workers.workers[0].proxy.smc.lgr_transports |= CLC_TR_RDMA;
+	fx->d.workers.workers[1].proxy.smc.lgr_transports |= CLC_TR_RDMA;
 	assert_int_equal(worker_pool_start(&fx->d.workers, 0), 0);
 	fx->d.start_ms = uv_now(&fx->d.loop);
 	fx->s.data = &fx->d;
@@ -428,6 +433,7 @@ static int teardown(void **state)
 	uv_run(&fx->d.loop, UV_RUN_DEFAULT);
 	assert_true(fx->closed);
 	assert_int_equal(uv_loop_close(&fx->d.loop), 0);
+	ctl_pools_close(&fx->d.pools);
 	cfg_free(fx->d.cfg);
 	free(fx);
 	return 0;
@@ -595,15 +601,34 @@ static void test_fail_link_late_worker(void **state)
 	on_worker(fx, 1, NULL, false);
 }
 
+/* A stats reply whose "cq" has rows: the first ones wait CTL_POOLS_FRESH_MS
+ * at most, which a worker not scheduled yet can miss (a loaded machine). */
+static json_t *stats_with_cq(struct fixture *fx)
+{
+	struct ctl_request req = { .cmd = CTL_CMD_STATS };
+	struct timespec ts = { 0, 10 * 1000000 };
+	char *err = NULL;
+	json_t *body;
+	unsigned i;
+
+	for (i = 0; i < 1000; i++) {
+		body = smcd_ctl_handle(&fx->s, &req, &err);
+		assert_non_null(body);
+		if (json_array_size(json_object_get(json_object_get(body, "stats"), "cq")))
+			return body;
+		json_decref(body);
+		nanosleep(&ts, NULL);
+	}
+	fail_msg("no CQ rows in 1000 stats replies");
+	return NULL;
+}
+
 static void test_stats_cq(void **state)
 {
 	struct fixture *fx = *state;
-	struct ctl_request req = { .cmd = CTL_CMD_STATS };
 	json_t *body, *cq, *e;
-	char *err = NULL;
 
-	body = smcd_ctl_handle(&fx->s, &req, &err);
-	assert_non_null(body);
+	body = stats_with_cq(fx);
 	cq = json_object_get(json_object_get(body, "stats"), "cq");
 	assert_true(json_is_array(cq));
 	/* Only worker 1 has a pool here, of one CQ. */
@@ -623,7 +648,88 @@ static void test_stats_cq(void **state)
 	assert_true(json_is_integer(json_object_get(e, "link_failures")));
 	assert_true(json_is_integer(json_object_get(e, "async_events")));
 	assert_true(json_is_integer(json_object_get(e, "links_draining")));
+	assert_true(json_is_integer(json_object_get(json_object_get(body, "stats"), "cq_age_ms")));
 	json_decref(body);
+}
+
+/* A job that keeps worker w busy for ms, then says it is done. */
+static atomic_bool busy_done;
+
+static void busy_job_run(struct worker *w, struct worker_job *job)
+{
+	struct timespec ts = { 0, 600 * 1000000L };
+
+	nanosleep(&ts, NULL);
+	atomic_store(&busy_done, true);
+}
+
+static void keep_busy(struct fixture *fx, unsigned w)
+{
+	struct worker_job *jobs[2] = { NULL, NULL };
+	struct worker_job *job = calloc(1, sizeof(*job));
+
+	assert_non_null(job);
+	job->run = busy_job_run;
+	jobs[w] = job;
+	atomic_store(&busy_done, false);
+	assert_int_equal(worker_pool_run(&fx->d.workers, jobs, 0), 1);	/* the worker frees it */
+}
+
+/*
+ * Regression: every stats request (and /metrics scrape) waited up to
+ * WORKER_ANSWER_MS for each worker's CQ table, blocking the main loop
+ * while a worker was slow. Now a slow worker's last snapshot is shown, and
+ * the request returns long before the worker is free again (it is busy
+ * for 600 ms; the request waits CTL_POOLS_FRESH_MS at most).
+ */
+static void test_stats_slow_worker(void **state)
+{
+	struct fixture *fx = *state;
+	struct ctl_request req = { .cmd = CTL_CMD_STATS };
+	json_t *body, *cq;
+	char *err = NULL;
+
+	json_decref(stats_with_cq(fx));		/* a first snapshot */
+	fake_pool.cqs[0].st.completions = 99;	/* what a fresh one would say */
+	keep_busy(fx, cq_worker);
+	body = smcd_ctl_handle(&fx->s, &req, &err);
+	assert_false(atomic_load(&busy_done));
+	assert_non_null(body);
+	cq = json_object_get(json_object_get(body, "stats"), "cq");
+	assert_int_equal(json_array_size(cq), 1);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(cq, 0), "completions")),
+			 77);
+	json_decref(body);
+	/* A second request does not ask the busy worker again. */
+	body = smcd_ctl_handle(&fx->s, &req, &err);
+	assert_false(atomic_load(&busy_done));
+	assert_non_null(body);
+	json_decref(body);
+	on_worker(fx, cq_worker, NULL, false);	/* free again: then the fresh one */
+	fake_pool.cqs[0].st.completions = 77;
+}
+
+/* With rdma on no worker, a stats request asks no worker for its CQs:
+ * a busy worker does not hold it, and "cq" is there, empty. */
+static void test_stats_no_rdma_asks_nobody(void **state)
+{
+	struct fixture *fx = *state;
+	struct ctl_request req = { .cmd = CTL_CMD_STATS };
+	json_t *body, *cq;
+	char *err = NULL;
+
+	fx->d.workers.workers[0].proxy.smc.lgr_transports = 0;
+	fx->d.workers.workers[1].proxy.smc.lgr_transports = 0;
+	keep_busy(fx, 0);
+	body = smcd_ctl_handle(&fx->s, &req, &err);
+	assert_false(atomic_load(&busy_done));
+	assert_non_null(body);
+	cq = json_object_get(json_object_get(body, "stats"), "cq");
+	assert_true(json_is_array(cq));
+	assert_int_equal(json_array_size(cq), 0);
+	assert_null(json_object_get(json_object_get(body, "stats"), "workers_not_answering"));
+	json_decref(body);
+	on_worker(fx, 0, NULL, false);
 }
 
 int main(void)
@@ -637,6 +743,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fail_link_on_the_owner, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fail_link_late_worker, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stats_cq, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stats_slow_worker, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stats_no_rdma_asks_nobody, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,6 +5,12 @@
  * bounds-checked as if anyone had written it: short, lying lengths,
  * missing attributes and netlink errors give an error, never a read past
  * the buffer. (t_origsrc_nat asks a real kernel.)
+ *
+ * And the socket origdst_src() asks on, over wrapped socket calls
+ * (test_origdst.wrap): connected to the kernel, non-blocking, the wait
+ * for the answer bounded, and only the answer with our port id and
+ * sequence number taken. (Regression: an unconnected socket, a blocking
+ * recv() on the worker, and whatever came first read as the answer.)
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -13,6 +19,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nfnetlink_conntrack.h>
@@ -162,12 +175,152 @@ static void test_answer_errors(void **state)
 	assert_int_equal(origdst__ct_answer(copy, nlh->nlmsg_len, AF_INET, &got), -EPROTO);
 }
 
+/* ---- origdst_src() on fake socket calls ---------------------------- */
+
+int __wrap_socket(int domain, int type, int protocol);
+int __wrap_connect(int fd, const struct sockaddr *sa, socklen_t len);
+ssize_t __wrap_send(int fd, const void *buf, size_t len, int flags);
+int __wrap_getsockname(int fd, struct sockaddr *sa, socklen_t *len);
+ssize_t __wrap_recv(int fd, void *buf, size_t len, int flags);
+int __wrap_poll(struct pollfd *fds, nfds_t n, int timeout);
+
+#define OUR_PID		4242u
+#define QUEUE_MAX	4
+
+static struct {
+	int fd;				/* the fake socket: an eventfd */
+	int type;
+	bool connected_to_kernel;
+	uint32_t seq;			/* of the request sent */
+	struct sockaddr_storage src;	/* the request's tuple, for answers */
+	struct sockaddr_storage dst;
+	/* What arrives, in order: each an answer built at send time. */
+	struct {
+		uint32_t seq_delta, pid;
+	} queue[QUEUE_MAX];
+	unsigned n_queue, next;
+	unsigned polls;
+	int max_poll_ms;
+	bool blocking_recv;		/* a recv that would have slept */
+} fk;
+
+int __wrap_socket(int domain, int type, int protocol)
+{
+	assert_int_equal(domain, AF_NETLINK);
+	assert_int_equal(protocol, NETLINK_NETFILTER);
+	fk.type = type;
+	fk.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	return fk.fd;
+}
+
+int __wrap_connect(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	const struct sockaddr_nl *nl = (const void *)sa;
+
+	assert_int_equal(fd, fk.fd);
+	fk.connected_to_kernel = len >= sizeof(*nl) && nl->nl_family == AF_NETLINK &&
+				 nl->nl_pid == 0;
+	return 0;
+}
+
+ssize_t __wrap_send(int fd, const void *buf, size_t len, int flags)
+{
+	const struct nlmsghdr *nlh = buf;
+
+	assert_int_equal(fd, fk.fd);
+	fk.seq = nlh->nlmsg_seq;
+	return (ssize_t)len;
+}
+
+int __wrap_getsockname(int fd, struct sockaddr *sa, socklen_t *len)
+{
+	struct sockaddr_nl nl = { .nl_family = AF_NETLINK, .nl_pid = OUR_PID };
+
+	assert_int_equal(fd, fk.fd);
+	memcpy(sa, &nl, sizeof(nl));
+	*len = sizeof(nl);
+	return 0;
+}
+
+ssize_t __wrap_recv(int fd, void *buf, size_t len, int flags)
+{
+	struct nlmsghdr *nlh = buf;
+	size_t n;
+
+	assert_int_equal(fd, fk.fd);
+	if (!(flags & MSG_DONTWAIT) && !(fk.type & SOCK_NONBLOCK))
+		fk.blocking_recv = true;
+	if (fk.next == fk.n_queue) {
+		errno = EAGAIN;
+		return -1;
+	}
+	n = answer_from(buf, len, &fk.src, &fk.dst);
+	nlh->nlmsg_seq = fk.seq + fk.queue[fk.next].seq_delta;
+	nlh->nlmsg_pid = fk.queue[fk.next].pid;
+	fk.next++;
+	return (ssize_t)n;
+}
+
+int __wrap_poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+	fk.polls++;
+	if (timeout < 0 || timeout > fk.max_poll_ms)
+		fk.max_poll_ms = timeout;
+	return 0;			/* nothing more comes */
+}
+
+static int ask(const char *client, struct sockaddr_storage *got)
+{
+	struct sockaddr_storage l = v4("127.0.0.1", 7001), p = v4("10.0.0.1", 42028);
+
+	fk.src = v4(client, 42000);
+	fk.dst = v4("10.0.0.2", 80);
+	return origdst_src((struct sockaddr *)&l, (struct sockaddr *)&p, got);
+}
+
+/* Connected to the kernel, non-blocking; a stale answer (an earlier
+ * sequence number) and one for another port id are skipped, ours taken. */
+static void test_src_takes_only_its_answer(void **state)
+{
+	struct sockaddr_storage got;
+
+	memset(&fk, 0, sizeof(fk));
+	fk.queue[0].seq_delta = (uint32_t)-1;
+	fk.queue[0].pid = OUR_PID;
+	fk.queue[1].pid = OUR_PID + 1;
+	fk.queue[2].pid = OUR_PID;
+	fk.n_queue = 3;
+	assert_int_equal(ask("10.0.0.9", &got), 0);
+	assert_true(fk.connected_to_kernel);
+	assert_true(fk.type & SOCK_NONBLOCK);
+	assert_false(fk.blocking_recv);
+	assert_int_equal(fk.next, 3);
+	assert_string_equal(inet_ntoa(((struct sockaddr_in *)&got)->sin_addr), "10.0.0.9");
+}
+
+/* No answer of ours: a bounded wait, then -ETIMEDOUT, never a recv that
+ * sleeps. */
+static void test_src_bounded_wait(void **state)
+{
+	struct sockaddr_storage got;
+
+	memset(&fk, 0, sizeof(fk));
+	fk.queue[0].pid = OUR_PID + 1;	/* someone else's */
+	fk.n_queue = 1;
+	assert_int_equal(ask("10.0.0.9", &got), -ETIMEDOUT);
+	assert_false(fk.blocking_recv);
+	assert_true(fk.polls >= 1);
+	assert_true(fk.max_poll_ms >= 0 && fk.max_poll_ms <= ORIGDST_CT_WAIT_MS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_request),
 		cmocka_unit_test(test_answer_round_trip),
 		cmocka_unit_test(test_answer_errors),
+		cmocka_unit_test(test_src_takes_only_its_answer),
+		cmocka_unit_test(test_src_bounded_wait),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

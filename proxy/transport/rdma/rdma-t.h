@@ -120,6 +120,7 @@ struct rdma_lgr {
 	uint8_t *tx;			/* mirrors of the peer's rings */
 	uint32_t tx_size;
 	struct rmb_pool tx_pool;
+	struct rmb_peer *tx_peer;	/* the peer's account in dev->tx_budget */
 	bool have_peer;
 	uint64_t peer_addr;
 	uint32_t peer_size;

@@ -166,7 +166,13 @@ int rdma__lgr_prepare(struct lgr *lgr)
 	rg->tx = rdma_region(size);
 	if (!rg->rx || !rg->tx)
 		goto out_errno;
-	rmb_pool_init(&rg->tx_pool, 0, (uint32_t)size, &dev->tx_budget, NULL);
+	/* The mirrors' budget has the receive rings' fairness: one account
+	 * per peer address, so that one peer's flows cannot pin every
+	 * mirror (rmb-t.h, "Fairness"). */
+	rg->tx_peer = rmb_peer_get(&dev->tx_budget, lgr->rmb_peer->key, RMB_PEER_KEY);
+	if (!rg->tx_peer)
+		goto out_errno;
+	rmb_pool_init(&rg->tx_pool, 0, (uint32_t)size, &dev->tx_budget, rg->tx_peer);
 	rg->tx_pool.ops = &rdma_tx_rmb_ops;
 	rg->tx_pool.ops_ctx = rg;
 	lgr->region = rg->rx;
@@ -225,14 +231,25 @@ int rdma__lgr_connect(struct lgr *lgr, const uint8_t *addr, size_t len)
 /* ------------------------------------------------------------------ */
 /* Flows: a mirror per flow, and the bytes its writes still owe. */
 
+/*
+ * A mirror for the peer's ring rmb. A ring outside the peer's region, or
+ * larger than the peer's own handshake ring_size, is a lie (-EINVAL: the
+ * flow is reset, or the open declined). One larger than our buffers.ring
+ * (lgr->ring_size) is honest but more than we pin for one flow, and one
+ * the budget or the peer's share cannot give is refused alike (-ENOMEM:
+ * the open is declined, or goes over TCP, a ring move is not taken).
+ */
 int rdma__conn_attach(struct conn *c, const struct llc_rmb *rmb)
 {
 	struct rdma_lgr *rg = c->lgr->tp;
 	struct rdma_conn *rc;
 
 	if (!rg || !rg->have_peer || rmb->offset > rg->peer_size ||
-	    rmb->size > rg->peer_size - rmb->offset || rmb_class(rmb->size) < 0)
+	    rmb->size > rg->peer_size - rmb->offset || rmb_class(rmb->size) < 0 ||
+	    rmb->size > lgr_peer_ring_size(c->lgr))
 		return -EINVAL;
+	if (rmb->size > c->lgr->ring_size)
+		return -ENOMEM;
 	rc = calloc(1, sizeof(*rc));
 	if (!rc)
 		return -ENOMEM;
@@ -349,6 +366,7 @@ void rdma__lgr_close(struct lgr *lgr)
 	rmb_pool_close(&lgr->rmbs);
 	lgr->rmbs.ops = NULL;
 	rmb_pool_close(&rg->tx_pool);
+	rmb_peer_put(rg->tx_peer);
 	rdma__dom_put(rg->dom);
 	if (rg->rx)
 		munmap(rg->rx, rg->rx_size);

@@ -352,7 +352,8 @@ static void shm_drain(struct shm_link *sl)
 		lgr_fail_sched(lgr, -EPROTO);
 		return;
 	}
-	while (sl->rx_cons != prod) {
+	/* What lgr_rx_room() leaves waits: shm_lgr_idle() comes back for it. */
+	while (sl->rx_cons != prod && lgr_rx_room(lgr)) {
 		memcpy(msg, sl->rxq->slots[sl->rx_cons % SHM_SLOTS], sizeof(msg));
 		sl->rx_cons++;
 		link_rx(lnk, msg, sizeof(msg));

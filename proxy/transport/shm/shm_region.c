@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "core/epset.h"
@@ -134,6 +136,7 @@ int shm_adopt_peer(struct shm_lgr *sg, const struct shm_rv_msg *m,
 {
 	struct lgr *lgr = sg->lgr;
 	struct smc_net *net = lgr->net;
+	struct statfs sfs;
 	struct stat st;
 	unsigned i;
 	int seals, err = -EPROTO;
@@ -144,6 +147,15 @@ int shm_adopt_peer(struct shm_lgr *sg, const struct shm_rv_msg *m,
 	seals = fcntl(fds[0], F_GET_SEALS);
 	if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(fds[0], &st) < 0 ||
 	    (uint64_t)st.st_size != m->size)
+		goto out_close;
+	/*
+	 * Only a tmpfs (shmem) memfd, as memfd_create() without flags makes:
+	 * a hole punched in it reads as zeros. A hugetlbfs one passes the
+	 * seal and size checks, but once the peer punched a hole and the
+	 * huge pages ran out, our next access to the region is a SIGBUS:
+	 * the whole daemon would die for one peer's group.
+	 */
+	if (fstatfs(fds[0], &sfs) < 0 || sfs.f_type != TMPFS_MAGIC || !S_ISREG(st.st_mode))
 		goto out_close;
 	/* Doorbells we could sleep on are refused outright. */
 	for (i = 1; i < n_fds; i++)
