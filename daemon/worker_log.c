@@ -135,6 +135,13 @@ void worker_on_lgr_event(struct proxy *p, enum lgr_event ev,
 				 lgr->role == LGR_ROLE_CLIENT ? "to" : "from", peer,
 				 worker_link_err(p, err, e, sizeof(e)));
 		break;
+	case LGR_EV_PEER_CLOSED:
+		/* An orderly stop of the peer (it said so): not a failure. Its
+		 * flows drained first; any still open were reset. */
+		log_info("%slink group %s %s closed: the peer daemon stopped",
+			 worker_tag(w, t, sizeof(t)),
+			 lgr->role == LGR_ROLE_CLIENT ? "to" : "from", peer);
+		break;
 	case LGR_EV_LINK_FAILOVER:
 		log_warn("%sa link of link group %s %s failed: %s; its flows moved to another link",
 			 worker_tag(w, t, sizeof(t)),
