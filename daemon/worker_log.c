@@ -125,10 +125,10 @@ void worker_on_lgr_event(struct proxy *p, enum lgr_event ev,
 		/* Our own stop closes every group (ESHUTDOWN): expected
 		 * then, not a warning. */
 		if (err == -ESHUTDOWN)
-			log_info("%slink group %s %s closed: %s",
+			log_info("%slink group %s %s closed: this daemon stops%s",
 				 worker_tag(w, t, sizeof(t)),
 				 lgr->role == LGR_ROLE_CLIENT ? "to" : "from", peer,
-				 worker_link_err(p, err, e, sizeof(e)));
+				 lgr->peer_delete ? " (the peer was told)" : "");
 		else
 			log_warn("%slink group %s %s failed: %s; its flows were reset",
 				 worker_tag(w, t, sizeof(t)),

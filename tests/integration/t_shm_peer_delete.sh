@@ -27,6 +27,8 @@ it_wait_stat flows.active.shm -eq 0 5 || it_fail "the held flow stays open after
 [ "$(it_stat lgr.flows_reset)" -le $((reset0 + 1)) ] || it_fail "more flows reset than were open"
 grep -q 'info: .*link group to .* closed: the peer daemon stopped' "$IT_DIR/daemon.log" ||
 	it_fail "no info line for the orderly close"
+grep -q 'info: .*link group from .* closed: this daemon stops (the peer was told)' "$IT_DIR/peer.log" ||
+	it_fail "the stopping daemon does not say it told its peer"
 grep -E 'warning: .*link group .* failed' "$IT_DIR/daemon.log" &&
 	it_fail "an orderly stop was logged as a failure"
 grep -q 'bad_messages\|protocol error' "$IT_DIR/daemon.log" && it_fail "the DELETE_LINK was taken as a protocol error"
