@@ -137,7 +137,11 @@ void worker_on_lgr_event(struct proxy *p, enum lgr_event ev,
 		break;
 	case LGR_EV_PEER_CLOSED:
 		/* An orderly stop of the peer (it said so): not a failure. Its
-		 * flows drained first; any still open were reset. */
+		 * flows drained first; any still open were reset. A peer can
+		 * close the groups it proposes at will, as it can fail them. */
+		if (lgr->role == LGR_ROLE_SERVER &&
+		    !log_ratelimit_ok(&w->pool->rl_setup, uv_now(p->loop)))
+			break;
 		log_info("%slink group %s %s closed: the peer daemon stopped",
 			 worker_tag(w, t, sizeof(t)),
 			 lgr->role == LGR_ROLE_CLIENT ? "to" : "from", peer);
