@@ -71,6 +71,7 @@ freeze_round() {
 	fi
 	echo "  round $r: every flow through the peer ended ${ms} ms after SIGSTOP (bound ${limit_ms} ms)"
 	[ "$ms" -le "$limit_ms" ] || it_fail "round $r: $ms ms, more than $limit_ms"
+	[ "$ms" -le "$worst" ] || worst=$ms
 	it_ctl flows | grep -q ' shm ' && it_fail "round $r: the flows view still lists shm flows"
 	grep -q 'errors=8' "$IT_DIR/ping.$r.log" ||
 		it_fail "round $r: the ping-pong flows did not all fail: $(cat "$IT_DIR/ping.$r.log")"
@@ -90,6 +91,7 @@ freeze_round() {
 	sleep 1.2	# the negative entry expires
 }
 
+worst=0
 freeze_round 1
 freeze_round 2
-it_pass "two freezes: every flow through the peer ended within $limit_ms ms; new flows went over tcp"
+it_pass "two freezes: every flow through the peer ended within $worst ms (bound $limit_ms ms); new flows went over tcp"
