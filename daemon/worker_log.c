@@ -130,15 +130,26 @@ void worker_on_lgr_event(struct proxy *p, enum lgr_event ev,
 		/* Our own stop closes every group (ESHUTDOWN): expected
 		 * then, not a warning. */
 		if (err == -ESHUTDOWN)
-			log_info("%slink group %s %s closed: %s",
+			log_info("%slink group %s %s closed: this daemon stops%s",
 				 worker_tag(w, t, sizeof(t)),
 				 lgr->role == LGR_ROLE_CLIENT ? "to" : "from", peer,
-				 worker_link_err(p, err, e, sizeof(e)));
+				 lgr->peer_delete ? " (the peer was told)" : "");
 		else
 			log_warn("%slink group %s %s failed: %s; its flows were reset",
 				 worker_tag(w, t, sizeof(t)),
 				 lgr->role == LGR_ROLE_CLIENT ? "to" : "from", peer,
 				 worker_link_err(p, err, e, sizeof(e)));
+		break;
+	case LGR_EV_PEER_CLOSED:
+		/* An orderly stop of the peer (it said so): not a failure. Its
+		 * flows drained first; any still open were reset. A peer can
+		 * close the groups it proposes at will, as it can fail them. */
+		if (lgr->role == LGR_ROLE_SERVER &&
+		    !log_ratelimit_ok(&w->pool->rl_setup, uv_now(p->loop)))
+			break;
+		log_info("%slink group %s %s closed: the peer daemon stopped",
+			 worker_tag(w, t, sizeof(t)),
+			 lgr->role == LGR_ROLE_CLIENT ? "to" : "from", peer);
 		break;
 	case LGR_EV_LINK_FAILOVER:
 		log_warn("%sa link of link group %s %s failed: %s; its flows moved to another link",

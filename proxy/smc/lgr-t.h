@@ -92,6 +92,11 @@ struct lgr {
 	uint32_t ring_size;		/* our rings' largest size; the peer's come with each flow */
 	uint32_t ring_init;		/* a new flow's ring (ring_size without ring_move) */
 	bool ring_move;			/* both sides move rings (CLC_FEAT_RING_MOVE) */
+	/* The peer takes LLC_DELETE_LINK (CLC_FEAT_DELETE): our stop tells
+	 * it so. peer_stopped: its DELETE_LINK (ALL, ORDERLY) came, and the
+	 * group's end is an orderly close, not a failure. */
+	bool peer_delete;
+	bool peer_stopped;
 
 	/* Local memory: the region the peer writes into. */
 	uint8_t *region;

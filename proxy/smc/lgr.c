@@ -665,8 +665,16 @@ void lgr_fail(struct lgr *lgr, int err)
 	assert(lgr->state == LGR_ACTIVE);
 	lgr->state = LGR_DOWN;
 	lgr->fail_err = err;
-	counter_inc(&net->stats->lgr_failures);
-	lgr_report(lgr, LGR_EV_FAILED, err);
+	/* The peer said it stops (DELETE_LINK, ALL and ORDERLY): an orderly
+	 * close, whatever error came after it (its socket's end, its
+	 * disconnect). A peer that vanishes without a word fails. */
+	if (lgr->peer_stopped) {
+		counter_inc(&net->stats->lgr_peer_closes);
+		lgr_report(lgr, LGR_EV_PEER_CLOSED, err);
+	} else {
+		counter_inc(&net->stats->lgr_failures);
+		lgr_report(lgr, LGR_EV_FAILED, err);
+	}
 	for (i = 0; i < lgr->n_links; i++) {
 		lgr->links[i].state = LINK_DOWN;
 		list_del(&lgr->links[i].kick_node);
@@ -838,6 +846,46 @@ void lgr_sweep(struct smc_net *net, uint64_t now)
 			break;
 		}
 	}
+}
+
+unsigned lgr_delete_all(struct smc_net *net)
+{
+	struct lgr *lgr = NULL;
+	unsigned i, n = 0;
+
+	while ((lgr = lgr_next(net, lgr))) {
+		if (lgr->state != LGR_ACTIVE || !lgr->peer_delete || lgr_failing(lgr))
+			continue;
+		for (i = 0; i < lgr->n_links; i++) {
+			struct link *lnk = &lgr->links[i];
+
+			if (link_post_delete(lnk, LLC_DEL_ALL | LLC_DEL_ORDERLY))
+				continue;	/* no room, or failing: the others tell it */
+			lnk->delete_posted = true;
+			lnk->delete_seq = lnk->tx_seq;
+			n++;
+		}
+	}
+	return n;
+}
+
+bool lgr_deletes_done(struct smc_net *net)
+{
+	struct lgr *lgr = NULL;
+	unsigned i;
+
+	while ((lgr = lgr_next(net, lgr))) {
+		for (i = 0; i < lgr->n_links; i++) {
+			struct link *lnk = &lgr->links[i];
+
+			/* A link that failed meanwhile will send nothing more. */
+			if (!lnk->delete_posted || link_failing(lnk))
+				continue;
+			if ((int32_t)(lgr->ops->tx_done(lnk) - lnk->delete_seq) < 0)
+				return false;
+		}
+	}
+	return true;
 }
 
 void lgr_close_all(struct smc_net *net)

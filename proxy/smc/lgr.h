@@ -100,6 +100,16 @@ static inline uint32_t lgr_peer_ring_size(const struct lgr *lgr)
 /* Deadlines (handshakes, opening and connecting flows, expired negative
  * entries); called from the proxy's housekeeping timer. */
 void lgr_sweep(struct smc_net *net, uint64_t now);
+/*
+ * An orderly stop, before lgr_close_all(): a DELETE_LINK (ALL, ORDERLY) on
+ * every link of every active group whose peer takes it (CLC_FEAT_DELETE),
+ * so that the peer closes the group at once and quietly rather than as a
+ * failure. Returns how many were posted; lgr_deletes_done() says whether
+ * every one completed (the transport's tx_done(): over rdma the send left,
+ * over shm the peer took it).
+ */
+unsigned lgr_delete_all(struct smc_net *net);
+bool lgr_deletes_done(struct smc_net *net);
 /* Every link group down, for shutdown. */
 void lgr_close_all(struct smc_net *net);
 

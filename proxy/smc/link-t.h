@@ -46,6 +46,10 @@ struct link {
 	uint64_t last_test_ms;
 	bool test_rsp_owed;
 	uint32_t test_rsp_cookie;
+	/* Our DELETE_LINK of a stop is posted (delete_posted) and complete
+	 * once the transport's tx_done() reaches delete_seq. */
+	bool delete_posted;
+	uint32_t delete_seq;
 	void *tp;			/* the transport's */
 	uint64_t msgs_tx, msgs_rx, bytes_tx, bytes_rx;
 };

@@ -191,6 +191,46 @@ static void link_post_test_rsp(struct link *lnk, uint32_t cookie)
 		lgr_fail_sched(lnk->lgr, -EIO);
 }
 
+int link_post_delete(struct link *lnk, uint8_t flags)
+{
+	struct llc_msg m = { .type = LLC_DELETE_LINK, .del.flags = flags };
+	uint8_t msg[LINK_MSG_LEN];
+	int err;
+
+	/* Ahead of flows waiting for room, as TEST_LINK: the group ends
+	 * after it, and their work with it. */
+	if (link_failing(lnk))
+		return -ENOLINK;
+	if (!lnk->lgr->ops->tx_room(lnk))
+		return -EAGAIN;
+	llc_encode(&m, msg);
+	err = link_post(lnk, msg);
+	if (err) {
+		lgr_fail_sched(lnk->lgr, err);
+		return err;
+	}
+	return 0;
+}
+
+/*
+ * The peer's DELETE_LINK. With LLC_DEL_ALL the whole group ends at the end
+ * of the batch, its flows still open reset; with LLC_DEL_ORDERLY as an
+ * orderly close (the peer stops: lgr->peer_stopped), else as a failure.
+ * Without ALL only lnk goes down, and its flows move to another link.
+ */
+static void link_on_delete(struct link *lnk, uint8_t flags)
+{
+	struct lgr *lgr = lnk->lgr;
+
+	if (!(flags & LLC_DEL_ALL)) {
+		lgr_link_down_sched(lnk, -ECONNABORTED);
+		return;
+	}
+	if (flags & LLC_DEL_ORDERLY)
+		lgr->peer_stopped = true;
+	lgr_fail_sched(lgr, flags & LLC_DEL_ORDERLY ? -ESHUTDOWN : -ECONNABORTED);
+}
+
 bool link_conn_unacked(const struct conn *c)
 {
 	struct link *lnk = c->link;
@@ -380,6 +420,9 @@ void link_rx(struct link *lnk, const uint8_t *msg, size_t len)
 			return;
 		case LLC_TEST_LINK_RSP:
 			return;	/* heard: that was all it was for */
+		case LLC_DELETE_LINK:
+			link_on_delete(lnk, m.del.flags);
+			return;
 		}
 	}
 out_bad:

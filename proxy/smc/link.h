@@ -31,6 +31,12 @@ void link_post_decline(struct link *lnk, uint32_t token, unsigned reason);
  * (liveness.c); over RDMA a vanished host also makes the send fail.
  */
 void link_post_test(struct link *lnk, uint32_t cookie);
+/*
+ * A DELETE_LINK (flags LLC_DEL_*) on lnk, ahead of any work waiting for
+ * room: 0 once posted, -EAGAIN without room, -ENOLINK on a failing link,
+ * or the transport's error (the group's failure is then scheduled).
+ */
+int link_post_delete(struct link *lnk, uint8_t flags);
 /* Whether c has sends the transport has not completed. */
 bool link_conn_unacked(const struct conn *c);
 /* Holds c's unannounced bytes until its sends complete. */

@@ -19,6 +19,7 @@ enum llc_type {
 	LLC_RMB_MOVE = 0x23,		/* a ring's owner -> its writer: a new ring */
 	LLC_TEST_LINK = 0x30,		/* keepalive request */
 	LLC_TEST_LINK_RSP = 0x31,
+	LLC_DELETE_LINK = 0x32,		/* either side: a link, or the whole group, ends */
 };
 
 /* Where a flow's receive ring is in its owner's link group memory. */
@@ -66,6 +67,22 @@ struct llc_rmb_move {
 
 struct llc_test_link {
 	uint32_t cookie;		/* echoed in the response */
+};
+
+/*
+ * DELETE LINK, as the kernel's SMC-R sends it (SMC_LLC_DELETE_LINK, with
+ * SMC_LLC_FLAG_DEL_LINK_ALL and _ORDERLY): the sender gives up the link it
+ * is sent on or, with LLC_DEL_ALL, the whole link group; with
+ * LLC_DEL_ORDERLY because it stops, not because something broke. A daemon
+ * that stops sends ALL | ORDERLY on every link of every group whose peer
+ * said in the handshake that it takes it (CLC_FEAT_DELETE), so that the
+ * peer closes the group quietly instead of reporting a failure.
+ */
+#define LLC_DEL_ALL	0x01
+#define LLC_DEL_ORDERLY	0x02
+
+struct llc_delete_link {
+	uint8_t flags;			/* LLC_DEL_* */
 };
 
 /*
@@ -124,6 +141,11 @@ struct llc_wire_test {
 	uint8_t cookie[4];
 };
 
+struct llc_wire_delete {
+	struct llc_wire_hdr hdr;
+	uint8_t flags;			/* LLC_DEL_* */
+};
+
 struct llc_msg {
 	uint8_t type;			/* enum llc_type */
 	union {
@@ -132,6 +154,7 @@ struct llc_msg {
 		struct llc_flow_decline decline;
 		struct llc_rmb_move move;
 		struct llc_test_link test;
+		struct llc_delete_link del;
 	};
 };
 

@@ -23,6 +23,7 @@
 #define LLC_DECLINE_END	sizeof(struct llc_wire_decline)
 #define LLC_MOVE_END	sizeof(struct llc_wire_move)
 #define LLC_TEST_END	sizeof(struct llc_wire_test)
+#define LLC_DELETE_END	sizeof(struct llc_wire_delete)
 
 #define LLC_AT(msg, field, off) (offsetof(struct llc_wire_##msg, field) == (off))
 
@@ -49,9 +50,11 @@ _Static_assert(LLC_AT(move, token, 4) && LLC_AT(move, gen, 8) && LLC_AT(move, re
 	       "struct llc_wire_move is RMB_MOVE's table of smcproxy-protocol(7)");
 _Static_assert(LLC_AT(test, cookie, 4) && LLC_TEST_END == 8,
 	       "struct llc_wire_test is TEST_LINK's table of smcproxy-protocol(7)");
+_Static_assert(LLC_AT(delete, flags, 4) && LLC_DELETE_END == 5,
+	       "struct llc_wire_delete is DELETE_LINK's table of smcproxy-protocol(7)");
 _Static_assert(LLC_OPEN_END <= LINK_MSG_LEN && LLC_ACCEPT_END <= LINK_MSG_LEN &&
 	       LLC_DECLINE_END <= LINK_MSG_LEN && LLC_MOVE_END <= LINK_MSG_LEN &&
-	       LLC_TEST_END <= LINK_MSG_LEN,
+	       LLC_TEST_END <= LINK_MSG_LEN && LLC_DELETE_END <= LINK_MSG_LEN,
 	       "every LLC message fits one link slot");
 _Static_assert(LINK_MSG_LEN <= UINT8_MAX, "byte 1 holds the slot's length");
 _Static_assert(CLC_DECL__MAX - 1 <= UINT8_MAX, "a decline reason is one byte");
@@ -75,6 +78,7 @@ void llc_encode(const struct llc_msg *m, uint8_t buf[LINK_MSG_LEN])
 	struct llc_wire_decline *d = (struct llc_wire_decline *)(void *)buf;
 	struct llc_wire_move *mv = (struct llc_wire_move *)(void *)buf;
 	struct llc_wire_test *t = (struct llc_wire_test *)(void *)buf;
+	struct llc_wire_delete *dl = (struct llc_wire_delete *)(void *)buf;
 
 	memset(buf, 0, LINK_MSG_LEN);
 	h->type = m->type;
@@ -112,6 +116,9 @@ void llc_encode(const struct llc_msg *m, uint8_t buf[LINK_MSG_LEN])
 	case LLC_TEST_LINK_RSP:
 		wire_put32(t->cookie, m->test.cookie);
 		break;
+	case LLC_DELETE_LINK:
+		dl->flags = m->del.flags;
+		break;
 	}
 }
 
@@ -148,6 +155,7 @@ int llc_decode(const uint8_t *buf, size_t len, struct llc_msg *m)
 	const struct llc_wire_decline *d = (const struct llc_wire_decline *)(const void *)buf;
 	const struct llc_wire_move *mv = (const struct llc_wire_move *)(const void *)buf;
 	const struct llc_wire_test *t = (const struct llc_wire_test *)(const void *)buf;
+	const struct llc_wire_delete *dl = (const struct llc_wire_delete *)(const void *)buf;
 	size_t end;
 
 	/* Zeroed first, so two decodes of one slot compare equal. */
@@ -196,6 +204,14 @@ int llc_decode(const uint8_t *buf, size_t len, struct llc_msg *m)
 	case LLC_TEST_LINK_RSP:
 		m->test.cookie = wire_get32(t->cookie);
 		end = LLC_TEST_END;
+		break;
+	case LLC_DELETE_LINK:
+		/* Undefined flags are reserved: a later version may give
+		 * them a meaning this one would get wrong. */
+		m->del.flags = dl->flags;
+		if (m->del.flags & ~(LLC_DEL_ALL | LLC_DEL_ORDERLY))
+			return -EBADMSG;
+		end = LLC_DELETE_END;
 		break;
 	default:
 		return -EBADMSG;

@@ -12,7 +12,7 @@ void llc_encode(const struct llc_msg *m, uint8_t buf[LINK_MSG_LEN]);
 /*
  * Decodes a slot of len bytes: 0, or -EBADMSG when len is not
  * LINK_MSG_LEN, the type is unknown, the length byte is wrong, a reserved
- * byte is set, the family is not 4 or 6 (bytes 4..15 of a family-4 address
+ * byte or an undefined DELETE_LINK flag is set, the family is not 4 or 6 (bytes 4..15 of a family-4 address
  * must be zero), the port is 0 or the decline reason out of range.
  */
 int llc_decode(const uint8_t *buf, size_t len, struct llc_msg *m);

@@ -36,6 +36,7 @@ enum lgr_event {
 	LGR_EV_NO_GROUP,	/* client: the handshake failed; reason in lgr->neg_reason */
 	LGR_EV_FAILED,		/* an active group failed; err: why */
 	LGR_EV_LINK_FAILOVER,	/* a link failed, its flows moved to another */
+	LGR_EV_PEER_CLOSED,	/* the peer stopped and closed an active group (DELETE_LINK) */
 };
 
 /* Why a peer's control connection, handshake or transport rendezvous was

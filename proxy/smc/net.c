@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clc.h"
@@ -331,6 +332,25 @@ void smc_net_unlisten(struct smc_net *net)
 	smc_net_unlisten_transports(net);
 }
 
+/*
+ * Waits, at most SMC_NET_DELETE_WAIT_MS, until the DELETE_LINKs of our
+ * stop completed, reading the links' queues as a busy poll does (over
+ * rdma that is what sees the send completions). It blocks the worker, but
+ * only once, when it stops: the flows drained or were aborted before.
+ */
+static void smc_net_wait_deletes(struct smc_net *net)
+{
+	uint64_t end = uv_hrtime() + SMC_NET_DELETE_WAIT_MS * 1000000ull;
+	const struct timespec tick = { 0, 1000000 };
+
+	smc_net__flush(net);	/* the doorbells */
+	while (!lgr_deletes_done(net) && uv_hrtime() < end) {
+		if (smc_net_poll(net))
+			smc_net__flush(net);
+		nanosleep(&tick, NULL);
+	}
+}
+
 void smc_net_shutdown(struct smc_net *net)
 {
 	net->closing = true;
@@ -338,6 +358,8 @@ void smc_net_shutdown(struct smc_net *net)
 		net->timer_open = false;
 		loop_close_handle(net->core, (uv_handle_t *)&net->lgr_timer);
 	}
+	if (lgr_delete_all(net))
+		smc_net_wait_deletes(net);
 	lgr_close_all(net);
 }
 

@@ -30,7 +30,13 @@ void smc_net_poll_control(struct smc_net *net, bool on);
 void smc_net_unlisten(struct smc_net *net);
 /* Applies the live keys of a reloaded config. */
 void smc_net_set_cfg(struct smc_net *net, const struct cfg *cfg);
-/* Every link group down (their flows reset), the timer closed. */
+/*
+ * Every link group down (their flows reset), the timer closed. Peers that
+ * take it are told first (lgr_delete_all()), and the worker waits for
+ * those messages to complete, at most SMC_NET_DELETE_WAIT_MS, so that
+ * they close their groups as an orderly stop instead of a failure.
+ */
+#define SMC_NET_DELETE_WAIT_MS	200
 void smc_net_shutdown(struct smc_net *net);
 /* Releases the transports once nothing uses them (the loop still runs). */
 void smc_net_close(struct smc_net *net);

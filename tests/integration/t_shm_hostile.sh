@@ -82,20 +82,24 @@ check_raw() {
 # after each failed group), each followed by a marker the daemon must
 # decline; then lying indices.
 check_links() {
-	local side=$1 out bad0 bad1 fail0 fail1 n_failed line name what size
-	read -r bad0 fail0 < <(side_stat "$side" refused.bad_messages lgr.failures | tr '\n' ' ')
+	local side=$1 out bad0 bad1 fail0 fail1 close0 close1 n_failed n_del n_orderly line name what size
+	read -r bad0 fail0 close0 < <(side_stat "$side" refused.bad_messages lgr.failures lgr.peer_closes | tr '\n' ' ')
 	out=$(side_smcpeer "$side" links "${LLM[@]}") || it_fail "smcpeer links against the $side daemon: $out"
 	side_stat "$side" pid >/dev/null ||
 		it_fail "the $side daemon stopped answering after the fuzz_link_msg corpus"
 	n_failed=$(grep -cE ': failed( |$)' <<<"$out")
+	# DELETE_LINK (ALL) ends a group without a bad message: as an orderly
+	# close with ORDERLY (v_delete_link), else as a failure.
+	n_del=$(grep -cE '^v_delete_link[^:]*: failed( |$)' <<<"$out")
+	n_orderly=$(grep -cE '^v_delete_link\.bin: failed( |$)' <<<"$out")
 	# The last group ends when smcpeer exits: the daemon sees that a
 	# moment later.
 	if [ "$side" = peer ]; then
-		SOCK=$PSOCK it_wait_stat lgr.failures -ge $((fail0 + n_failed + 1)) 3
+		SOCK=$PSOCK it_wait_stat lgr.failures -ge $((fail0 + n_failed - n_orderly + 1)) 3
 	else
-		it_wait_stat lgr.failures -ge $((fail0 + n_failed + 1)) 3
+		it_wait_stat lgr.failures -ge $((fail0 + n_failed - n_orderly + 1)) 3
 	fi
-	read -r bad1 fail1 < <(side_stat "$side" refused.bad_messages lgr.failures | tr '\n' ' ')
+	read -r bad1 fail1 close1 < <(side_stat "$side" refused.bad_messages lgr.failures lgr.peer_closes | tr '\n' ' ')
 	printf '%s\n' "$out" | awk -F': ' '{ n[$2]++ } END { for (k in n) print n[k], k }' |
 		sort -rn | sed "s/^/  $side links: /"
 	while IFS= read -r line; do
@@ -111,6 +115,8 @@ check_links() {
 			case $what in failed* | alive*) ;; *) it_fail "$side daemon, $name: '$what'" ;; esac
 		     fi ;;
 		# Answers only an opener takes: a server group must not.
+		# The peer gives up the whole group (smcproxy-protocol(7)).
+		v_delete_link*) [ "$what" = failed ] || it_fail "$side daemon, $name: '$what'" ;;
 		v_accept* | v_decline*) [ "$what" = failed ] ||
 			it_fail "$side daemon, $name (an opener's message sent to the acceptor): '$what'" ;;
 		# To 10.0.0.2 or 2001:db8::1: not this host.
@@ -131,9 +137,13 @@ check_links() {
 	done <<<"$out"
 	echo "  $side links: bad_messages +$((bad1 - bad0)), link group failures +$((fail1 - fail0))"
 	[ "$n_failed" -ge 20 ] || it_fail "$side daemon: only $n_failed link groups failed"
-	it_eq "$side daemon: bad_messages counted for the failed link groups" $((bad1 - bad0)) "$n_failed"
-	# Every failed group, plus the last one smcpeer closed.
-	it_eq "$side daemon: link group failures" $((fail1 - fail0)) $((n_failed + 1))
+	it_eq "$side daemon: bad_messages counted for the failed link groups" $((bad1 - bad0)) \
+		$((n_failed - n_del))
+	# Every failed group, plus the last one smcpeer closed; an orderly
+	# DELETE_LINK is a close of its own.
+	it_eq "$side daemon: link group failures" $((fail1 - fail0)) $((n_failed - n_orderly + 1))
+	it_eq "$side daemon: orderly closes" $((close1 - close0)) "$n_orderly"
+	[ "$n_orderly" -eq 1 ] || it_fail "$side daemon: v_delete_link.bin did not close its group"
 }
 
 for side in peer client; do

@@ -188,6 +188,8 @@ static void test_cdc_rejects(void **state)
 }
 
 /* One sample of each LLC message, with its hand-written wire form. */
+#define LLC_CASES	8
+
 struct llc_case {
 	struct llc_msg m;
 	uint8_t head[LINK_MSG_LEN];
@@ -241,9 +243,10 @@ static void llc_cases(struct llc_case *c, size_t *n)
 	};
 	static const uint8_t test[] = { 0x30, 0x40, 0x00, 0x00, 0xde, 0xad, 0xbe, 0xef };
 	static const uint8_t rsp[] = { 0x31, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01 };
+	static const uint8_t del[] = { 0x32, 0x40, 0x00, 0x00, 0x03 };	/* ALL | ORDERLY */
 	size_t i = 0;
 
-	memset(c, 0, 7 * sizeof(*c));
+	memset(c, 0, LLC_CASES * sizeof(*c));
 	c[i].m.type = LLC_FLOW_OPEN;
 	c[i].m.open.token = 0x00070003;
 	c[i].m.open.rmb.offset = 0x10000;
@@ -305,13 +308,20 @@ static void llc_cases(struct llc_case *c, size_t *n)
 	memcpy(c[i].head, rsp, sizeof(rsp));
 	c[i].head_len = sizeof(rsp);
 	c[i++].end = 8;
+
+	c[i].m.type = LLC_DELETE_LINK;
+	c[i].m.del.flags = LLC_DEL_ALL | LLC_DEL_ORDERLY;
+	memcpy(c[i].head, del, sizeof(del));
+	c[i].head_len = sizeof(del);
+	c[i++].end = 5;
+	assert_int_equal(i, LLC_CASES);
 	*n = i;
 }
 
 static void test_llc_wire(void **state)
 {
 	uint8_t want[LINK_MSG_LEN], buf[LINK_MSG_LEN];
-	struct llc_case c[7];
+	struct llc_case c[LLC_CASES];
 	struct llc_msg back;
 	size_t n;
 
@@ -333,7 +343,7 @@ static void test_llc_round_trips(void **state)
 	static const uint32_t sizes[] = { 16 << 10, 32 << 10, 1 << 20, 64u << 20 };
 	static const uint8_t reasons[] = { 1, 2, 3, 4, 5, 6, 7 };
 	uint8_t buf[LINK_MSG_LEN], again[LINK_MSG_LEN];
-	struct llc_case c[7];
+	struct llc_case c[LLC_CASES];
 	struct llc_msg back;
 	size_t n;
 
@@ -364,7 +374,7 @@ static void test_llc_round_trips(void **state)
 static void test_llc_family4_encode(void **state)
 {
 	uint8_t buf[LINK_MSG_LEN];
-	struct llc_case c[7];
+	struct llc_case c[LLC_CASES];
 	struct llc_msg back;
 	size_t n;
 
@@ -386,7 +396,7 @@ static void test_llc_rejects(void **state)
 		(64u << 20) - 1, 128u << 20, 1u << 31, 0xffffffff,
 	};
 	uint8_t buf[LINK_MSG_LEN + 1];
-	struct llc_case c[7];
+	struct llc_case c[LLC_CASES];
 	struct llc_msg m;
 	size_t n;
 
@@ -503,12 +513,32 @@ static void test_llc_rejects(void **state)
 	}
 }
 
+/* DELETE_LINK: the two flags in any combination, no other bit. */
+static void test_llc_delete_flags(void **state)
+{
+	uint8_t buf[LINK_MSG_LEN];
+	struct llc_case c[LLC_CASES];
+	struct llc_msg m;
+	size_t n;
+
+	(void)state;
+	llc_cases(c, &n);
+	llc_encode(&c[7].m, buf);
+	for (unsigned f = 0; f < 256; f++) {
+		buf[4] = (uint8_t)f;
+		assert_int_equal(llc_dec(buf, LINK_MSG_LEN, &m),
+				 f & ~(unsigned)(LLC_DEL_ALL | LLC_DEL_ORDERLY) ? -EBADMSG : 0);
+		if (!(f & ~(unsigned)(LLC_DEL_ALL | LLC_DEL_ORDERLY)))
+			assert_int_equal(m.del.flags, f);
+	}
+}
+
 /* Only the five LLC types decode, and not the CDC type: each decoder
  * refuses the other's slots. */
 static void test_types_disjoint(void **state)
 {
 	uint8_t buf[LINK_MSG_LEN];
-	struct llc_case c[7];
+	struct llc_case c[LLC_CASES];
 	struct cdc_msg cm;
 	struct llc_msg m;
 	size_t n;
@@ -549,6 +579,7 @@ int main(void)
 		cmocka_unit_test(test_llc_round_trips),
 		cmocka_unit_test(test_llc_family4_encode),
 		cmocka_unit_test(test_llc_rejects),
+		cmocka_unit_test(test_llc_delete_flags),
 		cmocka_unit_test(test_types_disjoint),
 	};
 

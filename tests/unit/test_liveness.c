@@ -9,7 +9,9 @@
  * flows are reset), counted in links_silent; anything heard from the
  * peer, a TEST_LINK_RSP included, keeps a link up; a TEST_LINK is
  * answered, later when the queue is full; time this worker did not run is
- * not the peer's silence.
+ * not the peer's silence; whatever state a flow is in when the peer stops
+ * (full ring, ring move, half-close, CDC waiting for room, open never
+ * answered), it ends at the bound.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -227,6 +229,80 @@ static void test_own_stall_forgiven(void **state)
 	world_batch_end(w);
 }
 
+/*
+ * A stopped peer leaves each flow in whatever state it was: every one of
+ * them ends when the silence reaches the bound. On two links: a flow
+ * blocked on the peer's full ring, one whose ring moves (it waits for the
+ * peer to consume the old ring), one half-closed (our FIN sent, none
+ * back), one whose CDC waits for room the peer never frees, one whose
+ * open the peer never answered (it goes on over TCP with its socket), and
+ * one given up at its open deadline whose ring waits for the late answer
+ * (freed with the group).
+ */
+static void test_silent_every_state(void **state)
+{
+	struct world *w = *state;
+	struct llc_rmb_move mv = { .gen = 1, .rmb = { .offset = 3u << 20, .size = 64 << 10 } };
+	struct wflow *full, *moving, *half, *pending, *opening, *late;
+	uint64_t t0 = uv_now(&w->loop);
+	static uint8_t data[2 * RING];
+	unsigned i;
+
+	w->lgr->ring_move = true;
+	full = world_open(w, 0, RING);				/* link 0 */
+	moving = world_open(w, 1, RING);			/* link 1 */
+	half = world_open(w, 2, RING);
+	pending = world_open(w, 3, RING);
+	assert_ptr_equal(pending->c.link, L(w, 1));
+	w->flows[4].take_fd = true;
+	opening = world_open_only(w, 4, 0, 0);
+	late = world_open_only(w, 5, 0, 0);
+	world_batch_end(w);
+	liveness_start(w->lgr, t0);
+
+	assert_int_equal(write(full->app, data, sizeof(data)), (ssize_t)sizeof(data));
+	assert_true(world_run_until(w, full->c.write_blocked));
+	assert_int_equal(write(moving->app, data, 1000), 1000);
+	assert_true(world_run_until(w, moving->c.bytes_tx == 1000));
+	mv.token = moving->c.token;
+	conn_on_move(&moving->c, &mv);
+	world_batch_end(w);
+	assert_true(moving->c.tx_move);
+	assert_int_equal(shutdown(half->app, SHUT_WR), 0);
+	assert_true(world_run_until(w, half->c.fin_sent));
+	world_fake(w, 1)->room = 0;
+	assert_int_equal(write(pending->app, "x", 1), 1);
+	assert_true(world_run_until(w, !list_empty(&L(w, 1)->tx_wait)));
+	list_del(&late->c.wait_node);			/* as lgr_sweep() does */
+	conn_on_deadline(&late->c);
+	assert_int_equal(late->ended, CONN_END_DECLINED + 1);
+	assert_int_equal(late->closed, 0);		/* its ring waits */
+	for (i = 0; i < 6; i++)
+		if (i != 5)
+			assert_int_equal(w->flows[i].ended, 0);
+
+	sweep_to(w, t0, t0 + DEAD - 100);
+	assert_int_equal(w->stats.lgr_failures, 0);
+	sweep_to(w, t0 + DEAD - 100, t0 + DEAD);
+	assert_int_equal(w->stats.lgr_failures, 1);
+	assert_int_equal(w->lgr_event_err, -EHOSTDOWN);
+	assert_int_equal(full->ended, CONN_END_LINK_DOWN + 1);
+	assert_int_equal(moving->ended, CONN_END_LINK_DOWN + 1);
+	assert_int_equal(half->ended, CONN_END_LINK_DOWN + 1);
+	assert_int_equal(pending->ended, CONN_END_LINK_DOWN + 1);
+	assert_int_equal(opening->ended, CONN_END_DECLINED + 1);
+	assert_true(opening->taken_fd >= 0);		/* on over TCP */
+	assert_int_equal(w->stats.flows_reset_link, 4);
+	w->lgr = NULL;
+	world_batch_end(w);
+	for (i = 0; i < 6; i++)
+		assert_int_equal(w->flows[i].closed, 1);
+	assert_app_reset(full);
+	assert_app_reset(moving);
+	assert_app_reset(half);
+	assert_app_reset(pending);
+}
+
 #define T(t)	cmocka_unit_test_setup_teardown(t, setup, teardown)
 
 int main(void)
@@ -237,6 +313,7 @@ int main(void)
 		T(test_heard_keeps_link),
 		T(test_answers_test_link),
 		T(test_own_stall_forgiven),
+		T(test_silent_every_state),
 	};
 
 	return cmocka_run_group_tests_name("liveness", tests, NULL, NULL);

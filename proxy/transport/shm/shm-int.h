@@ -34,6 +34,9 @@ static inline struct shm_worker *shm_worker_of(const struct smc_net *net)
 /* shm.c: the data path. */
 bool shm_efd_nonblocking(int fd);
 void shm_on_doorbell(struct epset_entry *e, uint32_t events);
+/* Takes every message queued on sl's link (a failure it finds runs at
+ * the end of the batch). */
+void shm_drain(struct shm_link *sl);
 void shm_lgr_close(struct lgr *lgr);
 
 /* shm_region.c: the regions. */

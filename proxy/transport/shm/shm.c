@@ -30,7 +30,6 @@
 #include "smc/transport.h"
 #include "shm-int.h"
 
-static void shm_drain(struct shm_link *sl);
 
 /*
  * Whether a doorbell of this group can be written without sleeping. The
@@ -327,7 +326,7 @@ const struct smc_transport_ops shm_ops = {
  */
 /* Takes every message queued on sl's link. A failure it finds only
  * fails the group at the end of the batch (lgr.h): sl stays till then. */
-static void shm_drain(struct shm_link *sl)
+void shm_drain(struct shm_link *sl)
 {
 	struct link *lnk = sl->lnk;
 	struct lgr *lgr = lnk->lgr;

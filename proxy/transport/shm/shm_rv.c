@@ -117,10 +117,18 @@ static void shm_on_sock(struct epset_entry *e, uint32_t events)
 	if (sg->up) {
 		char c;
 
+		unsigned i;
+
 		/* Nothing is ever sent after the rendezvous. */
 		if (recv(sg->sock, &c, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN &&
 		    !(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
 			return;
+		/* What the peer posted before it closed comes first: the
+		 * DELETE_LINK of an orderly stop makes this end a quiet one,
+		 * and its doorbell's event may come after this in the batch. */
+		for (i = 0; i < lgr->n_links; i++)
+			if (sg->links[i].lnk)
+				shm_drain(&sg->links[i]);
 		lgr_fail_sched(lgr, -ECONNRESET);
 		return;
 	}
