@@ -83,9 +83,9 @@ it_eq "client lgr.flows_reset" "$creset" 0
 # A flood of declined opens fails its group, counted once per group.
 [ "$n_closed" -ge 1 ] || it_fail "no hostile group was failed for its flood"
 it_eq "peer refused.floods (one per hostile group failed)" "$floods" "$n_closed"
-# The bound is generous (a loaded machine): far below links.dead_after,
-# which the legitimate peer holds us to; the flood took tens of seconds
-# of one loop turn before.
-[ -n "$gap" ] && [ "$gap" -lt $((DEAD_AFTER_MS / 2)) ] ||
+# The bound is links.dead_after, which the legitimate peer holds us to
+# (generous on a loaded machine: the heartbeat runs every 250 ms); the
+# flood took seconds of one loop turn before, past it.
+[ -n "$gap" ] && [ "$gap" -lt "$DEAD_AFTER_MS" ] ||
 	it_fail "the worker's longest heartbeat gap is ${gap:-?} ms (links.dead_after ${DEAD_AFTER_MS} ms)"
 it_pass "$N_HOSTILE x $N_OPENS hostile opens on a host with $N_LINKS links: $n_closed hostile groups failed for flooding, $N_HELD held flows intact, longest heartbeat gap $gap ms"
