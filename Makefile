@@ -246,7 +246,7 @@ check-rdma-ready:
 # booted with systemd as PID 1 on a throw-away overlay of this machine's /,
 # the .deb (built once per source tree) installed in it, and
 # tests/systemd/run drives the unit with systemctl (doc/testing-systemd.md).
-# About 2 minutes with a cached package.
+# About 3.5 minutes on a busy machine with a cached package.
 check-systemd: all tools check-rdma-ready
 	deb=$$(tests/systemd/build-deb $(B)) && tests/rdma/lab --systemd tests/systemd/run $(B) "$$deb"
 
