@@ -167,10 +167,12 @@ endif
 	tests/integration/run $(B)
 ifeq ($(RDMA),0)
 	@echo "************************************************************************"
-	@echo "SKIPPED: rdma guest tests (RDMA=0): the rdma transport was NOT tested"
+	@echo "SKIPPED: rdma guest tests (RDMA=0): the rdma transport was NOT tested,"
+	@echo "nor the unit under a real systemd (check-systemd boots the same guest)"
 	@echo "************************************************************************"
 else
 	$(MAKE) check-rdma
+	$(MAKE) check-systemd
 endif
 
 # The contributor's fast loop: the layer check, the unit tests and the fuzz
@@ -240,6 +242,14 @@ check-rdma-ready:
 	@tests/rdma/lab --check || { echo "check-rdma: the rdma guest tests cannot run here:" \
 	  "run contrib/install-deps, or RDMA=0 make check to skip the rdma tests explicitly"; exit 1; }
 
+# The Debian package's unit under a real systemd: the guest of tests/rdma/lab
+# booted with systemd as PID 1 on a throw-away overlay of this machine's /,
+# the .deb (built once per source tree) installed in it, and
+# tests/systemd/run drives the unit with systemctl (doc/testing-systemd.md).
+# About 3.5 minutes on a busy machine with a cached package.
+check-systemd: all tools check-rdma-ready
+	deb=$$(tests/systemd/build-deb $(B)) && tests/rdma/lab --systemd tests/systemd/run $(B) "$$deb"
+
 demo: deps
 	$(MAKE) all tools
 	@contrib/demo $(B)
@@ -293,5 +303,5 @@ lint-man:
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
 
-.PHONY: all deps check check-units check-layers check-asan check-tsan check-integration check-rdma check-rdma-pair check-rdma-ready demo bench install uninstall clean fuzz tools units lint-man
+.PHONY: all deps check check-units check-layers check-asan check-tsan check-integration check-rdma check-rdma-pair check-rdma-ready check-systemd demo bench install uninstall clean fuzz tools units lint-man
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

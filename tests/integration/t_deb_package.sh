@@ -9,9 +9,9 @@
 # sandboxing directives are checked by `systemd-analyze verify` here and by
 # t_systemd_unit, not enforced.
 #
-# The package is built once per source tree: BUILD_DIR/deb/<hash of the
-# sources>/ keeps it, so a second run only checks and installs (about 40 s;
-# the build adds 60 to 90 s on a 2-CPU machine).
+# The package is built once per source tree (tests/systemd/build-deb keeps
+# it in BUILD_DIR/deb/<hash of the sources>/), so a second run only checks
+# and installs (about 40 s; the build adds 60 to 90 s on a 2-CPU machine).
 # it-timeout: 300
 set -u
 
@@ -39,36 +39,11 @@ tmp=$(mktemp -d /tmp/smcp-deb.XXXXXX) || fail "mktemp"
 trap 'rm -rf "$tmp"' EXIT
 log=
 
-# --- the sources, as git sees them (or the tree without build output)
-mkdir -p "$tmp/src/smcproxy"
-if git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
-	(cd "$top" && git ls-files -co --exclude-standard -z | grep -zv '^build' |
-		tar --null -cf - -T -) | tar -xf - -C "$tmp/src/smcproxy" ||
-		fail "cannot copy the sources"
-else
-	tar -C "$top" --exclude='./build*' --exclude='./debian/_build' -cf - . |
-		tar -xf - -C "$tmp/src/smcproxy" || fail "cannot copy the sources"
-fi
-hash=$(cd "$tmp/src/smcproxy" && find . -type f -print0 | sort -z |
-	xargs -0 sha256sum | sha256sum | cut -c1-16)
-cache=$build/deb/$hash
-
 # --- build (or reuse this source tree's build)
-if ! ls "$cache"/smcproxy_*.deb >/dev/null 2>&1; then
-	log=$tmp/build.log
-	t0=$(date +%s)
-	(cd "$tmp/src/smcproxy" && DEB_BUILD_OPTIONS='parallel=2 noautodbgsym' \
-		dpkg-buildpackage -us -uc -b) >"$log" 2>&1 || fail "dpkg-buildpackage failed"
-	echo "  dpkg-buildpackage: $(($(date +%s) - t0)) s"
-	rm -rf "$build/deb"
-	mkdir -p "$cache"
-	cp "$tmp"/src/*.deb "$tmp"/src/*.changes "$cache"/ || fail "no .deb was built"
-	log=
-else
-	echo "  reusing the package built from these sources: $cache"
-fi
-deb=$(ls "$cache"/smcproxy_*_*.deb | grep -v dbgsym | head -1)
-[ -f "$deb" ] || fail "no smcproxy_*.deb in $cache"
+log=$tmp/build-deb.log
+deb=$("$top/tests/systemd/build-deb" "$build" 2>"$log") || fail "the package did not build"
+sed 's/^build-deb: /  /' "$log" | grep -v '^  |'
+log=
 echo "  package: $(basename "$deb") ($(stat -c %s "$deb") bytes)"
 
 # --- what is in it
