@@ -18,10 +18,12 @@ TPORT=7003
 NS_PA=smcp-pa-$$
 NS_PB=smcp-pb-$$
 NS_PR=smcp-pr-$$
-IT_NS_EXTRA+=("$NS_PA" "$NS_PB" "$NS_PR")
+NS_PX=smcp-px-$$
+IT_NS_EXTRA+=("$NS_PA" "$NS_PB" "$NS_PR" "$NS_PX")
 PA=10.244.1.10
 PB=10.244.2.10
 PR=10.244.2.20
+PX=10.244.3.10		# behind node B, but not in its serve
 
 # pod_bridge NODE_NS POD_NS CIDR_PREFIX (10.244.1) POD_ADDR: a pod behind
 # the node's bridge br0 (made on first use, .1 on the node).
@@ -78,7 +80,9 @@ fi
 pod_bridge "$NS_C" "$NS_PA" 10.244.1 "$PA"
 pod_bridge "$NS_S" "$NS_PB" 10.244.2 "$PB"
 pod_routed "$NS_S" "$NS_PR" "$PR"
+pod_routed "$NS_S" "$NS_PX" "$PX"
 ip -n "$NS_C" route add 10.244.2.0/24 via "$S4"
+ip -n "$NS_C" route add 10.244.3.0/24 via "$S4"
 ip -n "$NS_S" route add 10.244.1.0/24 via "$C4"
 
 serve_in() {
@@ -90,6 +94,7 @@ serve_in() {
 }
 serve_in "$NS_PB" pb.log
 serve_in "$NS_PR" pr.log
+serve_in "$NS_PX" px.log
 pa_run() { ip netns exec "$NS_PA" "$FLOWCHECK" run "$@"; }
 
 # Before any rule: pod to pod directly (the routing is right).
@@ -109,12 +114,14 @@ it_config transport='"auto"' control="\"0.0.0.0:$CPORT\"" \
 	tproxy="[\"0.0.0.0:$TPORT\"]" serve='["10.244.1.0/24"]' \
 	peers="[{\"prefix\": \"$PR/32\", \"via\": \"$S4\", \"control_port\": 7999},
 		{\"prefix\": \"10.244.2.0/24\", \"via\": \"$S4\", \"control_port\": $CPORT},
+		{\"prefix\": \"10.244.3.0/24\", \"via\": \"$S4\", \"control_port\": $CPORT},
 		{\"prefix\": \"$S4/32\", \"allow\": $ALLOW}]"
 it_daemon_start
 grep -q "listening on 0.0.0.0:$TPORT (tproxy)" "$IT_DIR/daemon.log" ||
 	it_fail "the daemon does not say it listens on the tproxy port: $(cat "$IT_DIR/daemon.log")"
 
-ip netns exec "$NS_C" "$HELPER" tproxy add --port "$SPORT" --dest 10.244.2.0/24 >/dev/null ||
+ip netns exec "$NS_C" "$HELPER" tproxy add --port "$SPORT" --dest 10.244.2.0/24 \
+	--dest 10.244.3.0/24 >/dev/null ||
 	it_fail "tproxy add on node A"
 ip netns exec "$NS_S" "$HELPER" tproxy add --port "$SPORT" --dest 10.244.1.0/24 >/dev/null ||
 	it_fail "tproxy add on node B"
@@ -178,8 +185,20 @@ read -r tcp2 < <(it_stat flows.closed.tcp)
 read -r pacc < <(it_peer_stat flows.accepted)
 [ "$pacc" -eq 20 ] || it_fail "node B's daemon took $pacc connections, not 20: its own were taken again"
 
+# A pod address node B does not serve: node B declines each open
+# (refused.destinations), node A carries the flows over TCP directly.
+read -r dref < <(it_peer_stat refused.destinations)
+read -r tcp3 < <(it_stat flows.closed.tcp)
+out=$(pa_run --connect "$PX:$SPORT" --flows 5 --size 64KiB --timeout 30) ||
+	it_fail "pod to a pod node B does not serve: $out"
+read -r dref2 < <(it_peer_stat refused.destinations)
+read -r tcp4 < <(it_stat flows.closed.tcp)
+it_eq "node B's refused.destinations for an address outside serve" "$((dref2 - dref))" 5
+it_eq "node A's TCP flows to it" "$((tcp4 - tcp3))" 5
+
 # Rules removed: pods talk directly, the daemons take nothing more.
-ip netns exec "$NS_C" "$HELPER" tproxy del --port "$SPORT" --dest 10.244.2.0/24 >/dev/null ||
+ip netns exec "$NS_C" "$HELPER" tproxy del --port "$SPORT" --dest 10.244.2.0/24 \
+	--dest 10.244.3.0/24 >/dev/null ||
 	it_fail "tproxy del on node A"
 ip netns exec "$NS_S" "$HELPER" tproxy del --all >/dev/null || it_fail "tproxy del --all on node B"
 for ns in "$NS_C" "$NS_S"; do
