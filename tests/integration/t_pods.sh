@@ -26,7 +26,6 @@ PB=10.244.2.10
 PR=10.244.2.20
 PX=10.244.3.10		# behind node B, but not in its serve
 PA2=10.244.1.11		# a second pod on node A's bridge
-PA6=fd44:1::10
 PB6=fd44:2::10
 
 # pod_bridge NODE_NS POD_NS CIDR_PREFIX (10.244.1) POD_ADDR NET6 (fd44:1):
@@ -210,6 +209,14 @@ read -r shm7 < <(it_stat flows.closed.shm)
 it_eq "IPv6 pod-to-pod flows over shm" "$((shm7 - shm6))" 20
 peers=$(it_ctl --json peers) || it_fail "peers: $peers"
 grep -q "\[$S6\]:$CPORT" <<<"$peers" || it_fail "no group to node B's IPv6 daemon address: $peers"
+
+# A pod that connects to the tproxy listener itself (node A's bridge
+# address, port 7003) is refused: nothing diverted it, so it has no
+# original destination.
+read -r lr0 < <(it_stat loops_refused)
+ip netns exec "$NS_PA" "$FLOWCHECK" probe --connect "10.244.1.1:$TPORT" --expect reset,eof >/dev/null ||
+	it_fail "a direct connection to the tproxy listener was not refused"
+it_wait_stat loops_refused -eq $((lr0 + 1)) 5 || it_fail "the direct connection was not counted"
 
 # Pod to pod on the same node: not intercepted (only the other nodes' pod
 # CIDRs are), so node A's daemon takes nothing.
