@@ -81,6 +81,9 @@ bool cfg__prefix_mask(const struct cfg_prefix *p, struct cfg_prefix *masked);
  * "[fd00::2]:8000-8100". Numeric addresses only, ports 1-65535. */
 int cfg__parse_allow(const char *s, struct cfg_allow *out, const char **why);
 bool cfg__allow_equal(const struct cfg_allow *a, const struct cfg_allow *b);
+/* A peers[].via: one numeric address, IPv4 or IPv6 (no brackets, no
+ * port, no prefix length), neither unspecified nor multicast. */
+int cfg__parse_host(const char *s, int *family, uint8_t addr[16], const char **why);
 /* "0660", "660", "0o660": octal digits only, at most 0777. */
 int cfg__parse_mode(const char *s, mode_t *out, const char **why);
 
@@ -107,8 +110,10 @@ enum cfg__kind {
 	CFG__TRANSPORT,		/* enum cfg_transport */
 	CFG__LOG_LEVEL,		/* int, syslog priority */
 	CFG__LISTEN,		/* cfg->listen, cfg->n_listen */
+	CFG__TPROXY,		/* cfg->tproxy, cfg->n_tproxy: may be empty */
 	CFG__CONTROL,		/* cfg->control, cfg->has_control */
 	CFG__PEERS,		/* cfg->peers, cfg->n_peers */
+	CFG__SERVE,		/* cfg->serve, cfg->n_serve */
 	CFG__ADDR,		/* struct cfg_addr; with CFG__F_EMPTY_OK, "" is len 0 */
 	CFG__USER,		/* char *, a user name, or "" */
 };

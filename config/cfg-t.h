@@ -45,6 +45,12 @@ struct cfg_peer {
 	 * by default (n_allow 0: nowhere). */
 	struct cfg_allow *allow;
 	size_t n_allow;
+	/* The daemon that serves this prefix, when it is not each
+	 * destination's own host (a node's pod addresses, served by the
+	 * node's daemon): flows go to via_addr:control_port. via_family 0:
+	 * the destination's own address. */
+	int via_family;		/* 0, AF_INET or AF_INET6 */
+	uint8_t via_addr[16];	/* network byte order; 4 bytes used for AF_INET */
 };
 
 /* The most "listen" addresses a config may have. */
@@ -60,10 +66,20 @@ struct cfg {
 
 	struct cfg_addr *listen;
 	size_t n_listen;
+	/* IP_TRANSPARENT listeners for TPROXY'd connections (forwarded ones,
+	 * from pods): the original destination is the accepted socket's own
+	 * address. */
+	struct cfg_addr *tproxy;
+	size_t n_tproxy;
 	struct cfg_addr control;
 	bool has_control;		/* false when "control" is "" */
 	struct cfg_peer *peers;
 	size_t n_peers;
+	/* Addresses besides this host's own that peers may open flows to
+	 * (the pods this daemon serves), each still under the port policy
+	 * of the opener's peers[] entry. */
+	struct cfg_prefix *serve;
+	size_t n_serve;
 	enum cfg_transport transport;
 	uint32_t mark;
 	unsigned workers;		/* 0: one per CPU */

@@ -576,9 +576,11 @@ static bool get_addr(struct load *ld, const json_t *v, struct cfg_addr *out)
 	return true;
 }
 
+/* listen (at least one address) or tproxy (may be empty) into *out. */
 static void set_listen(struct load *ld, const struct cfg__key *k, const json_t *v,
-		       struct cfg *cfg)
+		       struct cfg_addr **out, size_t *n_out)
 {
+	const char *name = k->kind == CFG__TPROXY ? "tproxy" : "listen";
 	size_t i, j, n;
 	bool *ok;
 
@@ -589,7 +591,8 @@ static void set_listen(struct load *ld, const struct cfg__key *k, const json_t *
 	}
 	n = json_array_size(v);
 	if (n == 0) {
-		verr(ld, false, "must list at least one address");
+		if (k->kind != CFG__TPROXY)
+			verr(ld, false, "must list at least one address");
 		return;
 	}
 	if (n > k->max) {
@@ -597,20 +600,20 @@ static void set_listen(struct load *ld, const struct cfg__key *k, const json_t *
 		     (unsigned long long)k->max);
 		return;
 	}
-	cfg->listen = calloc(n, sizeof(cfg->listen[0]));
+	*out = calloc(n, sizeof((*out)[0]));
 	ok = calloc(n, sizeof(ok[0]));
-	if (!cfg->listen || !ok) {
+	if (!*out || !ok) {
 		ld->nomem = true;
 		free(ok);
 		return;
 	}
-	cfg->n_listen = n;
+	*n_out = n;
 	for (i = 0; i < n; i++) {
 		path_push_index(ld, i);
-		ok[i] = get_addr(ld, json_array_get(v, i), &cfg->listen[i]);
+		ok[i] = get_addr(ld, json_array_get(v, i), &(*out)[i]);
 		for (j = 0; ok[i] && j < i; j++) {
-			if (ok[j] && cfg__addr_equal(&cfg->listen[i], &cfg->listen[j])) {
-				verr(ld, false, "duplicate address, same as listen[%zu]", j);
+			if (ok[j] && cfg__addr_equal(&(*out)[i], &(*out)[j])) {
+				verr(ld, false, "duplicate address, same as %s[%zu]", name, j);
 				break;
 			}
 		}
@@ -644,6 +647,7 @@ static const struct cfg__key peer_keys[] = {
 	{ .name = "prefix" },
 	{ .name = "control_port" },
 	{ .name = "allow" },
+	{ .name = "via" },
 	{ 0 },
 };
 
@@ -750,6 +754,17 @@ static bool get_peer(struct load *ld, json_t *v, struct cfg_peer *peer)
 	p = json_object_get(v, "allow");
 	if (p && !get_allow(ld, p, peer))
 		ok = false;
+	p = json_object_get(v, "via");
+	if (p) {
+		path_push_key(ld, "via");
+		if (!get_string(ld, p, "an address like \"192.168.1.2\"", &s)) {
+			ok = false;
+		} else if (cfg__parse_host(s, &peer->via_family, peer->via_addr, &why) < 0) {
+			verr(ld, false, "invalid address \"%s\": %s", shown(s, sv), why);
+			ok = false;
+		}
+		path_pop(ld);
+	}
 	p = json_object_get(v, "prefix");
 	if (!p) {
 		verr(ld, false, "missing required key \"prefix\"");
@@ -813,6 +828,60 @@ static void set_peers(struct load *ld, const struct cfg__key *k, const json_t *v
 	free(ok);
 }
 
+/* "serve": prefixes, host bits zero, no duplicates. */
+static void set_serve(struct load *ld, const struct cfg__key *k, const json_t *v,
+		      struct cfg *cfg)
+{
+	char sv[SHOWN_MAX + 4], m[64];
+	struct cfg_prefix masked;
+	const char *s, *why = NULL;
+	size_t i, j, n;
+
+	if (!json_is_array(v)) {
+		verr(ld, false, "expected an array of prefixes like [\"10.244.1.0/24\"], got %s",
+		     type_name(v));
+		return;
+	}
+	n = json_array_size(v);
+	if (n == 0)
+		return;
+	if (n > k->max) {
+		verr(ld, false, "%zu prefixes, more than the %llu allowed (use wider prefixes)", n,
+		     (unsigned long long)k->max);
+		return;
+	}
+	cfg->serve = calloc(n, sizeof(cfg->serve[0]));
+	if (!cfg->serve) {
+		ld->nomem = true;
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		struct cfg_prefix *p = &cfg->serve[cfg->n_serve];
+
+		path_push_index(ld, i);
+		if (!get_string(ld, json_array_get(v, i), "a string like \"10.244.1.0/24\"", &s)) {
+			path_pop(ld);
+			continue;
+		}
+		if (cfg__parse_prefix(s, p, &why) < 0) {
+			verr(ld, false, "invalid prefix \"%s\": %s", shown(s, sv), why);
+		} else if (cfg__prefix_mask(p, &masked)) {
+			cfg__fmt_prefix(m, sizeof(m), &masked);
+			verr(ld, false, "host bits are set in \"%s\" (did you mean \"%s\"?)",
+			     shown(s, sv), m);
+		} else {
+			for (j = 0; j < cfg->n_serve; j++)
+				if (cfg__prefix_equal(p, &cfg->serve[j]))
+					break;
+			if (j < cfg->n_serve)
+				verr(ld, false, "duplicate prefix \"%s\"", shown(s, sv));
+			else
+				cfg->n_serve++;
+		}
+		path_pop(ld);
+	}
+}
+
 static void set_section(struct load *ld, const struct cfg__key *keys, json_t *obj,
 			struct cfg *cfg);
 
@@ -862,13 +931,19 @@ static void set_value(struct load *ld, const struct cfg__key *k, json_t *v, stru
 		set_log_level(ld, v, (int *)field(cfg, k));
 		return;
 	case CFG__LISTEN:
-		set_listen(ld, k, v, cfg);
+		set_listen(ld, k, v, &cfg->listen, &cfg->n_listen);
+		return;
+	case CFG__TPROXY:
+		set_listen(ld, k, v, &cfg->tproxy, &cfg->n_tproxy);
 		return;
 	case CFG__CONTROL:
 		set_control(ld, v, cfg);
 		return;
 	case CFG__PEERS:
 		set_peers(ld, k, v, cfg);
+		return;
+	case CFG__SERVE:
+		set_serve(ld, k, v, cfg);
 		return;
 	case CFG__ADDR:
 		set_addr(ld, k, v, (struct cfg_addr *)field(cfg, k));
@@ -1171,9 +1246,11 @@ void cfg_free(struct cfg *cfg)
 		return;
 	free(cfg->source);
 	free(cfg->listen);
+	free(cfg->tproxy);
 	for (size_t i = 0; i < cfg->n_peers; i++)
 		free(cfg->peers[i].allow);
 	free(cfg->peers);
+	free(cfg->serve);
 	free(cfg->shm.dir);
 	free(cfg->stats.socket);
 	free(cfg->auth.psk_file);

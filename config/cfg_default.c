@@ -11,8 +11,10 @@
 static const char default_json[] =
 	"{\n"
 	"  \"listen\": [\"127.0.0.1:7001\", \"[::1]:7001\"],\n"
+	"  \"tproxy\": [],\n"
 	"  \"control\": \"0.0.0.0:7002\",\n"
 	"  \"peers\": [],\n"
+	"  \"serve\": [],\n"
 	"  \"transport\": \"auto\",\n"
 	"  \"mark\": 5459267,\n"
 	"  \"workers\": 0,\n"

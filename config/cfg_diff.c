@@ -48,14 +48,14 @@ static bool str_equal(const char *a, const char *b)
 	return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
-static bool listen_equal(const struct cfg *a, const struct cfg *b)
+static bool addrs_equal(const struct cfg_addr *a, size_t na, const struct cfg_addr *b, size_t nb)
 {
 	size_t i;
 
-	if (a->n_listen != b->n_listen)
+	if (na != nb)
 		return false;
-	for (i = 0; i < a->n_listen; i++) {
-		if (!cfg__addr_equal(&a->listen[i], &b->listen[i]))
+	for (i = 0; i < na; i++) {
+		if (!cfg__addr_equal(&a[i], &b[i]))
 			return false;
 	}
 	return true;
@@ -70,7 +70,9 @@ static bool peers_equal(const struct cfg *a, const struct cfg *b)
 	for (i = 0; i < a->n_peers; i++) {
 		if (!cfg__prefix_equal(&a->peers[i].prefix, &b->peers[i].prefix) ||
 		    a->peers[i].control_port != b->peers[i].control_port ||
-		    a->peers[i].n_allow != b->peers[i].n_allow)
+		    a->peers[i].n_allow != b->peers[i].n_allow ||
+		    a->peers[i].via_family != b->peers[i].via_family ||
+		    memcmp(a->peers[i].via_addr, b->peers[i].via_addr, 16) != 0)
 			return false;
 		for (j = 0; j < a->peers[i].n_allow; j++)
 			if (!cfg__allow_equal(&a->peers[i].allow[j], &b->peers[i].allow[j]))
@@ -105,12 +107,21 @@ static bool same(const struct cfg__key *k, const struct cfg *a, const struct cfg
 	case CFG__LOG_LEVEL:
 		return *(const int *)fld(a, k) == *(const int *)fld(b, k);
 	case CFG__LISTEN:
-		return listen_equal(a, b);
+		return addrs_equal(a->listen, a->n_listen, b->listen, b->n_listen);
+	case CFG__TPROXY:
+		return addrs_equal(a->tproxy, a->n_tproxy, b->tproxy, b->n_tproxy);
 	case CFG__CONTROL:
 		return a->has_control == b->has_control &&
 		       (!a->has_control || cfg__addr_equal(&a->control, &b->control));
 	case CFG__PEERS:
 		return peers_equal(a, b);
+	case CFG__SERVE:
+		if (a->n_serve != b->n_serve)
+			return false;
+		for (size_t i = 0; i < a->n_serve; i++)
+			if (!cfg__prefix_equal(&a->serve[i], &b->serve[i]))
+				return false;
+		return true;
 	case CFG__ADDR: {
 		const struct cfg_addr *x = fld(a, k), *y = fld(b, k);
 

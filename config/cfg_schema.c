@@ -155,8 +155,13 @@ const struct cfg__key cfg__schema[] = {
 	 * comparing each element with those before it. */
 	{ "listen", CFG__LISTEN, false, 0, 0, 1, CFG_LISTEN_MAX,
 	  "[\"127.0.0.1:7001\", \"[::1]:7001\"]", NULL },
+	/* Restart, like listen. */
+	{ "tproxy", CFG__TPROXY, false, 0, 0, 0, 256, "[]", NULL },
 	{ "control", CFG__CONTROL, false, 0, 0, 0, 0, "\"0.0.0.0:7002\"", NULL },
 	{ "peers", CFG__PEERS, true, 0, 0, 0, 4096, "[]", NULL },
+	/* Live: each flow a peer opens is judged by the config of the
+	 * moment. At most 256 prefixes: each such flow walks the list. */
+	{ "serve", CFG__SERVE, true, 0, 0, 0, 256, "[]", NULL },
 	{ "transport", CFG__TRANSPORT, false, 0, F(transport), 0, 0, "\"auto\"", NULL },
 	{ "mark", CFG__U32, false, 0, F(mark), 1, 0xffffffffULL, "5459267", NULL },
 	{ "workers", CFG__UINT, false, 0, F(workers), 0, 256, "0", NULL },

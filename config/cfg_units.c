@@ -377,6 +377,32 @@ int cfg__parse_prefix(const char *s, struct cfg_prefix *out, const char **why)
 	return 0;
 }
 
+int cfg__parse_host(const char *s, int *family, uint8_t addr[16], const char **why)
+{
+	uint8_t a[16] = { 0 };
+	int fam;
+
+	if (!s || !*s)
+		return fail(why, "empty address (write one like 192.168.1.2 or fd00::2)", -EINVAL);
+	if (strchr(s, '/'))
+		return fail(why, "an address, not a prefix", -EINVAL);
+	fam = AF_INET;
+	if (inet_pton(AF_INET, s, a) != 1) {
+		fam = AF_INET6;
+		if (inet_pton(AF_INET6, s, a) != 1)
+			return fail(why, "not a numeric IPv4 or IPv6 address (no brackets, no port "
+				    "here)", -EINVAL);
+	}
+	if (fam == AF_INET ? (a[0] == 0 && a[1] == 0 && a[2] == 0 && a[3] == 0) || a[0] >= 224 :
+	    IN6_IS_ADDR_UNSPECIFIED((struct in6_addr *)(void *)a) ||
+	    IN6_IS_ADDR_MULTICAST((struct in6_addr *)(void *)a))
+		return fail(why, "the unspecified address or a multicast one serves nothing",
+			    -EINVAL);
+	*family = fam;
+	memcpy(addr, a, 16);
+	return 0;
+}
+
 bool cfg__prefix_mask(const struct cfg_prefix *p, struct cfg_prefix *masked)
 {
 	unsigned bytes = p->family == AF_INET6 ? 16 : 4;

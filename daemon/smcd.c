@@ -422,9 +422,10 @@ int smcd_run(struct smcd *d)
 	int err;
 
 	for (i = 0; i < p0->n_listeners; i++)
-		log_info("listening on %s",
+		log_info("listening on %s%s",
 			 addr_format((const struct sockaddr *)&p0->listeners[i].addr,
-				     a, sizeof(a)));
+				     a, sizeof(a)),
+			 p0->listeners[i].transparent ? " (tproxy)" : "");
 	/* With the watchdog, each worker's heartbeat runs four times per
 	 * check, so one late turn of its loop does not look like a stall. */
 	beat = d->watchdog_usec ? (d->housekeeping_ms / 4 ? d->housekeeping_ms / 4 : 1) : 0;

@@ -333,7 +333,28 @@ static void flow_register(struct proxy *p, struct flow *f)
 	counter_inc(&p->n_flows);
 }
 
-int flow_open(struct proxy *p, int fd, const struct sockaddr_storage *client)
+/*
+ * The original destination of a TPROXY'd connection: the address it was
+ * sent to is the accepted socket's own (no NAT, no conntrack needed).
+ * -ENOENT when that is the listener's own port: a connection made to the
+ * tproxy listener directly, not one the rules diverted.
+ */
+static int flow_tproxy_dest(int fd, const struct listener *l, struct sockaddr_storage *local,
+			    struct sockaddr_storage *dest)
+{
+	socklen_t len = sizeof(*local);
+
+	if (getsockname(fd, (struct sockaddr *)local, &len) < 0)
+		return -errno;
+	memcpy(dest, local, sizeof(*dest));
+	addr_unmap_v4(dest);
+	if (addr_port((struct sockaddr *)local) == addr_port((const struct sockaddr *)&l->addr))
+		return -ENOENT;
+	return 0;
+}
+
+int flow_open(struct proxy *p, int fd, const struct sockaddr_storage *client,
+	      const struct listener *l)
 {
 	struct sockaddr_storage local;
 	enum fallback_reason reason;
@@ -347,9 +368,13 @@ int flow_open(struct proxy *p, int fd, const struct sockaddr_storage *client)
 		flow_reject(fd);
 		return -ENOMEM;
 	}
-	err = origdst_get(fd, &local, &f->dest);
-	if (!err && addr_equal((struct sockaddr *)&local, (struct sockaddr *)&f->dest))
-		err = -ENOENT;	/* connected to our listener directly */
+	if (l->transparent) {
+		err = flow_tproxy_dest(fd, l, &local, &f->dest);
+	} else {
+		err = origdst_get(fd, &local, &f->dest);
+		if (!err && addr_equal((struct sockaddr *)&local, (struct sockaddr *)&f->dest))
+			err = -ENOENT;	/* connected to our listener directly */
+	}
 	if (!err)
 		err = proxy_check_loop(p, (struct sockaddr *)&f->dest);
 	/*

@@ -5,12 +5,16 @@
 
 #include "flow-t.h"
 
+struct listener;
 /*
- * Takes an accepted application socket: reads its original destination,
- * refuses loops, picks the flow's mode and starts carrying it. Always takes
- * ownership of fd (closes it on failure, with an RST). Returns 0 or -errno.
+ * Takes a socket that l accepted: reads its original destination
+ * (SO_ORIGINAL_DST after a REDIRECT, the socket's own address after a
+ * TPROXY), refuses loops, picks the flow's mode and starts carrying it.
+ * Always takes ownership of fd (closes it on failure, with an RST).
+ * Returns 0 or -errno.
  */
-int flow_open(struct proxy *p, int fd, const struct sockaddr_storage *client);
+int flow_open(struct proxy *p, int fd, const struct sockaddr_storage *client,
+	      const struct listener *l);
 
 /* Resets the flow: RST to the application and to the far side. */
 void flow_abort(struct flow *f);

@@ -28,6 +28,10 @@ struct listener {
 	uv_poll_t poll;
 	int fd;
 	struct sockaddr_storage addr;	/* as bound */
+	/* A "tproxy" listener (IP_TRANSPARENT): what it accepts was TPROXY'd
+	 * in PREROUTING, and its original destination is the accepted
+	 * socket's own address. Else a REDIRECT listener (SO_ORIGINAL_DST). */
+	bool transparent;
 };
 
 /* Things the daemon may want to log; proxy/ itself never logs. */

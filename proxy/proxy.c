@@ -177,7 +177,7 @@ static int listener_find_adopted(const int *fds, size_t n, const struct cfg_addr
 }
 
 static int listener_open(struct listener *l, const struct cfg_addr *a, uint64_t keepalive_ms,
-			 bool reuseport)
+			 bool reuseport, bool transparent)
 {
 	int fd, err;
 	socklen_t len = sizeof(l->addr);
@@ -187,7 +187,8 @@ static int listener_open(struct listener *l, const struct cfg_addr *a, uint64_t 
 	 * let a second daemon share our port unnoticed. IPv6 only, so that
 	 * "[::]:7001" next to "0.0.0.0:7001" does not collide. */
 	fd = sock_bind((const struct sockaddr *)&a->ss, a->len,
-		       SOCK_BIND_NONBLOCK | (reuseport ? SOCK_BIND_REUSEPORT : 0));
+		       SOCK_BIND_NONBLOCK | (reuseport ? SOCK_BIND_REUSEPORT : 0) |
+		       (transparent ? SOCK_BIND_TRANSPARENT : 0));
 	if (fd < 0)
 		return fd;
 	/* Accepted sockets inherit these: none of it per flow. */
@@ -199,6 +200,7 @@ static int listener_open(struct listener *l, const struct cfg_addr *a, uint64_t 
 		return err;
 	}
 	l->fd = fd;
+	l->transparent = transparent;
 	return 0;
 }
 
@@ -283,7 +285,7 @@ int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
 	err = pipe_pool_init(&p->pipes, proxy_pipe_pool_max(p->n_workers), cfg->relay.buffer);
 	if (err)
 		goto out_close_unused;
-	p->listeners = calloc(cfg->n_listen, sizeof(*p->listeners));
+	p->listeners = calloc(cfg->n_listen + cfg->n_tproxy, sizeof(*p->listeners));
 	if (!p->listeners) {
 		err = -ENOMEM;
 		goto out_free_pipes;
@@ -301,7 +303,7 @@ int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
 			getsockname(fd, (struct sockaddr *)&l->addr, &len);
 			p->n_adopted++;
 		} else {
-			err = listener_open(l, ca, cfg->relay.keepalive_ms, p->reuseport);
+			err = listener_open(l, ca, cfg->relay.keepalive_ms, p->reuseport, false);
 			/*
 			 * A host without IPv6 (disabled in the kernel or on
 			 * lo) cannot have IPv6 connections to redirect
@@ -319,6 +321,24 @@ int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
 					 strerror(-err));
 				goto out_close_listeners;
 			}
+		}
+		l->proxy = p;
+		p->n_listeners++;
+	}
+	/* After the REDIRECT ones, never adopted (socket activation passes
+	 * no transparent socket) and never skipped: a tproxy address is
+	 * asked for on purpose, and TPROXY rules without it drop traffic. */
+	for (i = 0; i < cfg->n_tproxy; i++) {
+		struct listener *l = &p->listeners[p->n_listeners];
+		const struct cfg_addr *ca = &cfg->tproxy[i];
+
+		err = listener_open(l, ca, cfg->relay.keepalive_ms, p->reuseport, true);
+		if (err) {
+			snprintf(errbuf, errlen, "tproxy listen on %s: %s%s",
+				 addr_format((const struct sockaddr *)&ca->ss, a, sizeof(a)),
+				 strerror(-err), err == -EPERM ? " (IP_TRANSPARENT needs "
+				 "CAP_NET_ADMIN)" : "");
+			goto out_close_listeners;
 		}
 		l->proxy = p;
 		p->n_listeners++;
@@ -473,7 +493,7 @@ static void proxy_on_acceptable(uv_poll_t *h, int status, int events)
 			continue;
 		}
 		counter_inc(&p->stats.flows_accepted);
-		err = flow_open(p, fd, &peer);
+		err = flow_open(p, fd, &peer, l);
 		/* Out of fds between accept and connect: the connection got an
 		 * RST; stop taking more until fds come back. */
 		if (err_is_exhaustion(err)) {

@@ -61,12 +61,21 @@ int sock_bind(const struct sockaddr *sa, socklen_t len, unsigned flags)
 
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only));
 	}
-	if (bind(fd, sa, len) < 0) {
-		err = -errno;
-		close(fd);
-		return err;
-	}
+	/* Not best effort: without it (CAP_NET_ADMIN) no TPROXY'd connection
+	 * ever reaches the socket, and the daemon must say so at start. */
+	if ((flags & SOCK_BIND_TRANSPARENT) &&
+	    (sa->sa_family == AF_INET6 ?
+	     setsockopt(fd, SOL_IPV6, IPV6_TRANSPARENT, &one, sizeof(one)) :
+	     setsockopt(fd, SOL_IP, IP_TRANSPARENT, &one, sizeof(one))) < 0)
+		goto out_err;
+	if (bind(fd, sa, len) < 0)
+		goto out_err;
 	return fd;
+
+out_err:
+	err = -errno;
+	close(fd);
+	return err;
 }
 
 int sock_set_rst_on_close(int fd)

@@ -61,6 +61,7 @@ ssize_t sock_recv_fds(int fd, void *buf, size_t len, int *fds, unsigned max, uns
 #define SOCK_BIND_NONBLOCK	0x1	/* SOCK_NONBLOCK (a listener on a loop) */
 #define SOCK_BIND_REUSEPORT	0x2	/* SO_REUSEPORT: each worker binds its own */
 #define SOCK_BIND_DUALSTACK_ANY	0x4	/* "[::]:port" also takes IPv4 */
+#define SOCK_BIND_TRANSPARENT	0x8	/* IP(V6)_TRANSPARENT: takes TPROXY'd connections */
 
 /*
  * A close-on-exec TCP socket bound to sa, with SO_REUSEADDR (a restarted

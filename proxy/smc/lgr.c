@@ -413,16 +413,13 @@ static struct lgr *lgr_new_client(struct smc_net *net, const struct sockaddr *pe
 struct lgr *lgr_for_dest(struct smc_net *net, const struct sockaddr *dest,
 			 size_t pfx_idx, enum fallback_reason *reason)
 {
-	uint16_t port = net->cfg->peers[pfx_idx].control_port;
 	uint64_t now = uv_now(net->loop);
 	struct sockaddr_storage peer;
 	struct lgr *lgr, *neg;
 
-	memcpy(&peer, dest, addr_len(dest));
-	if (peer.ss_family == AF_INET)
-		((struct sockaddr_in *)&peer)->sin_port = htons(port);
-	else
-		((struct sockaddr_in6 *)&peer)->sin6_port = htons(port);
+	/* The destination's own daemon, or the one its peers[] entry names
+	 * (a node's, for its pods): FLOW_OPEN carries dest either way. */
+	policy_daemon_addr(&net->cfg->peers[pfx_idx], dest, &peer);
 
 	lgr = lgr_find_client(net, (struct sockaddr *)&peer, now, &neg);
 	if (lgr)
@@ -523,9 +520,10 @@ void lgr__handshake_failed(struct lgr *lgr, enum fallback_reason reason)
 /* Server side: a flow the peer opens. */
 
 /*
- * The peer may only reach addresses configured on this host's interfaces:
- * never loopback (which would make us a relay into services bound to
- * localhost), the unspecified address (which the kernel sends to
+ * The peer may only reach addresses configured on this host's interfaces,
+ * or inside the "serve" prefixes (the pods this daemon serves for its
+ * node, whose peers name it as their "via"): never loopback (which would
+ * make us a relay into services bound to localhost), the unspecified address (which the kernel sends to
  * loopback), a broadcast or multicast address, another host, or one of our
  * own listeners or our control port. And only the ports (and addresses)
  * the peers[] entry of lgr's peer allows (policy.c), under the config of
@@ -556,7 +554,7 @@ static unsigned lgr_check_dest(struct lgr *lgr, const struct sockaddr *dest, boo
 		*by_port = true;
 		return CLC_DECL_POLICY;
 	}
-	if (!addr_local_has(&net->local_addrs, dest, uv_now(net->loop)))
+	if (!policy_serves(cfg, dest) && !addr_local_has(&net->local_addrs, dest, uv_now(net->loop)))
 		return CLC_DECL_POLICY;
 	return CLC_DECL_NONE;
 }

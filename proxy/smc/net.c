@@ -162,7 +162,8 @@ int smc_net_read_host_id(uint8_t id[CLC_HOST_ID_LEN])
 /*
  * A reload that takes a peer's prefix away cuts it off at once: its link
  * groups, either role, fail (their running flows are reset, as when the
- * peer is lost), and the next flow is judged by the new peers. A group
+ * peer is lost), and the next flow is judged by the new peers; a client
+ * group to a "via" daemon stands while some entry still names it. A group
  * whose prefix stays keeps going; its allow list applies to its next
  * flow (lgr_check_dest()).
  */
@@ -178,7 +179,9 @@ static void smc_net_drop_unlisted(struct smc_net *net)
 			continue;
 		memcpy(&peer, &lgr->peer, sizeof(peer));
 		addr_unmap_v4(&peer);
-		if (!policy_peer(net->cfg, (const struct sockaddr *)&peer))
+		if (!policy_peer(net->cfg, (const struct sockaddr *)&peer) &&
+		    !(lgr->role == LGR_ROLE_CLIENT &&
+		      policy_is_via(net->cfg, (const struct sockaddr *)&peer)))
 			lgr_fail(lgr, -EACCES);
 	}
 }

@@ -60,6 +60,64 @@ bool policy_allows(const struct cfg_peer *peer, const struct sockaddr *dest)
 	return false;
 }
 
+bool policy_serves(const struct cfg *cfg, const struct sockaddr *dest)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->n_serve; i++)
+		if (addr_in_prefix(dest, &cfg->serve[i]))
+			return true;
+	return false;
+}
+
+/* The address bytes of sa, NULL for a family other than IPv4 and IPv6. */
+static const uint8_t *policy_addr_bytes(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (const uint8_t *)&((const struct sockaddr_in *)(const void *)sa)->sin_addr;
+	if (sa->sa_family == AF_INET6)
+		return ((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr.s6_addr;
+	return NULL;
+}
+
+bool policy_is_via(const struct cfg *cfg, const struct sockaddr *sa)
+{
+	const uint8_t *a = policy_addr_bytes(sa);
+	size_t i;
+
+	for (i = 0; a && i < cfg->n_peers; i++) {
+		const struct cfg_peer *p = &cfg->peers[i];
+
+		if (p->via_family == sa->sa_family &&
+		    memcmp(p->via_addr, a, sa->sa_family == AF_INET ? 4 : 16) == 0)
+			return true;
+	}
+	return false;
+}
+
+void policy_daemon_addr(const struct cfg_peer *peer, const struct sockaddr *dest,
+			struct sockaddr_storage *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (peer->via_family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)out;
+
+		sin->sin_family = AF_INET;
+		memcpy(&sin->sin_addr, peer->via_addr, 4);
+	} else if (peer->via_family == AF_INET6) {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)out;
+
+		sin6->sin6_family = AF_INET6;
+		memcpy(&sin6->sin6_addr, peer->via_addr, 16);
+	} else {
+		memcpy(out, dest, addr_len(dest));
+	}
+	if (out->ss_family == AF_INET)
+		((struct sockaddr_in *)out)->sin_port = htons(peer->control_port);
+	else
+		((struct sockaddr_in6 *)out)->sin6_port = htons(peer->control_port);
+}
+
 void policy_ports_count(struct policy_ports *pp, uint16_t port)
 {
 	unsigned i, h = (port * 2654435761u) >> 27;	/* 5 bits: POLICY_PORTS */

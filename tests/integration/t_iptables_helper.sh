@@ -282,5 +282,49 @@ grep -qF '{"prefix": "10.99.0.0/24", "allow": ["6379", "8000-8100"]}' <<<"$out" 
 expect 2 config --port 6379
 expect 2 config --dest 10.99.0.0/24
 
-echo "PASS: $name: add/list/del idempotent for IPv4 and IPv6, marked traffic skipped, --uid limits interception (an owner-match REJECT of a user left out still applies), config prints loadable allow lists"
+# --- tproxy: mangle PREROUTING, the policy rule and route of table 5460 ------
+expect 2 tproxy
+expect 2 tproxy frob
+expect 2 tproxy add --port 80
+expect 2 tproxy add --port 80 --dest 10.98.0.0/24 --tproxy-mark 0x3
+expect 2 tproxy add --port 80 --dest 10.98.0.0/24 --tproxy-mark 16
+inns ip link set lo up
+tp4="-A SMCPROXY_TP -d 10.98.0.0/24 -p tcp -m tcp --dport 80 -j TPROXY --on-port 7003 --on-ip 0.0.0.0 --tproxy-mark 0x10000000/0x10000000"
+tp6="-A SMCPROXY_TP -d fd98::/64 -p tcp -m tcp --dport 80 -j TPROXY --on-port 7003 --on-ip :: --tproxy-mark 0x10000000/0x10000000"
+for i in 1 2; do
+	expect 0 tproxy add --port 80 --dest 10.98.0.0/24 --dest fd98::/64
+done
+[[ $out == *"2 already present"* ]] || fail "second tproxy add changed something: $out"
+for fam in 4 6; do
+	tp=$tp4
+	[ "$fam" = 6 ] && tp=$tp6
+	for line in "$tp" "-A PREROUTING -p tcp -j SMCPROXY_TP" \
+		"-A SMCPROXY_TP -p tcp -m socket --transparent -j MARK --set-xmark 0x10000000/0x10000000"; do
+		n=$(count "$fam" "$line" mangle)
+		[ "$n" -eq 1 ] || fail "IPv$fam tproxy: expected once, found $n times: $line"
+	done
+	n=$(inns ip "-$fam" rule list pref 5460 | grep -c "fwmark 0x10000000/0x10000000 lookup 5460")
+	[ "$n" -eq 1 ] || fail "IPv$fam: the policy rule is there $n times"
+	inns ip "-$fam" route show table 5460 | grep -q "^local" || fail "IPv$fam: no local route in table 5460"
+done
+expect 0 tproxy list
+grep -qxF "  tproxy tcp to fd98::/64 port 80 -> local port 7003 (mark 0x10000000/0x10000000)" <<<"$out" ||
+	fail "tproxy list: $out"
+# The nat rules are another command's: tproxy del --all leaves them.
+expect 0 add --port 80 --dest 10.98.0.0/24
+expect 0 tproxy del --port 80 --dest 10.98.0.0/24
+[ "$(count 4 "$tp4" mangle)" -eq 0 ] && [ "$(count 6 "$tp6" mangle)" -eq 1 ] ||
+	fail "tproxy del removed the wrong rules"
+expect 0 tproxy del --all
+for fam in 4 6; do
+	t=iptables
+	[ "$fam" = 6 ] && t=ip6tables
+	! inns "$t" -t mangle -S | grep -q SMCPROXY_TP || fail "IPv$fam: SMCPROXY_TP left after tproxy del --all"
+	! inns ip "-$fam" rule list | grep -q "lookup 5460" || fail "IPv$fam: policy rule left"
+	[ -z "$(inns ip "-$fam" route show table 5460 2>/dev/null)" ] || fail "IPv$fam: table 5460 not empty"
+done
+once 4 "-A SMCPROXY -d 10.98.0.0/24 -p tcp -m tcp --dport 80 -j REDIRECT --to-ports 7001"
+expect 0 del --all
+
+echo "PASS: $name: add/list/del idempotent for IPv4 and IPv6, marked traffic skipped, --uid limits interception (an owner-match REJECT of a user left out still applies), config prints loadable allow lists, tproxy add/list/del idempotent with its policy rule and route"
 exit 0

@@ -1,8 +1,9 @@
 #!/bin/bash
-# Guards contrib/kubernetes/ as far as a machine without a cluster can: the manifests parse as YAML and hold what the recipe promises (host network, NET_ADMIN and IPC_LOCK only, the RDMA device-plugin resource, readiness on /ready and the scrape annotations on the metrics port the ConfigMap's config listens on), that config passes smcproxyd --check-config, and every metric the Grafana dashboard queries is one the daemon exports. Not tested: building the image, and any cluster (see contrib/kubernetes/README.md).
+# Guards contrib/kubernetes/ as far as a machine without a cluster can: the manifests parse as YAML and hold what the recipe promises (host network, NET_ADMIN and IPC_LOCK only, the RDMA device-plugin resource, readiness on /ready and the scrape annotations on the metrics port the ConfigMap's config listens on), that config passes smcproxyd --check-config, the pods' set-up (a service account that may only read nodes, the init container that renders peers[].via and serve from the nodes and adds the TPROXY rules, preStop removing both kinds of rules) and smcproxy-k8s-nodes' output for a canned NodeList, and every metric the Grafana dashboard queries is one the daemon exports. Not tested: building the image, and any cluster (see contrib/kubernetes/README.md).
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
 PY=/usr/bin/python3
+command -v jq >/dev/null || it_fail "jq is missing (contrib/install-deps)"
 K8S=$(cd "$(dirname "$0")/../.." && pwd)/contrib/kubernetes
 "$PY" -c 'import yaml' 2>/dev/null || it_fail "python3-yaml is missing (contrib/install-deps)"
 
@@ -17,7 +18,14 @@ def need(ok, what):
 kinds = {d["kind"]: d for d in docs}
 for d in docs:
     need(d.get("apiVersion") and d.get("metadata", {}).get("name"), "%s lacks apiVersion or name" % d.get("kind"))
-need(set(kinds) == {"Namespace", "ConfigMap", "DaemonSet"}, "kinds are %s" % sorted(kinds))
+need(set(kinds) == {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap",
+                    "DaemonSet"}, "kinds are %s" % sorted(kinds))
+# The service account may read the nodes, nothing more.
+need(kinds["ClusterRole"]["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]}],
+     "ClusterRole rules %s" % kinds["ClusterRole"]["rules"])
+crb = kinds["ClusterRoleBinding"]
+need(crb["roleRef"]["name"] == kinds["ClusterRole"]["metadata"]["name"] and
+     crb["subjects"][0]["name"] == kinds["ServiceAccount"]["metadata"]["name"], "ClusterRoleBinding")
 cfg = kinds["ConfigMap"]["data"]["smcproxyd.json"]
 open(sys.argv[2], "w").write(cfg.replace("@NODE_IP@", "127.0.0.1"))
 port = int(json.loads(cfg.replace("@NODE_IP@", "127.0.0.1"))["metrics"]["listen"].rsplit(":", 1)[1])
@@ -49,6 +57,18 @@ need({"NET_ADMIN", "IPC_LOCK"} <= set(caps.get("add", [])) <= {"NET_ADMIN", "IPC
      "capabilities %s" % caps.get("add"))
 need(c["securityContext"].get("allowPrivilegeEscalation") is False, "privilege escalation allowed")
 need(any(k.startswith("rdma/") for k in c["resources"]["limits"]), "no rdma device-plugin resource")
+need(spec.get("serviceAccountName") == kinds["ServiceAccount"]["metadata"]["name"], "serviceAccountName")
+# Set up by the init container "pods" (config from the nodes, TPROXY rules),
+# torn down by preStop (REDIRECT and TPROXY rules alike).
+inits = {i["name"]: i for i in spec.get("initContainers", [])}
+pods = " ".join(inits.get("pods", {}).get("args", []))
+need("smcproxy-k8s-nodes config" in pods and "smcproxy-iptables tproxy add" in pods and
+     "--check-config" in pods, "init container pods: %s" % pods)
+need({e["name"] for e in inits.get("pods", {}).get("env", [])} >= {"NODE_NAME", "NODE_IP"}, "pods env")
+stop = " ".join(c["lifecycle"]["preStop"]["exec"]["command"])
+need("smcproxy-iptables del --all" in stop and "smcproxy-iptables tproxy del --all" in stop,
+     "preStop %s" % stop)
+need("/run/smcproxy/smcproxyd.json" in " ".join(c["args"]), "the daemon does not read the rendered config")
 mounts = {m["mountPath"] for m in c["volumeMounts"]}
 need("/run/smcproxy" in mounts, "no /run/smcproxy volume")
 need(any(v["name"] == "config" and v.get("configMap", {}).get("name") == kinds["ConfigMap"]["metadata"]["name"]
@@ -60,7 +80,38 @@ EOF
 	it_fail "$(head -3 "$IT_DIR/k8s.log" | tr '\n' ' ')"
 out=$("$SMCPROXYD" -c "$IT_DIR/cm.json" --check-config 2>&1) ||
 	it_fail "the ConfigMap's smcproxyd.json: $out"
-echo "  manifests: Namespace, ConfigMap, DaemonSet as promised; config: $out"
+echo "  manifests: as promised; config: $out"
+
+# --- peers and serve from the nodes (a canned NodeList: no API server here)
+cat >"$IT_DIR/nodes.json" <<'EOF'
+{"kind": "NodeList", "items": [
+ {"metadata": {"name": "n1"}, "spec": {"podCIDR": "10.244.1.0/24", "podCIDRs": ["10.244.1.0/24", "fd00:244:1::/64"]},
+  "status": {"addresses": [{"type": "Hostname", "address": "n1"}, {"type": "InternalIP", "address": "192.168.1.1"},
+                           {"type": "InternalIP", "address": "fd00::1"}]}},
+ {"metadata": {"name": "n2"}, "spec": {"podCIDR": "10.244.2.0/24"},
+  "status": {"addresses": [{"type": "InternalIP", "address": "192.168.1.2"}]}},
+ {"metadata": {"name": "n3"}, "spec": {"podCIDRs": ["10.244.3.0/24", "fd00:244:3::/64"]},
+  "status": {"addresses": [{"type": "InternalIP", "address": "192.168.1.3"}, {"type": "InternalIP", "address": "fd00::3"}]}},
+ {"metadata": {"name": "n4"}, "spec": {"podCIDR": "10.244.4.0/24"}, "status": {"addresses": []}}
+]}
+EOF
+NODES=$K8S/smcproxy-k8s-nodes
+NODE_NAME=n1 NODES_JSON=$IT_DIR/nodes.json "$NODES" config "$IT_DIR/cm.json" >"$IT_DIR/n1.json" ||
+	it_fail "smcproxy-k8s-nodes config failed"
+out=$("$SMCPROXYD" -c "$IT_DIR/n1.json" --check-config 2>&1) || it_fail "the rendered config: $out"
+got=$(jq -c '[.peers, .serve]' "$IT_DIR/n1.json")
+want='[[{"prefix":"10.244.2.0/24","via":"192.168.1.2","control_port":7002},'
+want+='{"prefix":"10.244.3.0/24","via":"192.168.1.3","control_port":7002},'
+want+='{"prefix":"fd00:244:3::/64","via":"fd00::3","control_port":7002},'
+want+='{"prefix":"192.168.1.2/32","allow":["6379"]},{"prefix":"192.168.1.3/32","allow":["6379"]},'
+want+='{"prefix":"fd00::3/128","allow":["6379"]}],["10.244.1.0/24","fd00:244:1::/64"]]'
+[ "$got" = "$want" ] || it_fail "peers and serve for n1: $got"
+dests=$(NODE_NAME=n1 NODES_JSON=$IT_DIR/nodes.json "$NODES" dests | tr '\n' ' ')
+[ "$dests" = "--dest 10.244.2.0/24 --dest 10.244.3.0/24 --dest fd00:244:3::/64 " ] ||
+	it_fail "dests for n1: $dests"
+NODE_NAME=nx NODES_JSON=$IT_DIR/nodes.json "$NODES" dests >/dev/null 2>&1 &&
+	it_fail "smcproxy-k8s-nodes accepted a node that is not in the list"
+echo "  smcproxy-k8s-nodes: peers (via), serve and tproxy dests from a NodeList; config valid"
 
 # --- the dashboard queries only metrics the daemon exports
 it_hosts

@@ -455,21 +455,107 @@ static void test_unknown_keys(void **state)
 		      "\"connect_timeout\"?)\n");
 	/* an empty key is named "" (found by fuzzing: it once read past the path) */
 	expect_errors("{\"\": 1, \"links\": {\"\": 2}}",
-		      "t.json:1:2: \"\": unknown key (known here: listen, control, peers, transport, "
-		      "mark, workers, user, links, buffers, autocork, cq, busy_poll, shm, stats, fallback, "
+		      "t.json:1:2: \"\": unknown key (known here: listen, tproxy, control, peers, "
+		      "serve, transport, mark, workers, user, links, buffers, autocork, cq, busy_poll, shm, stats, fallback, "
 		      "auth, log, relay, shutdown, rdma, debug, metrics)\n"
 		      "t.json:1:19: links.\"\": unknown key (known here: per_peer, "
 		      "max_flows_per_link, dead_after)\n");
 	/* two edits are too many for a short name */
 	expect_error_prefix("{\"zz\": 1}", "t.json:1:2: zz: unknown key (known here: listen, "
-			    "control, peers, transport, mark, workers, user, links, buffers, autocork, ");
+			    "tproxy, control, peers, serve, transport, mark, workers, user, links, ");
 	expect_errors("{\n  \"links\": {\"per_peer\": 2, \"flows\": 3}\n}",
 		      "t.json:2:28: links.flows: unknown key (known here: per_peer, "
 		      "max_flows_per_link, dead_after)\n");
 	expect_errors("{\"peers\": [{\"prefix\": \"10.0.0.0/8\", \"port\": 1}]}",
-		      "t.json:1:37: peers[0].port: unknown key (known here: prefix, control_port, allow)\n");
+		      "t.json:1:37: peers[0].port: unknown key (known here: prefix, control_port, allow, "
+		      "via)\n");
 	expect_error_prefix("{\"zzzzzzzzzz\": 1}",
-			    "t.json:1:2: zzzzzzzzzz: unknown key (known here: listen, control, peers,");
+			    "t.json:1:2: zzzzzzzzzz: unknown key (known here: listen, tproxy, control,");
+}
+
+/* peers[].via names the daemon that serves a prefix (a node's, for its
+ * pods); "serve" lists the prefixes a daemon serves besides its own
+ * addresses. */
+static void test_via_and_serve(void **state)
+{
+	struct cfg *c, *d;
+	struct cfg_diff diff;
+
+	c = load_ok("{\"peers\": [{\"prefix\": \"10.244.2.0/24\", \"via\": \"192.168.1.2\"},"
+		    " {\"prefix\": \"fd00:244:2::/64\", \"via\": \"fd00::2\"},"
+		    " {\"prefix\": \"192.168.1.0/24\", \"allow\": [\"80\"]}],"
+		    " \"serve\": [\"10.244.1.0/24\", \"fd00:244:1::/64\"]}");
+	assert_int_equal(c->peers[0].via_family, AF_INET);
+	assert_memory_equal(c->peers[0].via_addr, "\xc0\xa8\x01\x02", 4);
+	assert_int_equal(c->peers[1].via_family, AF_INET6);
+	assert_memory_equal(c->peers[1].via_addr,
+			    "\xfd\x00\0\0\0\0\0\0\0\0\0\0\0\0\0\x02", 16);
+	assert_int_equal(c->peers[2].via_family, 0);
+	assert_int_equal(c->n_serve, 2);
+	assert_int_equal(c->serve[0].family, AF_INET);
+	assert_int_equal(c->serve[0].len, 24);
+	assert_int_equal(c->serve[1].family, AF_INET6);
+
+	/* Both apply at a reload, and a changed via is a change. */
+	d = load_ok("{\"peers\": [{\"prefix\": \"10.244.2.0/24\", \"via\": \"192.168.1.3\"},"
+		    " {\"prefix\": \"fd00:244:2::/64\", \"via\": \"fd00::2\"},"
+		    " {\"prefix\": \"192.168.1.0/24\", \"allow\": [\"80\"]}],"
+		    " \"serve\": [\"10.244.1.0/24\"]}");
+	cfg_diff(c, d, &diff);
+	assert_string_equal(diff.live, "peers,serve");
+	assert_string_equal(diff.restart, "");
+	cfg_free(d);
+	cfg_free(c);
+
+	expect_errors("{\"peers\": [{\"prefix\": \"10.0.0.0/8\", \"via\": \"10.0.0.1:7002\"}]}",
+		      "t.json:1:44: peers[0].via: invalid address \"10.0.0.1:7002\": not a numeric "
+		      "IPv4 or IPv6 address (no brackets, no port here)\n");
+	expect_error_prefix("{\"peers\": [{\"prefix\": \"10.0.0.0/8\", \"via\": \"10.0.0.0/8\"}]}",
+			    "t.json:1:44: peers[0].via: invalid address \"10.0.0.0/8\": an address, "
+			    "not a prefix");
+	expect_error_prefix("{\"peers\": [{\"prefix\": \"10.0.0.0/8\", \"via\": \"0.0.0.0\"}]}",
+			    "t.json:1:44: peers[0].via: invalid address \"0.0.0.0\": the unspecified");
+	expect_error_prefix("{\"peers\": [{\"prefix\": \"10.0.0.0/8\", \"via\": \"ff02::1\"}]}",
+			    "t.json:1:44: peers[0].via: invalid address \"ff02::1\": the unspecified");
+	expect_error_prefix("{\"peers\": [{\"prefix\": \"10.0.0.0/8\", \"via\": \"[fd00::1]\"}]}",
+			    "t.json:1:44: peers[0].via: invalid address \"[fd00::1]\": not a numeric");
+	expect_error_prefix("{\"peers\": [{\"prefix\": \"10.0.0.0/8\", \"via\": 5}]}",
+			    "t.json:1:44: peers[0].via: expected an address like");
+	expect_errors("{\"serve\": \"10.0.0.0/8\"}",
+		      "t.json:1:11: serve: expected an array of prefixes like [\"10.244.1.0/24\"], "
+		      "got a string\n");
+	expect_errors("{\"serve\": [\"10.0.0.1/8\"]}",
+		      "t.json:1:12: serve[0]: host bits are set in \"10.0.0.1/8\" (did you mean "
+		      "\"10.0.0.0/8\"?)\n");
+	expect_errors("{\"serve\": [\"10.0.0.0/8\", \"10.0.0.0/8\"]}",
+		      "t.json:1:26: serve[1]: duplicate prefix \"10.0.0.0/8\"\n");
+	expect_error_prefix("{\"serve\": [\"10.0.0.0/33\"]}",
+			    "t.json:1:12: serve[0]: invalid prefix \"10.0.0.0/33\"");
+	expect_error_prefix("{\"serve\": [7]}", "t.json:1:12: serve[0]: expected a string");
+}
+
+/* "tproxy": transparent listeners, none by default, a restart to change. */
+static void test_tproxy(void **state)
+{
+	struct cfg *c, *d;
+	struct cfg_diff diff;
+
+	c = load_ok("{}");
+	assert_int_equal(c->n_tproxy, 0);
+	assert_null(c->tproxy);
+	d = load_ok("{\"tproxy\": [\"0.0.0.0:7003\", \"[::]:7003\"]}");
+	assert_int_equal(d->n_tproxy, 2);
+	assert_addr(&d->tproxy[0], AF_INET, "0.0.0.0", 7003);
+	assert_addr(&d->tproxy[1], AF_INET6, "::", 7003);
+	cfg_diff(c, d, &diff);
+	assert_string_equal(diff.live, "");
+	assert_string_equal(diff.restart, "tproxy");
+	cfg_free(d);
+	cfg_free(c);
+	expect_errors("{\"tproxy\": [\"0.0.0.0:7003\", \"0.0.0.0:7003\"]}",
+		      "t.json:1:29: tproxy[1]: duplicate address, same as tproxy[0]\n");
+	expect_error_prefix("{\"tproxy\": [\"0.0.0.0\"]}", "t.json:1:13: tproxy[0]: invalid address");
+	expect_error_prefix("{\"tproxy\": \"0.0.0.0:1\"}", "t.json:1:12: tproxy: expected an array");
 }
 
 /* "user": a name useradd takes, or "" (stay as started: root on
@@ -1117,6 +1203,8 @@ int main(void)
 		cmocka_unit_test(test_full_config),
 		cmocka_unit_test(test_small_values),
 		cmocka_unit_test(test_parse_error),
+		cmocka_unit_test(test_via_and_serve),
+		cmocka_unit_test(test_tproxy),
 		cmocka_unit_test(test_duplicate_key),
 		cmocka_unit_test(test_not_an_object),
 		cmocka_unit_test(test_unknown_keys),

@@ -133,6 +133,53 @@ static void test_reload_diff(void **state)
 	cfg_free(b);
 }
 
+/* A peers[] entry with "via": flows to its prefix go to that daemon's
+ * control port; "serve" says which addresses beyond our own we accept. */
+static void test_via_serve(void **state)
+{
+	struct cfg *c = load("{\"peers\": [{\"prefix\": \"10.244.2.0/24\", \"via\": \"192.168.1.2\","
+			     " \"control_port\": 7102},"
+			     " {\"prefix\": \"fd00:2::/64\", \"via\": \"fd00::2\"},"
+			     " {\"prefix\": \"192.168.1.0/24\"}],"
+			     " \"serve\": [\"10.244.1.0/24\", \"fd00:1::/64\"]}");
+	struct sockaddr_storage d, out, want;
+
+	d = sa("10.244.2.7", 6379);
+	policy_daemon_addr(&c->peers[0], (struct sockaddr *)&d, &out);
+	want = sa("192.168.1.2", 7102);
+	assert_memory_equal(&out, &want, sizeof(struct sockaddr_in));
+	d = sa("fd00:2::7", 6379);
+	policy_daemon_addr(&c->peers[1], (struct sockaddr *)&d, &out);
+	want = sa("fd00::2", 7002);
+	assert_memory_equal(&out, &want, sizeof(struct sockaddr_in6));
+	/* Without via: the destination's own host. */
+	d = sa("192.168.1.9", 6379);
+	policy_daemon_addr(&c->peers[2], (struct sockaddr *)&d, &out);
+	want = sa("192.168.1.9", 7002);
+	assert_memory_equal(&out, &want, sizeof(struct sockaddr_in));
+
+	want = sa("192.168.1.2", 1);
+	assert_true(policy_is_via(c, (struct sockaddr *)&want));
+	want = sa("fd00::2", 1);
+	assert_true(policy_is_via(c, (struct sockaddr *)&want));
+	want = sa("192.168.1.3", 1);
+	assert_false(policy_is_via(c, (struct sockaddr *)&want));
+	want = sa("10.244.2.7", 1);
+	assert_false(policy_is_via(c, (struct sockaddr *)&want));
+
+	d = sa("10.244.1.5", 80);
+	assert_true(policy_serves(c, (struct sockaddr *)&d));
+	d = sa("fd00:1::5", 80);
+	assert_true(policy_serves(c, (struct sockaddr *)&d));
+	d = sa("10.244.2.5", 80);
+	assert_false(policy_serves(c, (struct sockaddr *)&d));
+	d = sa("10.244.1.5", 80);
+	cfg_free(c);
+	c = load("{}");
+	assert_false(policy_serves(c, (struct sockaddr *)&d));
+	cfg_free(c);
+}
+
 static void test_ports_count(void **state)
 {
 	struct policy_ports pp;
@@ -167,6 +214,7 @@ int main(void)
 		cmocka_unit_test(test_allows),
 		cmocka_unit_test(test_reload_diff),
 		cmocka_unit_test(test_ports_count),
+		cmocka_unit_test(test_via_serve),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,257 @@
+#!/bin/bash
+# Guards pods behind a node daemon, IPv4 and IPv6: connections that pods (network namespaces behind a bridge, and one behind a routed veth) open to pods of another node are TPROXY'd by the node's daemon (smcproxy-iptables tproxy), carried over the link group to the other node's daemon (peers[].via), which connects to the pod (serve): sha256 both ways over many flows, FIN and RST, a pod prefix whose daemon does not answer falls back to TCP, an address outside serve is declined, same-node pod traffic is left alone, the daemon's own connections to its pods are never taken again, and after `tproxy del` pods talk directly.
+#
+#   pod pa (10.244.1.10)            pod pb (10.244.2.10)  pod pr (10.244.2.20)
+#      | bridge br0 10.244.1.1         | bridge br0 10.244.2.1   | routed veth
+#   node A (NS_C) 10.66.1.1 ------------ node B (NS_S) 10.66.1.2
+#     smcproxyd: tproxy :7003,            smcproxyd: tproxy :7003,
+#     peers 10.244.2.0/24 via 10.66.1.2   peers 10.244.1.0/24 via 10.66.1.1,
+#     serve 10.244.1.0/24                 serve 10.244.2.0/24
+#
+# The link between the two node daemons is shm (both run on this machine):
+# what is under test is interception, the via daemon and serve; the data
+# path is the one every shm test covers.
+. "$(dirname "$0")/lib.sh"
+it_init "$@"
+HELPER=$IT_LIB_DIR/../../contrib/smcproxy-iptables
+TPORT=7003
+NS_PA=smcp-pa-$$
+NS_PB=smcp-pb-$$
+NS_PR=smcp-pr-$$
+NS_PX=smcp-px-$$
+NS_PA2=smcp-pa2-$$
+IT_NS_EXTRA+=("$NS_PA" "$NS_PB" "$NS_PR" "$NS_PX" "$NS_PA2")
+PA=10.244.1.10
+PB=10.244.2.10
+PR=10.244.2.20
+PX=10.244.3.10		# behind node B, but not in its serve
+PA2=10.244.1.11		# a second pod on node A's bridge
+PB6=fd44:2::10
+
+# pod_bridge NODE_NS POD_NS CIDR_PREFIX (10.244.1) POD_ADDR NET6 (fd44:1):
+# a pod behind the node's bridge br0 (made on first use, .1 and ::1 on the
+# node), IPv4 and IPv6.
+pod_bridge() {
+	local node=$1 pod=$2 net=$3 addr=$4 net6=$5
+	ip netns add "$pod" || it_fail "ip netns add $pod"
+	ip -n "$pod" link set lo up
+	if ! ip -n "$node" link show br0 >/dev/null 2>&1; then
+		ip -n "$node" link add br0 type bridge || it_fail "bridge on $node"
+		ip -n "$node" addr add "$net.1/24" dev br0
+		ip -n "$node" addr add "$net6::1/64" dev br0 nodad
+		ip -n "$node" link set br0 up
+	fi
+	ip -n "$node" link add "v$pod" type veth peer name eth0 netns "$pod" || it_fail "veth $pod"
+	ip -n "$node" link set "v$pod" master br0 up
+	ip -n "$pod" addr add "$addr/24" dev eth0
+	ip -n "$pod" link set eth0 up
+	ip -n "$pod" addr add "$net6::${addr##*.}/64" dev eth0 nodad
+	ip -n "$pod" route add default via "$net.1"
+	ip -n "$pod" -6 route add default via "$net6::1"
+}
+
+# pod_routed NODE_NS POD_NS POD_ADDR: a pod on a veth of its own, routed by
+# the node (a /32 route to it; the pod's default route through a link
+# address that stands for the node's end of the veth: proxy ARP answers
+# it in Calico, a static neighbour here, so no ARP timing is involved).
+pod_routed() {
+	local node=$1 pod=$2 addr=$3
+	ip netns add "$pod" || it_fail "ip netns add $pod"
+	ip -n "$pod" link set lo up
+	ip -n "$node" link add "v$pod" type veth peer name eth0 netns "$pod" || it_fail "veth $pod"
+	ip -n "$pod" addr add "$addr/32" dev eth0
+	ip -n "$pod" link set eth0 up
+	ip -n "$node" link set "v$pod" up
+	ip -n "$node" route add "$addr/32" dev "v$pod"
+	ip -n "$pod" route add 169.254.1.1 dev eth0
+	ip -n "$pod" route add default via 169.254.1.1 dev eth0
+	ip -n "$pod" neigh replace 169.254.1.1 dev eth0 nud permanent \
+		lladdr "$(ip -n "$node" -br link show "v$pod" | awk '{ print $3 }')"
+}
+
+it_hosts
+for ns in "$NS_C" "$NS_S"; do
+	ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1
+	ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.forwarding=1
+done
+# With br_netfilter calling iptables for bridged packets (Kubernetes'
+# usual net.bridge.bridge-nf-call-iptables=1), the PREROUTING hooks run in
+# the bridge, before ip_rcv(), which drops the socket TPROXY assigned: the
+# SYN is delivered here and reset. Node A turns it off (per netns) for
+# its bridge; node B keeps it on, and its routed pod (no bridge) is taken
+# all the same.
+if [ -e /proc/sys/net/bridge/bridge-nf-call-iptables ]; then
+	ip netns exec "$NS_C" sysctl -qw net.bridge.bridge-nf-call-iptables=0 \
+		net.bridge.bridge-nf-call-ip6tables=0 >/dev/null ||
+		it_fail "cannot turn bridge-nf-call-iptables off on node A"
+	ip netns exec "$NS_S" sysctl -qw net.bridge.bridge-nf-call-iptables=1
+fi
+pod_bridge "$NS_C" "$NS_PA" 10.244.1 "$PA" fd44:1
+pod_bridge "$NS_C" "$NS_PA2" 10.244.1 "$PA2" fd44:1
+pod_bridge "$NS_S" "$NS_PB" 10.244.2 "$PB" fd44:2
+pod_routed "$NS_S" "$NS_PR" "$PR"
+pod_routed "$NS_S" "$NS_PX" "$PX"
+ip -n "$NS_C" route add 10.244.2.0/24 via "$S4"
+ip -n "$NS_C" route add 10.244.3.0/24 via "$S4"
+ip -n "$NS_S" route add 10.244.1.0/24 via "$C4"
+ip -n "$NS_C" -6 route add fd44:2::/64 via "$S6"
+ip -n "$NS_S" -6 route add fd44:1::/64 via "$C6"
+
+serve_in() {
+	local ns=$1 log=$2
+	ip netns exec "$ns" "$FLOWCHECK" serve --listen "0.0.0.0:$SPORT" --listen "[::]:$SPORT" \
+		>"$IT_DIR/$log" 2>&1 &
+	IT_PIDS+=("$!")
+	it_wait_file "$IT_DIR/$log" '^serve: listening' 5 ||
+		it_fail "flowcheck serve in $ns did not start: $(cat "$IT_DIR/$log")"
+}
+serve_in "$NS_PB" pb.log
+serve_in "$NS_PR" pr.log
+serve_in "$NS_PX" px.log
+pa_run() { ip netns exec "$NS_PA" "$FLOWCHECK" run "$@"; }
+
+# Before any rule: pod to pod directly (the routing is right).
+out=$(pa_run --connect "$PB:$SPORT" --flows 2 --size 64KiB) ||
+	it_fail "pods do not reach each other without the proxy: $out"
+
+# Node B's daemon: link groups from node A, flows into its pods (serve).
+# The routed pod's /32 comes first (flow_route takes the first match) and
+# names a control port where nothing listens: its flows fall back.
+it_peer_config transport='"auto"' control="\"[::]:$CPORT\"" \
+	tproxy="[\"0.0.0.0:$TPORT\", \"[::]:$TPORT\"]" serve='["10.244.2.0/24", "fd44:2::/64"]' \
+	peers="[{\"prefix\": \"$C4/32\", \"allow\": $ALLOW}, {\"prefix\": \"$C6/128\", \"allow\": $ALLOW},
+		{\"prefix\": \"10.244.1.0/24\", \"via\": \"$C4\", \"control_port\": $CPORT}]"
+it_peer_start
+# Node A's daemon.
+it_config transport='"auto"' control="\"[::]:$CPORT\"" \
+	tproxy="[\"0.0.0.0:$TPORT\", \"[::]:$TPORT\"]" serve='["10.244.1.0/24"]' \
+	peers="[{\"prefix\": \"fd44:2::/64\", \"via\": \"$S6\", \"control_port\": $CPORT},
+		{\"prefix\": \"$S6/128\", \"allow\": $ALLOW},
+		{\"prefix\": \"$PR/32\", \"via\": \"$S4\", \"control_port\": 7999},
+		{\"prefix\": \"10.244.2.0/24\", \"via\": \"$S4\", \"control_port\": $CPORT},
+		{\"prefix\": \"10.244.3.0/24\", \"via\": \"$S4\", \"control_port\": $CPORT},
+		{\"prefix\": \"$S4/32\", \"allow\": $ALLOW}]"
+it_daemon_start
+grep -q "listening on 0.0.0.0:$TPORT (tproxy)" "$IT_DIR/daemon.log" ||
+	it_fail "the daemon does not say it listens on the tproxy port: $(cat "$IT_DIR/daemon.log")"
+
+ip netns exec "$NS_C" "$HELPER" tproxy add --port "$SPORT" --dest 10.244.2.0/24 \
+	--dest 10.244.3.0/24 --dest fd44:2::/64 >/dev/null ||
+	it_fail "tproxy add on node A"
+ip netns exec "$NS_S" "$HELPER" tproxy add --port "$SPORT" --dest 10.244.1.0/24 >/dev/null ||
+	it_fail "tproxy add on node B"
+list=$(ip netns exec "$NS_C" "$HELPER" tproxy list)
+grep -q "tproxy tcp to 10.244.2.0/24 port $SPORT -> local port $TPORT" <<<"$list" ||
+	it_fail "tproxy list does not show the rule: $list"
+
+# A held flow: taken by node A's daemon from the pod's own address, carried
+# over shm, and on node B connected to the pod from node B.
+ip netns exec "$NS_PA" "$FLOWCHECK" hold --connect "$PB:$SPORT" --count 1 --seconds 30 \
+	>/dev/null 2>&1 &
+hold=$!
+IT_PIDS+=("$hold")
+it_wait_stat flows.active.shm -eq 1 5 || { ip netns exec "$NS_C" iptables -t mangle -L -v -n; ip -n "$NS_C" rule; ip -n "$NS_C" route show table 5460; it_stat flows.accepted; it_ctl flows; ip netns exec "$NS_C" ss -tnap; it_fail "the pod flow is not on shm"; }
+json=$(it_ctl --json flows) || it_fail "flows: $json"
+grep -q "\"$PA:" <<<"$json" || it_fail "flows does not show the client pod's address: $json"
+grep -q "\"$PB:$SPORT\"" <<<"$json" || it_fail "flows does not show the server pod's address: $json"
+peers=$(it_ctl --json peers) || it_fail "peers: $peers"
+grep -q "$S4:$CPORT" <<<"$peers" || it_fail "the group is not to node B's daemon: $peers"
+seen=$(ip netns exec "$NS_PB" ss -Htn state established "( sport = :$SPORT )")
+# Until the daemon connects from the client's own address, the server
+# pod sees node B's (its address on the bridge), not the client pod's.
+grep -q " 10.244.2.1:" <<<"$seen" || it_fail "the server pod does not see node B as its client: $seen"
+kill "$hold" 2>/dev/null
+wait "$hold" 2>/dev/null
+it_wait_stat flows.active.shm -eq 0 5 || it_fail "the held flow did not end"
+
+# Many flows, random sizes, sha256 both ways, normal (FIN) ends.
+seed=${IT_SEED:-$$}
+out=$(pa_run --connect "$PB:$SPORT" --flows 1000 --concurrency 100 --max-size 128KiB \
+	--seed "$seed" --timeout 100)
+rc=$?
+printf '%s\n' "$out" | grep -vE '^FAIL flow' | sed 's/^/  many: /'
+[ $rc -eq 0 ] || it_fail "1000 pod-to-pod flows (seed $seed): $(printf '%s\n' "$out" | grep -E '^FAIL' | head -5)"
+for m in half-client half-server reset client-reset; do
+	out=$(pa_run --connect "$PB:$SPORT" --flows 10 --size 128KiB --mode "$m" --timeout 30) ||
+		it_fail "mode $m pod to pod: $out"
+done
+it_wait_stat flows.active.shm -eq 0 10 || it_fail "flows still active after the runs"
+read -r shm tcp < <(it_stat flows.closed.shm flows.closed.tcp | tr '\n' ' ')
+it_eq "node A flows over shm (the held one, 1000, 40 half-close and reset)" "$shm" 1041
+SOCK=$PSOCK it_wait_stat flows.active.shm -eq 0 10 || it_fail "node B's flows still active"
+read -r pshm < <(it_peer_stat flows.closed.shm)
+it_eq "node B flows over shm" "$pshm" 1041
+
+# The other way, node B's routed pod to node A's pod.
+serve_in "$NS_PA" pa.log
+out=$(ip netns exec "$NS_PR" "$FLOWCHECK" run --connect "$PA:$SPORT" --flows 20 --size 64KiB) ||
+	it_fail "routed pod on node B to pod on node A: $out"
+read -r pshm2 < <(it_peer_stat flows.closed.shm)
+[ "$pshm2" -ge $((pshm + 20)) ] || it_fail "the routed pod's flows did not go over the link ($pshm -> $pshm2)"
+
+# The routed pod: its via names a port where no daemon answers, so node A's
+# daemon carries the flows over TCP to the pod's own address.
+out=$(pa_run --connect "$PR:$SPORT" --flows 10 --size 64KiB --timeout 30) ||
+	it_fail "pod to the routed pod (fallback): $out"
+read -r tcp2 < <(it_stat flows.closed.tcp)
+[ "$tcp2" -ge $((tcp + 10)) ] || it_fail "the routed pod's flows did not fall back to TCP ($tcp -> $tcp2)"
+
+# Node B's daemon took only its routed pod's connections (20): its own
+# connections to its pods, for node A's flows, were never taken again.
+read -r pacc < <(it_peer_stat flows.accepted)
+[ "$pacc" -eq 20 ] || it_fail "node B's daemon took $pacc connections, not 20: its own were taken again"
+
+# IPv6: pod to pod over a group to node B's daemon at its IPv6 address.
+read -r shm6 < <(it_stat flows.closed.shm)
+out=$(pa_run --connect "[$PB6]:$SPORT" --flows 20 --size 64KiB --timeout 30) ||
+	it_fail "IPv6 pod to pod: $out"
+read -r shm7 < <(it_stat flows.closed.shm)
+it_eq "IPv6 pod-to-pod flows over shm" "$((shm7 - shm6))" 20
+peers=$(it_ctl --json peers) || it_fail "peers: $peers"
+grep -q "\[$S6\]:$CPORT" <<<"$peers" || it_fail "no group to node B's IPv6 daemon address: $peers"
+
+# A pod that connects to the tproxy listener itself (node A's bridge
+# address, port 7003) is refused: nothing diverted it, so it has no
+# original destination.
+read -r lr0 < <(it_stat loops_refused)
+ip netns exec "$NS_PA" "$FLOWCHECK" probe --connect "10.244.1.1:$TPORT" --expect reset,eof >/dev/null ||
+	it_fail "a direct connection to the tproxy listener was not refused"
+it_wait_stat loops_refused -eq $((lr0 + 1)) 5 || it_fail "the direct connection was not counted"
+
+# Pod to pod on the same node: not intercepted (only the other nodes' pod
+# CIDRs are), so node A's daemon takes nothing.
+serve_in "$NS_PA2" pa2.log
+read -r acc0 < <(it_stat flows.accepted)
+out=$(pa_run --connect "$PA2:$SPORT" --flows 10 --size 64KiB) || it_fail "same-node pods: $out"
+read -r acc1 < <(it_stat flows.accepted)
+it_eq "same-node pod connections taken" "$((acc1 - acc0))" 0
+
+# A pod address node B does not serve: node B declines each open
+# (refused.destinations), node A carries the flows over TCP directly.
+read -r dref < <(it_peer_stat refused.destinations)
+read -r tcp3 < <(it_stat flows.closed.tcp)
+out=$(pa_run --connect "$PX:$SPORT" --flows 5 --size 64KiB --timeout 30) ||
+	it_fail "pod to a pod node B does not serve: $out"
+read -r dref2 < <(it_peer_stat refused.destinations)
+read -r tcp4 < <(it_stat flows.closed.tcp)
+it_eq "node B's refused.destinations for an address outside serve" "$((dref2 - dref))" 5
+it_eq "node A's TCP flows to it" "$((tcp4 - tcp3))" 5
+
+# Rules removed: pods talk directly, the daemons take nothing more.
+ip netns exec "$NS_C" "$HELPER" tproxy del --port "$SPORT" --dest 10.244.2.0/24 \
+	--dest 10.244.3.0/24 --dest fd44:2::/64 >/dev/null ||
+	it_fail "tproxy del on node A"
+ip netns exec "$NS_S" "$HELPER" tproxy del --all >/dev/null || it_fail "tproxy del --all on node B"
+for ns in "$NS_C" "$NS_S"; do
+	left=$({ ip netns exec "$ns" iptables -t mangle -S; ip netns exec "$ns" ip6tables -t mangle -S; } |
+		grep -c SMCPROXY_TP)
+	[ "$left" -eq 0 ] || it_fail "tproxy rules left on $ns"
+	ip -n "$ns" rule list | grep -q "lookup 5460" && it_fail "policy rule left on $ns"
+	ip -n "$ns" -6 rule list | grep -q "lookup 5460" && it_fail "IPv6 policy rule left on $ns"
+done
+read -r acc < <(it_stat flows.accepted)
+out=$(pa_run --connect "$PB:$SPORT" --flows 20 --size 64KiB) || it_fail "pods after tproxy del: $out"
+out=$(pa_run --connect "[$PB6]:$SPORT" --flows 5 --size 64KiB) || it_fail "IPv6 pods after tproxy del: $out"
+read -r acc2 < <(it_stat flows.accepted)
+it_eq "connections taken after tproxy del" "$((acc2 - acc))" 0
+it_pass
