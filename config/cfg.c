@@ -813,6 +813,119 @@ static void set_peers(struct load *ld, const struct cfg__key *k, const json_t *v
 	free(ok);
 }
 
+static const char *const intercept_names[] = { "iptables", "ebpf" };
+
+static void set_intercept(struct load *ld, const json_t *v, enum cfg_intercept *out)
+{
+	char sv[SHOWN_MAX + 4];
+	const char *s;
+	size_t i;
+
+	if (!get_string(ld, v, "a string (iptables or ebpf)", &s))
+		return;
+	for (i = 0; i < sizeof(intercept_names) / sizeof(intercept_names[0]); i++) {
+		if (strcmp(s, intercept_names[i]) == 0) {
+			*out = (enum cfg_intercept)i;
+			return;
+		}
+	}
+	verr(ld, false, "unknown intercept mode \"%s\" (expected iptables or ebpf)", shown(s, sv));
+}
+
+/* intercept.destinations: prefixes, no host bits, no duplicates. */
+static void set_prefixes(struct load *ld, const struct cfg__key *k, const json_t *v,
+			 struct cfg *cfg)
+{
+	char sv[SHOWN_MAX + 4], m[64];
+	struct cfg_prefix masked, *p;
+	const char *s, *why = NULL;
+	size_t i, j, n;
+
+	if (!json_is_array(v)) {
+		verr(ld, false, "expected an array of prefixes like [\"10.0.0.0/24\"], got %s",
+		     type_name(v));
+		return;
+	}
+	n = json_array_size(v);
+	if (n > k->max) {
+		verr(ld, false, "%zu prefixes, more than the %llu allowed (use wider prefixes)", n,
+		     (unsigned long long)k->max);
+		return;
+	}
+	if (!n)
+		return;
+	cfg->intercept.dests = calloc(n, sizeof(cfg->intercept.dests[0]));
+	if (!cfg->intercept.dests) {
+		ld->nomem = true;
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		p = &cfg->intercept.dests[cfg->intercept.n_dests];
+		path_push_index(ld, i);
+		if (!get_string(ld, json_array_get(v, i), "a string like \"10.0.0.0/24\"", &s)) {
+			/* reported */
+		} else if (cfg__parse_prefix(s, p, &why) < 0) {
+			verr(ld, false, "invalid prefix \"%s\": %s", shown(s, sv), why);
+		} else if (cfg__prefix_mask(p, &masked)) {
+			cfg__fmt_prefix(m, sizeof(m), &masked);
+			verr(ld, false, "host bits are set in \"%s\" (did you mean \"%s\"?)",
+			     shown(s, sv), m);
+		} else {
+			for (j = 0; j < cfg->intercept.n_dests; j++)
+				if (cfg__prefix_equal(p, &cfg->intercept.dests[j]))
+					break;
+			if (j < cfg->intercept.n_dests)
+				verr(ld, false, "duplicate prefix, same as destinations[%zu]", j);
+			else
+				cfg->intercept.n_dests++;
+		}
+		path_pop(ld);
+	}
+}
+
+/* intercept.ports: "6379", "8000-8100"; no addresses. */
+static void set_ports(struct load *ld, const struct cfg__key *k, const json_t *v,
+		      struct cfg *cfg)
+{
+	char sv[SHOWN_MAX + 4];
+	const char *s, *why = NULL;
+	struct cfg_allow *a;
+	size_t i, n;
+
+	if (!json_is_array(v)) {
+		verr(ld, false, "expected an array of ports like [\"6379\", \"8000-8100\"], got %s",
+		     type_name(v));
+		return;
+	}
+	n = json_array_size(v);
+	if (n < k->min || n > k->max) {
+		verr(ld, false, "%zu entries: expected %llu to %llu (use ranges, or \"1-65535\" "
+		     "for every port)", n, (unsigned long long)k->min, (unsigned long long)k->max);
+		return;
+	}
+	cfg->intercept.ports = calloc(n, sizeof(cfg->intercept.ports[0]));
+	if (!cfg->intercept.ports) {
+		ld->nomem = true;
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		a = &cfg->intercept.ports[cfg->intercept.n_ports];
+		path_push_index(ld, i);
+		if (!get_string(ld, json_array_get(v, i), "a string like \"6379\" or \"8000-8100\"",
+				&s)) {
+			/* reported */
+		} else if (cfg__parse_allow(s, a, &why) < 0) {
+			verr(ld, false, "invalid entry \"%s\": %s", shown(s, sv), why);
+		} else if (a->family) {
+			verr(ld, false, "invalid entry \"%s\": ports only (addresses go in "
+			     "intercept.destinations)", shown(s, sv));
+		} else {
+			cfg->intercept.n_ports++;
+		}
+		path_pop(ld);
+	}
+}
+
 static void set_section(struct load *ld, const struct cfg__key *keys, json_t *obj,
 			struct cfg *cfg);
 
@@ -875,6 +988,15 @@ static void set_value(struct load *ld, const struct cfg__key *k, json_t *v, stru
 		return;
 	case CFG__USER:
 		set_user(ld, k, v, (char **)field(cfg, k));
+		return;
+	case CFG__INTERCEPT:
+		set_intercept(ld, v, (enum cfg_intercept *)field(cfg, k));
+		return;
+	case CFG__PREFIXES:
+		set_prefixes(ld, k, v, cfg);
+		return;
+	case CFG__PORTS:
+		set_ports(ld, k, v, cfg);
 		return;
 	}
 }
@@ -948,6 +1070,14 @@ static void check_cross(struct load *ld, struct cfg *cfg)
 		path_push_key(ld, "buffers");
 		path_push_key(ld, "ring_initial");
 		verr(ld, false, "%s is larger than buffers.ring (%s)", a, b);
+		path_pop(ld);
+		path_pop(ld);
+	}
+	/* Intercepting nothing is a mistake, not a mode. */
+	if (cfg->intercept.mode == CFG_INTERCEPT_EBPF && !cfg->intercept.n_dests) {
+		path_push_key(ld, "intercept");
+		path_push_key(ld, "destinations");
+		verr(ld, false, "mode \"ebpf\" needs at least one prefix to intercept connects to");
 		path_pop(ld);
 		path_pop(ld);
 	}
@@ -1174,6 +1304,9 @@ void cfg_free(struct cfg *cfg)
 	for (size_t i = 0; i < cfg->n_peers; i++)
 		free(cfg->peers[i].allow);
 	free(cfg->peers);
+	free(cfg->intercept.cgroup);
+	free(cfg->intercept.dests);
+	free(cfg->intercept.ports);
 	free(cfg->shm.dir);
 	free(cfg->stats.socket);
 	free(cfg->auth.psk_file);

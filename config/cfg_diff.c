@@ -111,6 +111,22 @@ static bool same(const struct cfg__key *k, const struct cfg *a, const struct cfg
 		       (!a->has_control || cfg__addr_equal(&a->control, &b->control));
 	case CFG__PEERS:
 		return peers_equal(a, b);
+	case CFG__INTERCEPT:
+		return a->intercept.mode == b->intercept.mode;
+	case CFG__PREFIXES:
+		if (a->intercept.n_dests != b->intercept.n_dests)
+			return false;
+		for (size_t i = 0; i < a->intercept.n_dests; i++)
+			if (!cfg__prefix_equal(&a->intercept.dests[i], &b->intercept.dests[i]))
+				return false;
+		return true;
+	case CFG__PORTS:
+		if (a->intercept.n_ports != b->intercept.n_ports)
+			return false;
+		for (size_t i = 0; i < a->intercept.n_ports; i++)
+			if (!cfg__allow_equal(&a->intercept.ports[i], &b->intercept.ports[i]))
+				return false;
+		return true;
 	case CFG__ADDR: {
 		const struct cfg_addr *x = fld(a, k), *y = fld(b, k);
 
