@@ -28,6 +28,7 @@ struct intercept {
 	struct sockaddr_storage to4, to6;	/* the listeners connects go to */
 	bool has_to4, has_to6;
 	bool attached;			/* the links are there */
+	bool lookup_and_delete;		/* the kernel has it for hash maps */
 };
 
 /* What the programs counted, summed over the CPUs. */

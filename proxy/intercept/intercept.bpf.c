@@ -8,10 +8,11 @@
  *
  *   connect4/6     a matching connect: cookie -> original destination
  *                  (icpt_by_cookie), address rewritten to the listener
- *   sock_ops       ACTIVE_ESTABLISHED: the entry copied under the
+ *   sock_ops       TCP_CONNECT: a redirected socket asks to hear of its
+ *                  close; ACTIVE_ESTABLISHED: the entry copied under the
  *                  connection's 4-tuple (icpt_by_tuple), which the daemon
- *                  reads right after accept() and deletes; at close both
- *                  entries go
+ *                  reads right after accept() and deletes; at close (also
+ *                  of a connect that failed) both entries go
  *   getpeername4/6 the app sees the address it connected to, not ours
  *
  * The daemon's own connects are never redirected: they carry its mark, and
@@ -249,20 +250,26 @@ int icpt_sockops(struct bpf_sock_ops *skops)
 	struct icpt_orig *o;
 	__u64 cookie;
 
-	if (skops->op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB &&
+	if (skops->op != BPF_SOCK_OPS_TCP_CONNECT_CB &&
+	    skops->op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB &&
 	    !(skops->op == BPF_SOCK_OPS_STATE_CB && skops->args[1] == BPF_TCP_CLOSE))
 		return 1;
 	cookie = bpf_get_socket_cookie(skops);
 	o = bpf_map_lookup_elem(&icpt_by_cookie, &cookie);
 	if (!o)
 		return 1;
+	/* Right after connect4/6, before the SYN: from here the socket's
+	 * close, established or not, reaches us and frees its entries. */
+	if (skops->op == BPF_SOCK_OPS_TCP_CONNECT_CB) {
+		bpf_sock_ops_cb_flags_set(skops, BPF_SOCK_OPS_STATE_CB_FLAG);
+		return 1;
+	}
 	ops_tuple(skops, o, &t);
 	if (skops->op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB) {
 		/* Before the ACK that completes the handshake leaves, so the
 		 * entry is there before our accept() can return. */
 		if (bpf_map_update_elem(&icpt_by_tuple, &t, o, BPF_ANY) == 0)
 			stat_inc(ICPT_ST_ESTABLISHED);
-		bpf_sock_ops_cb_flags_set(skops, BPF_SOCK_OPS_STATE_CB_FLAG);
 		return 1;
 	}
 	/* Closed: the daemon took its entry long ago, or never will. */
@@ -271,7 +278,9 @@ int icpt_sockops(struct bpf_sock_ops *skops)
 	return 1;
 }
 
-/* getpeername() of a redirected socket: the address the app connected to. */
+/* getpeername() of a redirected socket: the address the app connected
+ * to. Only while the socket is connected to our listener: a socket whose
+ * connect failed may connect again, elsewhere, before its entry goes. */
 SEC("cgroup/getpeername4")
 int icpt_getpeername4(struct bpf_sock_addr *ctx)
 {
@@ -280,6 +289,9 @@ int icpt_getpeername4(struct bpf_sock_addr *ctx)
 	__u32 a;
 
 	if (!o || o->family != AF_INET)
+		return 1;
+	__builtin_memcpy(&a, o->to_addr + 12, 4);
+	if (ctx->user_ip4 != a || (__u16)ctx->user_port != o->to_port)
 		return 1;
 	__builtin_memcpy(&a, o->addr + 12, 4);
 	ctx->user_ip4 = a;
@@ -295,6 +307,11 @@ int icpt_getpeername6(struct bpf_sock_addr *ctx)
 	__u32 a[4];
 
 	if (!o)
+		return 1;
+	__builtin_memcpy(a, o->to_addr, 16);
+	if (CTX32(ctx->user_ip6[0]) != a[0] || CTX32(ctx->user_ip6[1]) != a[1] ||
+	    CTX32(ctx->user_ip6[2]) != a[2] || CTX32(ctx->user_ip6[3]) != a[3] ||
+	    (__u16)ctx->user_port != o->to_port)
 		return 1;
 	/* A v4-mapped connect's original is kept v4-mapped already. */
 	__builtin_memcpy(a, o->addr, 16);

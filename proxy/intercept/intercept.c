@@ -228,6 +228,17 @@ static int icpt_fail(char *errbuf, size_t errlen, const char *step, int err)
 	return err;
 }
 
+/* Whether the kernel takes an entry out of a hash map in one call (Linux
+ * 5.14): a key that is not there says ENOENT where it does, EINVAL or
+ * ENOTSUPP where it does not. */
+static bool icpt_has_lookup_and_delete(int fd)
+{
+	struct icpt_tuple t = { 0 };
+	struct icpt_orig o;
+
+	return bpf_map_lookup_and_delete_elem(fd, &t, &o) == 0 || errno == ENOENT;
+}
+
 int intercept_open(struct intercept *ic, const struct cfg *cfg, char *errbuf, size_t errlen)
 {
 	char mnt[2048], self[2048], self_dir[4096];
@@ -286,8 +297,8 @@ int intercept_open(struct intercept *ic, const struct cfg *cfg, char *errbuf, si
 
 	ic->skel = intercept_bpf__open();
 	if (!ic->skel) {
-		icpt_fail(errbuf, errlen, "opening the programs", -errno);
 		err = -errno;
+		icpt_fail(errbuf, errlen, "opening the programs", err);
 		goto out_close;
 	}
 	icpt_set_rodata(ic, cfg);
@@ -326,6 +337,7 @@ int intercept_open(struct intercept *ic, const struct cfg *cfg, char *errbuf, si
 		}
 	}
 	ic->by_tuple_fd = bpf_map__fd(ic->skel->maps.icpt_by_tuple);
+	ic->lookup_and_delete = icpt_has_lookup_and_delete(ic->by_tuple_fd);
 	ic->stats_fd = bpf_map__fd(ic->skel->maps.icpt_stats);
 	err = libbpf_num_possible_cpus();
 	if (err < 0) {
@@ -370,9 +382,14 @@ int intercept_origdst(struct intercept *ic, const struct sockaddr *local,
 	memset(&t, 0, sizeof(t));
 	if (!icpt_key_addr(peer, t.src, &t.sport) || !icpt_key_addr(local, t.dst, &t.dport))
 		return -EAFNOSUPPORT;
-	if (bpf_map_lookup_elem(ic->by_tuple_fd, &t, &o) < 0)
-		return -errno;
-	(void)bpf_map_delete_elem(ic->by_tuple_fd, &t);
+	if (ic->lookup_and_delete) {
+		if (bpf_map_lookup_and_delete_elem(ic->by_tuple_fd, &t, &o) < 0)
+			return -errno;
+	} else {
+		if (bpf_map_lookup_elem(ic->by_tuple_fd, &t, &o) < 0)
+			return -errno;
+		(void)bpf_map_delete_elem(ic->by_tuple_fd, &t);
+	}
 	memset(dst, 0, sizeof(*dst));
 	if (o.family == AF_INET) {
 		struct sockaddr_in *in = (struct sockaddr_in *)dst;

@@ -31,7 +31,7 @@ int intercept_open(struct intercept *ic, const struct cfg *cfg, char *errbuf, si
  * The original destination of the connection accepted with local address
  * local from peer, into *dst, and its map entry deleted. Returns 0,
  * -ENOENT when the map has none (not a redirected connect), or -errno.
- * One map lookup and one delete: two system calls, no lock.
+ * One system call (a lookup and a delete before Linux 5.14), no lock.
  */
 int intercept_origdst(struct intercept *ic, const struct sockaddr *local,
 		      const struct sockaddr *peer, struct sockaddr_storage *dst);

@@ -33,6 +33,29 @@ grep -qx "peer ::ffff:$S4 $SPORT" <<<"$out" || it_fail "getpeername (v4-mapped) 
 it_wait_stat flows.accepted -eq $((accepted + 3)) 5 || it_fail "the three peer probes were not intercepted"
 accepted=$((accepted + 3))
 
+# --- every map entry goes with its connection: the daemon deleted the
+# 4-tuple's at accept, the socket's close the cookie's
+map_entries() { # MAP_NAME: entries of that map of the programs on $IT_CG
+	local prog map
+	prog=$(bpftool -j cgroup show "$IT_CG" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
+	for map in $(bpftool -j prog show id "$prog" | python3 -c 'import json,sys; print(*json.load(sys.stdin).get("map_ids", []))'); do
+		bpftool -j map show id "$map" | grep -q "\"name\":\"$1\"" || continue
+		bpftool -j map dump id "$map" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))'
+		return
+	done
+	echo "no map $1"
+}
+for m in icpt_by_cookie icpt_by_tuple; do
+	n=
+	for _ in $(seq 50); do
+		n=$(map_entries $m)
+		[ "$n" = 0 ] && break
+		sleep 0.1
+	done
+	echo "  $m: ${n:-?} entries left"
+	[ "$n" = 0 ] || it_fail "$m holds $n entries after every intercepted connection closed"
+done
+
 # --- a process outside the cgroup goes direct
 out=$(it_app "" -- "$FLOWCHECK" run --connect "$S4:$SPORT" --flows 5 --size 64KiB --seed 4) ||
 	it_fail "flows from outside the cgroup: $out"
