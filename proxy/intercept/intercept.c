@@ -206,8 +206,8 @@ static const char *icpt_why(int err)
 		return "the kernel's verifier rejected them (a kernel older than the "
 		       "programs need?)";
 	case -EPERM:
-		return "permission denied: loading needs CAP_BPF and attaching CAP_NET_ADMIN "
-		       "(the unit's eBPF drop-in grants them; smcproxyd(8))";
+		return "permission denied: loading and attaching need CAP_BPF and "
+		       "CAP_NET_ADMIN (the unit's eBPF drop-in adds CAP_BPF; smcproxyd(8))";
 	case -EINVAL:
 	case -EOPNOTSUPP:
 	case -524:		/* the kernel's ENOTSUPP, which libc does not name */
@@ -239,18 +239,15 @@ static bool icpt_has_lookup_and_delete(int fd)
 	return bpf_map_lookup_and_delete_elem(fd, &t, &o) == 0 || errno == ENOENT;
 }
 
-int intercept_open(struct intercept *ic, const struct cfg *cfg, char *errbuf, size_t errlen)
+/*
+ * The target cgroup, opened, and its id and the daemon's own: the target
+ * is intercept.cgroup below the cgroup v2 mount, wherever that is.
+ */
+static int icpt_open_cgroup(struct intercept *ic, const struct cfg *cfg, char *errbuf,
+			    size_t errlen)
 {
 	char mnt[2048], self[2048], self_dir[4096];
-	struct bpf_program *progs[5];
-	struct bpf_link **links[5];
 	int err;
-
-	memset(ic, 0, sizeof(*ic));
-	ic->cgroup_fd = ic->by_tuple_fd = ic->stats_fd = -1;
-	libbpf_set_print(icpt_quiet);
-	ic->has_to4 = icpt_target(cfg, AF_INET, &ic->to4);
-	ic->has_to6 = icpt_target(cfg, AF_INET6, &ic->to6);
 
 	err = icpt_cgroup2_mount(mnt, sizeof(mnt));
 	if (err == -ENOENT) {
@@ -271,7 +268,7 @@ int intercept_open(struct intercept *ic, const struct cfg *cfg, char *errbuf, si
 		snprintf(errbuf, errlen, "intercept ebpf: cgroup %s (intercept.cgroup \"%s\" in the "
 			 "cgroup v2 hierarchy at %s): %s", ic->cgroup, cfg->intercept.cgroup, mnt,
 			 strerror(-err));
-		goto out_close;
+		return err;
 	}
 	err = icpt_cgroup_id(ic->cgroup, &ic->cgroup_id);
 	if (!err)
@@ -281,24 +278,67 @@ int intercept_open(struct intercept *ic, const struct cfg *cfg, char *errbuf, si
 		err = -ENAMETOOLONG;
 	if (!err)
 		err = icpt_cgroup_id(self_dir, &ic->self_cgroup_id);
-	if (err) {
-		icpt_fail(errbuf, errlen, "finding the cgroups' ids", err);
-		goto out_close;
-	}
+	if (err)
+		return icpt_fail(errbuf, errlen, "finding the cgroups' ids", err);
 	/* The daemon's connects are told by its cgroup too: one shared with
 	 * the applications would exempt them all. */
 	if (ic->self_cgroup_id == ic->cgroup_id) {
 		snprintf(errbuf, errlen, "intercept ebpf: intercept.cgroup \"%s\" is smcproxyd's own "
 			 "cgroup: run the applications in a cgroup of their own (or the daemon in "
 			 "one, as its systemd unit does)", cfg->intercept.cgroup);
-		err = -EINVAL;
-		goto out_close;
+		return -EINVAL;
 	}
+	return 0;
+}
 
+/* Each program to the cgroup by a link of its own; sock_ops and
+ * getpeername first: once the connect hooks redirect, every redirected
+ * socket must find the others there. */
+static int icpt_attach(struct intercept *ic, char *errbuf, size_t errlen)
+{
+	struct bpf_program *progs[] = {
+		ic->skel->progs.icpt_connect4, ic->skel->progs.icpt_connect6,
+		ic->skel->progs.icpt_sockops, ic->skel->progs.icpt_getpeername4,
+		ic->skel->progs.icpt_getpeername6,
+	};
+	struct bpf_link **links[] = {
+		&ic->skel->links.icpt_connect4, &ic->skel->links.icpt_connect6,
+		&ic->skel->links.icpt_sockops, &ic->skel->links.icpt_getpeername4,
+		&ic->skel->links.icpt_getpeername6,
+	};
+	char step[4200];
+	int err;
+
+	_Static_assert(sizeof(progs) / sizeof(progs[0]) ==
+		       sizeof(intercept_programs) / sizeof(intercept_programs[0]) - 1,
+		       "a name in intercept_programs per program");
+	for (int i = (int)(sizeof(progs) / sizeof(progs[0])) - 1; i >= 0; i--) {
+		*links[i] = bpf_program__attach_cgroup(progs[i], ic->cgroup_fd);
+		if (!*links[i]) {
+			err = -errno;
+			snprintf(step, sizeof(step), "attaching %s to %s", intercept_programs[i],
+				 ic->cgroup);
+			return icpt_fail(errbuf, errlen, step, err);
+		}
+	}
+	return 0;
+}
+
+int intercept_open(struct intercept *ic, const struct cfg *cfg, char *errbuf, size_t errlen)
+{
+	int err;
+
+	memset(ic, 0, sizeof(*ic));
+	ic->cgroup_fd = ic->by_tuple_fd = ic->stats_fd = -1;
+	libbpf_set_print(icpt_quiet);
+	ic->has_to4 = icpt_target(cfg, AF_INET, &ic->to4);
+	ic->has_to6 = icpt_target(cfg, AF_INET6, &ic->to6);
+	err = icpt_open_cgroup(ic, cfg, errbuf, errlen);
+	if (err)
+		goto out_close;
 	ic->skel = intercept_bpf__open();
 	if (!ic->skel) {
-		err = -errno;
-		icpt_fail(errbuf, errlen, "opening the programs", err);
+		err = icpt_fail(errbuf, errlen, "opening the programs", -errno);
 		goto out_close;
 	}
 	icpt_set_rodata(ic, cfg);
@@ -312,39 +352,18 @@ int intercept_open(struct intercept *ic, const struct cfg *cfg, char *errbuf, si
 		icpt_fail(errbuf, errlen, "filling the destinations", err);
 		goto out_close;
 	}
-	progs[0] = ic->skel->progs.icpt_connect4;
-	progs[1] = ic->skel->progs.icpt_connect6;
-	progs[2] = ic->skel->progs.icpt_sockops;
-	progs[3] = ic->skel->progs.icpt_getpeername4;
-	progs[4] = ic->skel->progs.icpt_getpeername6;
-	links[0] = &ic->skel->links.icpt_connect4;
-	links[1] = &ic->skel->links.icpt_connect6;
-	links[2] = &ic->skel->links.icpt_sockops;
-	links[3] = &ic->skel->links.icpt_getpeername4;
-	links[4] = &ic->skel->links.icpt_getpeername6;
-	/* sock_ops and getpeername before the connect hooks: once those
-	 * redirect, every redirected socket must find the others there. */
-	for (int i = 4; i >= 0; i--) {
-		*links[i] = bpf_program__attach_cgroup(progs[i], ic->cgroup_fd);
-		if (!*links[i]) {
-			char step[4200];
-
-			err = -errno;
-			snprintf(step, sizeof(step), "attaching %s to %s", intercept_programs[i],
-				 ic->cgroup);
-			icpt_fail(errbuf, errlen, step, err);
-			goto out_close;
-		}
-	}
-	ic->by_tuple_fd = bpf_map__fd(ic->skel->maps.icpt_by_tuple);
-	ic->lookup_and_delete = icpt_has_lookup_and_delete(ic->by_tuple_fd);
-	ic->stats_fd = bpf_map__fd(ic->skel->maps.icpt_stats);
 	err = libbpf_num_possible_cpus();
 	if (err < 0) {
 		icpt_fail(errbuf, errlen, "counting the CPUs", err);
 		goto out_close;
 	}
 	ic->n_cpus = (unsigned)err;
+	ic->by_tuple_fd = bpf_map__fd(ic->skel->maps.icpt_by_tuple);
+	ic->stats_fd = bpf_map__fd(ic->skel->maps.icpt_stats);
+	ic->lookup_and_delete = icpt_has_lookup_and_delete(ic->by_tuple_fd);
+	err = icpt_attach(ic, errbuf, errlen);
+	if (err)
+		goto out_close;
 	ic->attached = true;
 	return 0;
 

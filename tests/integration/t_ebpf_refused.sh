@@ -26,7 +26,7 @@ expect_refusal() {
 }
 
 # Root without CAP_BPF (nor CAP_SYS_ADMIN, which would stand in for it).
-expect_refusal no_cap_bpf "loading the programs: permission denied: loading needs CAP_BPF" \
+expect_refusal no_cap_bpf "loading the programs: permission denied: loading and attaching need CAP_BPF and CAP_NET_ADMIN" \
 	nsenter --net="/run/netns/$NS_C" -- setpriv --bounding-set -bpf,-sys_admin --
 # ip netns exec mounts a sysfs of its own: no cgroup hierarchy under it.
 expect_refusal no_cgroup2 "no cgroup v2 hierarchy is mounted" ip netns exec "$NS_C"
