@@ -86,6 +86,17 @@ attached=$(bpftool cgroup show "$IT_CG" 2>&1)
 [ "$(grep -cE 'cgroup_inet[46]_connect|sock_ops|cgroup_inet[46]_getpeername' <<<"$attached")" -eq 5 ] ||
 	it_fail "bpftool does not show the five programs on $IT_CG: $attached"
 
+# --- a reload reports intercept.* as needing a restart, and the running
+# programs keep their destinations
+it_config intercept="{\"mode\": \"ebpf\", \"cgroup\": \"$IT_CG_PATH\", \"destinations\": [\"$NET4\"]}"
+out=$(it_ctl --json reload) || it_fail "reload: $out"
+grep -q '"restart_needed": *"[^"]*intercept.destinations' <<<"$out" ||
+	it_fail "intercept.destinations not reported as needing a restart: $out"
+it_run_ok v6-after-reload "IPv6 still intercepted after the reload" --connect "[$S6]:$SPORT" \
+	--flows 2 --size 64KiB --seed 9
+accepted=$((accepted + 2))
+it_eq "flows.accepted after the reload" "$(it_stat flows.accepted)" "$accepted"
+
 # --- killed under traffic: in-flight flows end, new connects go direct
 it_run --flows 10 --concurrency 10 --size 64MiB --rate 4MiB --seed 5 --timeout 60 \
 	>"$IT_DIR/inflight.log" 2>&1 &
