@@ -94,7 +94,17 @@ FORCE:
 # multiarch include folder has <asm/types.h>, which -target bpf does not
 # look in by itself.
 BPF_CLANG ?= clang
-BPFTOOL   ?= bpftool
+# Debian installs bpftool in /usr/sbin, which a user's PATH may lack.
+BPFTOOL   ?= $(or $(shell command -v bpftool),/usr/sbin/bpftool)
+# Missing tools stop the build here, by name, as a missing library does.
+ifneq ($(filter-out $(NOLIB_GOALS),$(or $(MAKECMDGOALS),all)),)
+ifeq ($(shell command -v $(BPF_CLANG)),)
+$(error $(BPF_CLANG) is not installed (it builds the eBPF intercept): run `make deps` (contrib/install-deps))
+endif
+ifeq ($(shell command -v $(BPFTOOL)),)
+$(error $(BPFTOOL) is not installed (bpftool gen skeleton): run `make deps` (contrib/install-deps))
+endif
+endif
 BPF_CFLAGS = -O2 -g -target bpf -Wall -Werror -I/usr/include/$(shell $(CC) -dumpmachine)
 $(B)/%.bpf.o: %.bpf.c proxy/intercept/maps-t.h
 	@mkdir -p $(dir $@)
