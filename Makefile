@@ -11,7 +11,7 @@ DESTDIR    ?=
 
 CC      ?= cc
 B       ?= build
-PKGS     = libuv jansson libsystemd libibverbs librdmacm libcrypto libmicrohttpd
+PKGS     = libuv jansson libsystemd libibverbs librdmacm libcrypto libmicrohttpd libbpf
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo 0.1)
 
 # A missing library stops the build here, naming its .pc package, rather
@@ -45,7 +45,9 @@ endif
 LDLIBS  += $(PKG_LIBS) -lpthread
 
 # Everything below daemon/ is a library: proxy/ and config/ never log.
-LIB_SRC    := $(wildcard config/*.c) $(shell find proxy -name '*.c' | sort)
+# BPF programs (NAME.bpf.c) are built by clang for the kernel, not linked.
+BPF_SRC    := $(shell find proxy -name '*.bpf.c' | sort)
+LIB_SRC    := $(wildcard config/*.c) $(filter-out $(BPF_SRC),$(shell find proxy -name '*.c' | sort))
 LIB_OBJ    := $(LIB_SRC:%.c=$(B)/%.o)
 # daemon/ctl/ is smcproxyctl: its main and the control protocol's codec and
 # renderers, which the daemon links too (it speaks the same protocol).
@@ -84,6 +86,32 @@ $(B)/version.h: FORCE
 	  [ "$$(cat $@ 2>/dev/null)" = "$$v" ] || echo "$$v" > $@
 $(B)/daemon/main.o $(B)/daemon/ctl_cmds.o $(B)/daemon/ctl/smcproxyctl.o: $(B)/version.h
 FORCE:
+
+# The intercept programs: compiled for the BPF target against the UAPI
+# headers only (no vmlinux.h, no BTF of the running kernel), then embedded
+# in a libbpf skeleton header that the loader (intercept.c) includes, so
+# the daemon carries its programs and needs no file at run time. The
+# multiarch include folder has <asm/types.h>, which -target bpf does not
+# look in by itself.
+BPF_CLANG ?= clang
+# Debian installs bpftool in /usr/sbin, which a user's PATH may lack.
+BPFTOOL   ?= $(or $(shell command -v bpftool),/usr/sbin/bpftool)
+# Missing tools stop the build here, by name, as a missing library does.
+ifneq ($(filter-out $(NOLIB_GOALS),$(or $(MAKECMDGOALS),all)),)
+ifeq ($(shell command -v $(BPF_CLANG)),)
+$(error $(BPF_CLANG) is not installed (it builds the eBPF intercept): run `make deps` (contrib/install-deps))
+endif
+ifeq ($(shell command -v $(BPFTOOL)),)
+$(error $(BPFTOOL) is not installed (bpftool gen skeleton): run `make deps` (contrib/install-deps))
+endif
+endif
+BPF_CFLAGS = -O2 -g -target bpf -Wall -Werror -I/usr/include/$(shell $(CC) -dumpmachine)
+$(B)/%.bpf.o: %.bpf.c proxy/intercept/maps-t.h
+	@mkdir -p $(dir $@)
+	$(BPF_CLANG) $(BPF_CFLAGS) -c $< -o $@
+$(B)/proxy/intercept/intercept.skel.h: $(B)/proxy/intercept/intercept.bpf.o
+	$(BPFTOOL) gen skeleton $< name intercept_bpf > $@.tmp && mv $@.tmp $@
+$(B)/proxy/intercept/intercept.o: $(B)/proxy/intercept/intercept.skel.h
 
 $(B)/libsmcproxy.a: $(LIB_OBJ) $(CTLLIB_OBJ)
 	$(AR) rcs $@ $^

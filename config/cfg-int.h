@@ -116,6 +116,9 @@ enum cfg__kind {
 	CFG__SERVE,		/* cfg->serve, cfg->n_serve */
 	CFG__ADDR,		/* struct cfg_addr; with CFG__F_EMPTY_OK, "" is len 0 */
 	CFG__USER,		/* char *, a user name, or "" */
+	CFG__INTERCEPT,		/* enum cfg_intercept */
+	CFG__PREFIXES,		/* cfg->intercept.dests, .n_dests */
+	CFG__PORTS,		/* cfg->intercept.ports, .n_ports */
 };
 
 /* Flags of a key. */

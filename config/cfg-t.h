@@ -15,6 +15,13 @@ enum cfg_transport {
 	CFG_TRANSPORT_TCP,
 };
 
+/* How applications' connections reach the daemon (smcproxyd.json(5),
+ * "intercept"). */
+enum cfg_intercept {
+	CFG_INTERCEPT_IPTABLES,	/* nat REDIRECT rules, SO_ORIGINAL_DST */
+	CFG_INTERCEPT_EBPF,	/* cgroup connect hooks the daemon attaches */
+};
+
 /* A socket address as written in the config ("127.0.0.1:7001", "[::1]:7001"). */
 struct cfg_addr {
 	struct sockaddr_storage ss;
@@ -127,6 +134,17 @@ struct cfg {
 	struct {
 		int level;		/* syslog priority: LOG_ERR .. LOG_DEBUG */
 	} log;
+	/* ebpf: TCP connects from the processes of cgroup (a path in the
+	 * cgroup v2 hierarchy) to one of dests, on one of ports (family 0
+	 * only), go to our listener. */
+	struct {
+		enum cfg_intercept mode;
+		char *cgroup;
+		struct cfg_prefix *dests;
+		size_t n_dests;
+		struct cfg_allow *ports;
+		size_t n_ports;
+	} intercept;
 
 	/* Tuning keys: the relay, the drain, rdma queues and inline sends, debug
 	 * switches. Every key, its default and whether a reload applies it

@@ -828,55 +828,118 @@ static void set_peers(struct load *ld, const struct cfg__key *k, const json_t *v
 	free(ok);
 }
 
-/* "serve": prefixes, host bits zero, no duplicates. */
-static void set_serve(struct load *ld, const struct cfg__key *k, const json_t *v,
-		      struct cfg *cfg)
+/* A list of prefixes ("serve", "intercept.destinations"): host bits zero,
+ * no duplicates; example names a valid entry in the errors. */
+static void set_prefix_list(struct load *ld, const struct cfg__key *k, const json_t *v,
+			    struct cfg_prefix **out, size_t *n_out, const char *example)
 {
 	char sv[SHOWN_MAX + 4], m[64];
-	struct cfg_prefix masked;
+	struct cfg_prefix masked, *p;
 	const char *s, *why = NULL;
 	size_t i, j, n;
 
 	if (!json_is_array(v)) {
-		verr(ld, false, "expected an array of prefixes like [\"10.244.1.0/24\"], got %s",
+		verr(ld, false, "expected an array of prefixes like [\"%s\"], got %s", example,
 		     type_name(v));
 		return;
 	}
 	n = json_array_size(v);
-	if (n == 0)
-		return;
 	if (n > k->max) {
 		verr(ld, false, "%zu prefixes, more than the %llu allowed (use wider prefixes)", n,
 		     (unsigned long long)k->max);
 		return;
 	}
-	cfg->serve = calloc(n, sizeof(cfg->serve[0]));
-	if (!cfg->serve) {
+	if (!n)
+		return;
+	*out = calloc(n, sizeof(**out));
+	if (!*out) {
 		ld->nomem = true;
 		return;
 	}
 	for (i = 0; i < n; i++) {
-		struct cfg_prefix *p = &cfg->serve[cfg->n_serve];
+		char like[64];
 
+		p = &(*out)[*n_out];
+		snprintf(like, sizeof(like), "a string like \"%s\"", example);
 		path_push_index(ld, i);
-		if (!get_string(ld, json_array_get(v, i), "a string like \"10.244.1.0/24\"", &s)) {
-			path_pop(ld);
-			continue;
-		}
-		if (cfg__parse_prefix(s, p, &why) < 0) {
+		if (!get_string(ld, json_array_get(v, i), like, &s)) {
+			/* reported */
+		} else if (cfg__parse_prefix(s, p, &why) < 0) {
 			verr(ld, false, "invalid prefix \"%s\": %s", shown(s, sv), why);
 		} else if (cfg__prefix_mask(p, &masked)) {
 			cfg__fmt_prefix(m, sizeof(m), &masked);
 			verr(ld, false, "host bits are set in \"%s\" (did you mean \"%s\"?)",
 			     shown(s, sv), m);
 		} else {
-			for (j = 0; j < cfg->n_serve; j++)
-				if (cfg__prefix_equal(p, &cfg->serve[j]))
+			for (j = 0; j < *n_out; j++)
+				if (cfg__prefix_equal(p, &(*out)[j]))
 					break;
-			if (j < cfg->n_serve)
+			if (j < *n_out)
 				verr(ld, false, "duplicate prefix \"%s\"", shown(s, sv));
 			else
-				cfg->n_serve++;
+				(*n_out)++;
+		}
+		path_pop(ld);
+	}
+}
+
+static const char *const intercept_names[] = { "iptables", "ebpf" };
+
+static void set_intercept(struct load *ld, const json_t *v, enum cfg_intercept *out)
+{
+	char sv[SHOWN_MAX + 4];
+	const char *s;
+	size_t i;
+
+	if (!get_string(ld, v, "a string (iptables or ebpf)", &s))
+		return;
+	for (i = 0; i < sizeof(intercept_names) / sizeof(intercept_names[0]); i++) {
+		if (strcmp(s, intercept_names[i]) == 0) {
+			*out = (enum cfg_intercept)i;
+			return;
+		}
+	}
+	verr(ld, false, "unknown intercept mode \"%s\" (expected iptables or ebpf)", shown(s, sv));
+}
+
+/* intercept.ports: "6379", "8000-8100"; no addresses. */
+static void set_ports(struct load *ld, const struct cfg__key *k, const json_t *v,
+		      struct cfg *cfg)
+{
+	char sv[SHOWN_MAX + 4];
+	const char *s, *why = NULL;
+	struct cfg_allow *a;
+	size_t i, n;
+
+	if (!json_is_array(v)) {
+		verr(ld, false, "expected an array of ports like [\"6379\", \"8000-8100\"], got %s",
+		     type_name(v));
+		return;
+	}
+	n = json_array_size(v);
+	if (n < k->min || n > k->max) {
+		verr(ld, false, "%zu entries: expected %llu to %llu (use ranges, or \"1-65535\" "
+		     "for every port)", n, (unsigned long long)k->min, (unsigned long long)k->max);
+		return;
+	}
+	cfg->intercept.ports = calloc(n, sizeof(cfg->intercept.ports[0]));
+	if (!cfg->intercept.ports) {
+		ld->nomem = true;
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		a = &cfg->intercept.ports[cfg->intercept.n_ports];
+		path_push_index(ld, i);
+		if (!get_string(ld, json_array_get(v, i), "a string like \"6379\" or \"8000-8100\"",
+				&s)) {
+			/* reported */
+		} else if (cfg__parse_allow(s, a, &why) < 0) {
+			verr(ld, false, "invalid entry \"%s\": %s", shown(s, sv), why);
+		} else if (a->family) {
+			verr(ld, false, "invalid entry \"%s\": ports only (addresses go in "
+			     "intercept.destinations)", shown(s, sv));
+		} else {
+			cfg->intercept.n_ports++;
 		}
 		path_pop(ld);
 	}
@@ -943,13 +1006,23 @@ static void set_value(struct load *ld, const struct cfg__key *k, json_t *v, stru
 		set_peers(ld, k, v, cfg);
 		return;
 	case CFG__SERVE:
-		set_serve(ld, k, v, cfg);
+		set_prefix_list(ld, k, v, &cfg->serve, &cfg->n_serve, "10.244.1.0/24");
 		return;
 	case CFG__ADDR:
 		set_addr(ld, k, v, (struct cfg_addr *)field(cfg, k));
 		return;
 	case CFG__USER:
 		set_user(ld, k, v, (char **)field(cfg, k));
+		return;
+	case CFG__INTERCEPT:
+		set_intercept(ld, v, (enum cfg_intercept *)field(cfg, k));
+		return;
+	case CFG__PREFIXES:
+		set_prefix_list(ld, k, v, &cfg->intercept.dests, &cfg->intercept.n_dests,
+				"10.0.0.0/24");
+		return;
+	case CFG__PORTS:
+		set_ports(ld, k, v, cfg);
 		return;
 	}
 }
@@ -1023,6 +1096,14 @@ static void check_cross(struct load *ld, struct cfg *cfg)
 		path_push_key(ld, "buffers");
 		path_push_key(ld, "ring_initial");
 		verr(ld, false, "%s is larger than buffers.ring (%s)", a, b);
+		path_pop(ld);
+		path_pop(ld);
+	}
+	/* Intercepting nothing is a mistake, not a mode. */
+	if (cfg->intercept.mode == CFG_INTERCEPT_EBPF && !cfg->intercept.n_dests) {
+		path_push_key(ld, "intercept");
+		path_push_key(ld, "destinations");
+		verr(ld, false, "mode \"ebpf\" needs at least one prefix to intercept connects to");
 		path_pop(ld);
 		path_pop(ld);
 	}
@@ -1251,6 +1332,9 @@ void cfg_free(struct cfg *cfg)
 		free(cfg->peers[i].allow);
 	free(cfg->peers);
 	free(cfg->serve);
+	free(cfg->intercept.cgroup);
+	free(cfg->intercept.dests);
+	free(cfg->intercept.ports);
 	free(cfg->shm.dir);
 	free(cfg->stats.socket);
 	free(cfg->auth.psk_file);

@@ -33,7 +33,9 @@ static const char default_json[] =
 	"  \"shutdown\": {\"drain_timeout\": \"10s\"},\n"
 	"  \"rdma\": {\"inline\": true, \"sq_depth\": 256, \"rq_depth\": 256},\n"
 	"  \"debug\": {\"fail_link\": false},\n"
-	"  \"metrics\": {\"listen\": \"\", \"max_clients\": 16, \"timeout\": \"10s\"}\n"
+	"  \"metrics\": {\"listen\": \"\", \"max_clients\": 16, \"timeout\": \"10s\"},\n"
+	"  \"intercept\": {\"mode\": \"iptables\", \"cgroup\": \"/\", \"destinations\": [],\n"
+	"                \"ports\": [\"1-65535\"]}\n"
 	"}\n";
 
 const char *cfg_default_json(void)

@@ -81,6 +81,17 @@ static bool peers_equal(const struct cfg *a, const struct cfg *b)
 	return true;
 }
 
+static bool prefixes_equal(const struct cfg_prefix *a, size_t na, const struct cfg_prefix *b,
+			   size_t nb)
+{
+	if (na != nb)
+		return false;
+	for (size_t i = 0; i < na; i++)
+		if (!cfg__prefix_equal(&a[i], &b[i]))
+			return false;
+	return true;
+}
+
 /* Whether key k (not a section) has the same value in a and b. */
 static bool same(const struct cfg__key *k, const struct cfg *a, const struct cfg *b)
 {
@@ -116,10 +127,17 @@ static bool same(const struct cfg__key *k, const struct cfg *a, const struct cfg
 	case CFG__PEERS:
 		return peers_equal(a, b);
 	case CFG__SERVE:
-		if (a->n_serve != b->n_serve)
+		return prefixes_equal(a->serve, a->n_serve, b->serve, b->n_serve);
+	case CFG__INTERCEPT:
+		return a->intercept.mode == b->intercept.mode;
+	case CFG__PREFIXES:
+		return prefixes_equal(a->intercept.dests, a->intercept.n_dests,
+				      b->intercept.dests, b->intercept.n_dests);
+	case CFG__PORTS:
+		if (a->intercept.n_ports != b->intercept.n_ports)
 			return false;
-		for (size_t i = 0; i < a->n_serve; i++)
-			if (!cfg__prefix_equal(&a->serve[i], &b->serve[i]))
+		for (size_t i = 0; i < a->intercept.n_ports; i++)
+			if (!cfg__allow_equal(&a->intercept.ports[i], &b->intercept.ports[i]))
 				return false;
 		return true;
 	case CFG__ADDR: {

@@ -149,6 +149,19 @@ static const struct cfg__key metrics_keys[] = {
 	{ 0 },
 };
 
+/*
+ * Restart: the programs are attached once, at start, and their maps
+ * filled then. max of destinations is the trie's size (ICPT_DESTS_MAX in
+ * proxy/intercept/maps-t.h); of ports, ranges ORed into one bitmap.
+ */
+static const struct cfg__key intercept_keys[] = {
+	{ "mode", CFG__INTERCEPT, false, 0, F(intercept.mode), 0, 0, "\"iptables\"", NULL },
+	{ "cgroup", CFG__PATH, false, 0, F(intercept.cgroup), 0, 4096, "\"/\"", NULL },
+	{ "destinations", CFG__PREFIXES, false, 0, 0, 0, 4096, "[]", NULL },
+	{ "ports", CFG__PORTS, false, 0, 0, 1, 256, "[\"1-65535\"]", NULL },
+	{ 0 },
+};
+
 const struct cfg__key cfg__schema[] = {
 	/* For listen and peers, max is the most elements: each listen
 	 * address is a socket per worker, and duplicates are found by
@@ -182,5 +195,6 @@ const struct cfg__key cfg__schema[] = {
 	{ "rdma", CFG__SECTION, false, 0, 0, 0, 0, NULL, rdma_keys },
 	{ "debug", CFG__SECTION, false, 0, 0, 0, 0, NULL, debug_keys },
 	{ "metrics", CFG__SECTION, false, 0, 0, 0, 0, NULL, metrics_keys },
+	{ "intercept", CFG__SECTION, false, 0, 0, 0, 0, NULL, intercept_keys },
 	{ 0 },
 };

@@ -18,6 +18,7 @@
 #include "ctl_link.h"
 #include "ctl_pools.h"
 #include "flow.h"
+#include "intercept/intercept.h"
 #include "smc/transport.h"
 #include "smcd.h"
 #include "version.h"
@@ -84,6 +85,31 @@ typedef json_t *(*ctl_list_fn)(struct proxy *p);
 static json_t *ctl_workers_list(struct smcd *d, const char *name, ctl_list_fn fn,
 				size_t max, char **err);
 
+/* "intercept": the mode and, in ebpf mode, what is attached where and
+ * what the programs counted. */
+static json_t *stats_intercept(struct smcd *d)
+{
+	struct intercept_stats st;
+	json_t *o, *progs;
+
+	if (!d->intercept_on)
+		return json_pack("{s:s}", "mode", "iptables");
+	intercept_stats(&d->intercept, &st);
+	progs = json_array();
+	for (size_t i = 0; d->intercept.attached && intercept_programs[i]; i++)
+		json_array_append_new(progs, json_string(intercept_programs[i]));
+	o = json_pack("{s:s, s:s, s:o, s:I, s:I, s:I, s:I, s:I}",
+		      "mode", "ebpf",
+		      "cgroup", d->intercept.cgroup,
+		      "attached", progs,
+		      "redirected", (json_int_t)st.redirected,
+		      "established", (json_int_t)st.established,
+		      "self_skipped", (json_int_t)st.self,
+		      "no_listener", (json_int_t)st.no_listener,
+		      "map_full", (json_int_t)st.map_full);
+	return o;
+}
+
 static json_t *stats_body(struct smcd *d)
 {
 	struct proxy_stats sum, *st = &sum;
@@ -118,6 +144,8 @@ static json_t *stats_body(struct smcd *d)
 	for (r = 0; r < (int)d->workers.n; r++)
 		ctl_lgr_policy_ports(body, &d->workers.workers[r].proxy.smc.policy_ports);
 	ctl_pools_add(&d->pools, &d->workers, body);
+	if (body)
+		json_object_set_new(body, "intercept", stats_intercept(d));
 	return body;
 }
 

@@ -104,8 +104,8 @@ static int drop_root(const struct privdrop *pd)
 		log_err("%s; exiting", errbuf);
 		return err;
 	}
-	log_info("running as user %s (uid %u, gid %u) with " PRIVDROP_CAPS_TEXT " only",
-		 pd->user, (unsigned)pd->uid, (unsigned)pd->gid);
+	log_info("running as user %s (uid %u, gid %u) with " PRIVDROP_CAPS_TEXT "%s only",
+		 pd->user, (unsigned)pd->uid, (unsigned)pd->gid, pd->keep_bpf ? ", CAP_BPF" : "");
 	return 0;
 }
 
@@ -278,6 +278,7 @@ int main(int argc, char **argv)
 		cfg_free(cfg);
 		return EXIT_STARTUP;
 	}
+	pd.keep_bpf = cfg->intercept.mode == CFG_INTERCEPT_EBPF;
 	if (geteuid() == 0 && !pd.needed)
 		log_info("running as root with every capability, as \"user\": \"\" asks");
 	raise_limits();

@@ -29,8 +29,16 @@
 
 #include "privdrop.h"
 
+#ifndef CAP_BPF
+#define CAP_BPF 39	/* Linux 5.8; older headers do not name it */
+#endif
 #define KEEP_CAPS	((1ull << CAP_NET_ADMIN) | (1ull << CAP_NET_BIND_SERVICE) | \
 			 (1ull << CAP_IPC_LOCK))
+
+static uint64_t keep_caps(const struct privdrop *pd)
+{
+	return KEEP_CAPS | (pd->keep_bpf ? 1ull << CAP_BPF : 0);
+}
 
 int privdrop_prepare(struct privdrop *pd, const char *user, char *errbuf, size_t errlen)
 {
@@ -85,12 +93,12 @@ void privdrop_mkdir(const struct privdrop *pd, const char *dir, mode_t mode)
 
 /* Every capability but ours out of the bounding set, while we still have
  * CAP_SETPCAP: no later execve() could get them back. */
-static int drop_bounding(void)
+static int drop_bounding(uint64_t keep)
 {
 	unsigned long cap;
 
 	for (cap = 0; cap < 64; cap++) {
-		if (KEEP_CAPS & (1ull << cap))
+		if (keep & (1ull << cap))
 			continue;
 		if (prctl(PR_CAPBSET_READ, cap, 0, 0, 0) < 0)
 			break;		/* past the kernel's last capability */
@@ -125,7 +133,7 @@ int privdrop_apply(const struct privdrop *pd, char *errbuf, size_t errlen)
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		goto out_errno;
 	step = "dropping from the bounding set";
-	err = drop_bounding();
+	err = drop_bounding(keep_caps(pd));
 	if (err)
 		goto out_err;
 	/* Keep the permitted set across setresuid(); the effective set is
@@ -143,7 +151,7 @@ int privdrop_apply(const struct privdrop *pd, char *errbuf, size_t errlen)
 	if (setresuid(pd->uid, pd->uid, pd->uid) < 0)
 		goto out_errno;
 	step = "capset";
-	err = set_caps(KEEP_CAPS, KEEP_CAPS);
+	err = set_caps(keep_caps(pd), keep_caps(pd));
 	if (err)
 		goto out_err;
 	step = "PR_SET_KEEPCAPS";

@@ -22,6 +22,10 @@ struct privdrop {
 	gid_t groups[PRIVDROP_GROUPS_MAX];	/* the user's, from the group database */
 	int n_groups;
 	char user[33];
+	/* intercept ebpf: CAP_BPF kept too, for the bpf() calls on the
+	 * intercept's maps (kernels before 6.4 refuse every bpf() command
+	 * without it when unprivileged BPF is off). Set by the caller. */
+	bool keep_bpf;
 };
 
 /*

@@ -9,6 +9,7 @@
 
 #include "cfg-t.h"
 #include "ctl_pools-t.h"
+#include "intercept/intercept-t.h"
 #include "ctl_server-t.h"
 #include "metrics-t.h"
 #include "worker-t.h"
@@ -22,6 +23,8 @@ struct smcd {
 	struct ctl_server ctl;
 	struct ctl_pools pools;		/* the stats reply's per-worker tables */
 	struct metrics metrics;		/* the HTTP endpoint, when configured */
+	struct intercept intercept;	/* intercept ebpf: the attached programs */
+	bool intercept_on;
 	uv_signal_t sig_term, sig_int, sig_hup;
 	uv_timer_t housekeeping;	/* watchdog and STATUS */
 	uv_timer_t drain_timer;

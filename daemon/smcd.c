@@ -17,6 +17,7 @@
 #include "smc/clc-t.h"
 #include "smc/transport.h"
 #include "flow-t.h"
+#include "intercept/intercept.h"
 #include "log.h"
 #include "metrics.h"
 #include "smcd.h"
@@ -195,6 +196,12 @@ static void smcd_shutdown(struct smcd *d)
 	}
 	d->stopping = true;
 	sd_notify(0, "STOPPING=1");
+	/* Before the listeners close: from now on connects go direct. */
+	if (d->intercept_on) {
+		intercept_detach(&d->intercept);
+		log_info("intercept ebpf: detached from %s; new connects go direct",
+			 d->intercept.cgroup);
+	}
 	late = worker_pool_command(&d->workers, WORKER_CMD_STOP_ACCEPTING, WORKER_ANSWER_MS);
 	if (late)
 		log_warn("%u of %u workers did not stop accepting within %u ms; waiting for them",
@@ -324,6 +331,37 @@ static void smcd_check_transports(struct smcd *d)
 	}
 }
 
+/*
+ * intercept ebpf: the programs attached once the listeners are bound (a
+ * connect redirected now waits in their backlog until the workers run).
+ * No fallback to iptables: a mode asked for and refused stops the daemon.
+ */
+static int smcd_intercept_open(struct smcd *d, const struct cfg *cfg)
+{
+	char errbuf[512], a4[ADDR_STRLEN] = "", a6[ADDR_STRLEN] = "";
+	const struct intercept *ic = &d->intercept;
+	int err;
+
+	if (cfg->intercept.mode != CFG_INTERCEPT_EBPF)
+		return 0;
+	err = intercept_open(&d->intercept, cfg, errbuf, sizeof(errbuf));
+	if (err) {
+		log_err("%s; exiting", errbuf);
+		return err;
+	}
+	d->intercept_on = true;
+	worker_pool_set_intercept(&d->workers, &d->intercept);
+	if (ic->has_to4)
+		addr_format((const struct sockaddr *)&ic->to4, a4, sizeof(a4));
+	if (ic->has_to6)
+		addr_format((const struct sockaddr *)&ic->to6, a6, sizeof(a6));
+	log_info("intercept ebpf: connect4, connect6, sock_ops, getpeername4 and getpeername6 "
+		 "attached to %s; TCP connects to %zu prefix%s go to %s%s%s", ic->cgroup,
+		 cfg->intercept.n_dests, cfg->intercept.n_dests == 1 ? "" : "es", a4,
+		 ic->has_to4 && ic->has_to6 ? " and " : "", a6);
+	return 0;
+}
+
 int smcd_init(struct smcd *d, struct cfg *cfg, const char *cfg_path, int ready_fd)
 {
 	int inherited[64];
@@ -379,6 +417,9 @@ int smcd_init(struct smcd *d, struct cfg *cfg, const char *cfg_path, int ready_f
 				 addr_format((const struct sockaddr *)&cfg->listen[l].ss,
 					     a, sizeof(a)));
 	}
+	err = smcd_intercept_open(d, cfg);
+	if (err)
+		return err;
 	err = ctl_server_init(&d->ctl, &d->loop, cfg->stats.socket, cfg->stats.mode,
 			      smcd_ctl_handle, errbuf, sizeof(errbuf));
 	if (err) {
@@ -443,6 +484,8 @@ int smcd_run(struct smcd *d)
 		uv_run(&d->loop, UV_RUN_DEFAULT);
 		uv_loop_close(&d->loop);
 		ctl_pools_close(&d->pools);
+		if (d->intercept_on)
+			intercept_close(&d->intercept);
 		cfg_free(d->cfg);
 		free(d->cfg_path);
 		return 1;
@@ -470,6 +513,9 @@ int smcd_run(struct smcd *d)
 	if (uv_loop_close(&d->loop) == UV_EBUSY)
 		log_warn("event loop still had handles at exit");
 	ctl_pools_close(&d->pools);	/* the workers are joined */
+	/* The workers are joined: nothing reads the maps any more. */
+	if (d->intercept_on)
+		intercept_close(&d->intercept);
 	cfg_free(d->cfg);
 	d->cfg = NULL;
 	free(d->cfg_path);

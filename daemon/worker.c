@@ -496,6 +496,14 @@ out_close_workers_from:
 	return err;
 }
 
+void worker_pool_set_intercept(struct worker_pool *pool, struct intercept *ic)
+{
+	/* The threads are not running yet: creating them orders this write
+	 * before their first read. */
+	for (unsigned i = 0; i < pool->n; i++)
+		pool->workers[i].proxy.intercept = ic;
+}
+
 int worker_pool_start(struct worker_pool *pool, uint64_t heartbeat_ms)
 {
 	/* Signals go to the main thread, whose loop handles them; the

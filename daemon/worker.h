@@ -49,6 +49,11 @@ int worker_pool_init(struct worker_pool *pool, uv_loop_t *main_loop, unsigned n,
  * unless 0, makes each worker bump its beats that often.
  */
 int worker_pool_start(struct worker_pool *pool, uint64_t heartbeat_ms);
+/* Before worker_pool_start(): every worker reads accepted connections'
+ * original destinations from ic (intercept ebpf), which must outlive the
+ * pool. */
+struct intercept;
+void worker_pool_set_intercept(struct worker_pool *pool, struct intercept *ic);
 
 /*
  * Asks every worker for cmd and waits up to timeout_ms (0: not at all)

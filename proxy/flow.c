@@ -19,6 +19,7 @@
 #include "flow.h"
 #include "smc/lgr.h"
 #include "core/origdst.h"
+#include "intercept/intercept.h"
 #include "core/sock.h"
 #include "proxy.h"
 #include "relay/relay.h"
@@ -353,6 +354,21 @@ static int flow_tproxy_dest(int fd, const struct listener *l, struct sockaddr_st
 	return 0;
 }
 
+/* Where the accepted connection fd from client was going, and our end of
+ * it: from the intercept's map (ebpf) or from its NAT record (iptables). */
+static int flow_origdst(struct proxy *p, int fd, const struct sockaddr_storage *client,
+			struct sockaddr_storage *local, struct sockaddr_storage *dest)
+{
+	socklen_t len = sizeof(*local);
+
+	if (!p->intercept)
+		return origdst_get(fd, local, dest);
+	if (getsockname(fd, (struct sockaddr *)local, &len) < 0)
+		return -errno;
+	return intercept_origdst(p->intercept, (struct sockaddr *)local,
+				 (const struct sockaddr *)client, dest);
+}
+
 int flow_open(struct proxy *p, int fd, const struct sockaddr_storage *client,
 	      const struct listener *l)
 {
@@ -371,7 +387,7 @@ int flow_open(struct proxy *p, int fd, const struct sockaddr_storage *client,
 	if (l->transparent) {
 		err = flow_tproxy_dest(fd, l, &local, &f->dest);
 	} else {
-		err = origdst_get(fd, &local, &f->dest);
+		err = flow_origdst(p, fd, client, &local, &f->dest);
 		if (!err && addr_equal((struct sockaddr *)&local, (struct sockaddr *)&f->dest))
 			err = -ENOENT;	/* connected to our listener directly */
 	}
@@ -390,8 +406,9 @@ int flow_open(struct proxy *p, int fd, const struct sockaddr_storage *client,
 		 * entry's, so that NAT gave it another source port: by chance
 		 * that of one of our outbound connections to the same
 		 * destination. Its conntrack entry says where it really came
-		 * from; when it cannot, the refusal stands. */
-		if (err && origdst_src((struct sockaddr *)&local, (struct sockaddr *)client, &orig) == 0 &&
+		 * from; when it cannot, the refusal stands. No NAT in ebpf
+		 * mode: the address we see is the client's. */
+		if (err && !p->intercept && origdst_src((struct sockaddr *)&local, (struct sockaddr *)client, &orig) == 0 &&
 		    !addr_equal((struct sockaddr *)&orig, (struct sockaddr *)client))
 			err = 0;
 	}

@@ -88,6 +88,8 @@ struct proxy_params {
 	size_t n_adopt;
 };
 
+struct intercept;
+
 struct proxy {
 	uv_loop_t *loop;
 	const struct cfg *cfg;		/* current config: live keys only */
@@ -97,6 +99,10 @@ struct proxy {
 	unsigned worker;		/* index of the worker running this proxy */
 	unsigned n_workers;		/* how many there are (0 counts as 1) */
 	bool reuseport;			/* other workers bind the same addresses */
+	/* intercept ebpf: where accepted connections' original destinations
+	 * are (NULL: iptables, SO_ORIGINAL_DST). Owned by the daemon, set
+	 * before the worker thread starts. */
+	struct intercept *intercept;
 
 	/* Captured at init: these need a restart to change, so a reload
 	 * must not change them under running flows. */

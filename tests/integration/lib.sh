@@ -21,6 +21,13 @@
 #   it_eq WHAT GOT WANT       # it_fail unless the two numbers are equal
 #   auth=$(it_psk NAME)       # a fresh auth.psk_file secret, mode 0600
 #
+# IT_INTERCEPT=ebpf runs a test in the daemon's eBPF intercept mode: no nat
+# rule anywhere; it_redirect makes a cgroup v2 of the test's own ($IT_CG,
+# removed at exit: cgroups are per host, not per network namespace),
+# it_config points the client host's daemon's "intercept" at it, and
+# it_run, it_probe and it_app run the client in it. IT_INTERCEPT=iptables
+# (the default) is REDIRECT as described below.
+#
 # What this library shares with tests/rdma/lib.sh is in tests/common.sh;
 # the it_* names above wrap it.
 #
@@ -60,6 +67,13 @@ MARK=5459267
 # listens. t_shm_policy narrows it to prove the default.
 ALLOW='["1024-65535"]'
 
+IT_INTERCEPT=${IT_INTERCEPT:-iptables}
+IT_CG=			# ebpf: the test's cgroup (a directory), IT_CG_PATH its name
+IT_CG_PATH=
+IT_APP=()		# an application's launcher on the client host (it_app_in)
+# The client address the daemon sees: ebpf mode connects to the loopback
+# listener directly, so the kernel picks a loopback source.
+IT_CLIENT4=$C4
 IT_PIDS=()
 IT_NS_EXTRA=()		# more namespaces a test made: deleted as NS_C and NS_S are
 DAEMON_PID=
@@ -83,6 +97,7 @@ it_init() {
 	NS_S=smcp-s-$$
 	IT_DIR=$(mktemp -d /tmp/smcp-it.XXXXXX)
 	chmod 755 "$IT_DIR"
+	it_app_in ""
 	SOCK=$IT_DIR/ctl.sock
 	IT_CFG=$IT_DIR/smcproxyd.json
 	PSOCK=$IT_DIR/peer.sock
@@ -110,6 +125,7 @@ it_cleanup() {
 		fi
 	done
 	wait 2>/dev/null
+	it_cgroup_remove "$IT_CG"
 	if [ -n "${IT_DIR:-}" ] && [ -d "$IT_DIR" ]; then
 		if [ "${IT_KEEP:-0}" = 1 ]; then
 			echo "$IT_NAME: kept $IT_DIR"
@@ -150,6 +166,80 @@ it_hosts() {
 	ip -n "$NS_S" neigh replace "$C6" lladdr "$mac_c" dev veth1 nud permanent
 }
 
+# The cgroup v2 hierarchy's mount point (a hybrid layout has it at
+# /sys/fs/cgroup/unified), found as the daemon finds it.
+it_cgroup2_mount() { awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo; }
+
+# it_cgroup_make NAME: makes cgroup NAME (a path in the hierarchy) and
+# prints its directory.
+it_cgroup_make() {
+	local mnt
+	mnt=$(it_cgroup2_mount)
+	[ -n "$mnt" ] || it_fail "no cgroup v2 hierarchy is mounted"
+	mkdir -p "$mnt$1" || it_fail "cannot make cgroup $1"
+	echo "$mnt$1"
+}
+
+# it_cgroup_remove DIR: kills what is left in cgroup DIR and its children
+# (only what this test put there), then removes them, deepest first.
+it_cgroup_remove() {
+	local d p i
+	[ -n "$1" ] && [ -d "$1" ] || return 0
+	for ((i = 0; i < 20; i++)); do
+		local left=0
+		while read -r d; do
+			for p in $(cat "$d/cgroup.procs" 2>/dev/null); do
+				kill -KILL "$p" 2>/dev/null
+				left=1
+			done
+		done < <(find "$1" -depth -type d)
+		[ $left = 0 ] && break
+		sleep 0.1
+	done
+	find "$1" -depth -type d -exec rmdir {} \; 2>/dev/null
+}
+
+# it_app_in CGROUP_DIR: sets IT_APP, the launcher of an application on
+# the client host in cgroup CGROUP_DIR ("": none), an array so that
+# "${IT_APP[@]}" CMD & leaves CMD itself in $!. The cgroup is joined before
+# the namespace is entered: ip netns exec mounts a sysfs of its own,
+# without the cgroup hierarchy.
+it_app_in() {
+	if [ -z "$1" ]; then
+		IT_APP=(ip netns exec "$NS_C")
+	else
+		# shellcheck disable=SC2016
+		IT_APP=(sh -c 'cg=$1; shift; echo $$ >"$cg/cgroup.procs" && exec "$@"' sh "$1"
+			ip netns exec "$NS_C")
+	fi
+}
+
+# it_app [CGROUP_DIR] -- CMD...: CMD on the client host, as an application
+# (in ebpf mode in the test's cgroup, or in CGROUP_DIR).
+it_app() {
+	local IT_APP cg=$IT_CG
+	if [ "${1:-}" != -- ]; then
+		cg=$1
+		shift
+	fi
+	[ "${1:-}" = -- ] && shift
+	it_app_in "$cg"
+	"${IT_APP[@]}" "$@"
+}
+
+# The client host's daemon's launcher (an array, so that $! is the daemon
+# itself). ip netns exec mounts a sysfs of its own, where the cgroup v2
+# hierarchy is not mounted; in ebpf mode the daemon must find it, so it
+# enters the network namespace only, as a daemon on a real host runs in
+# that host's mounts.
+it_ns_daemon() {
+	if [ "$IT_INTERCEPT" = ebpf ]; then
+		IT_NS_DAEMON=(nsenter --net="/run/netns/$NS_C" --)
+	else
+		IT_NS_DAEMON=(ip netns exec "$NS_C")
+	fi
+}
+
 # REDIRECT every TCP connection to the server subnet that does not carry the
 # daemon's mark to the daemon's listener, IPv4 and IPv6. A redirect in nat
 # OUTPUT maps the destination to 127.0.0.1 / ::1, hence those listeners.
@@ -160,6 +250,13 @@ it_hosts() {
 # tuple is redirected back to it: t_loop_ct_reset).
 it_redirect() {
 	local t
+	if [ "$IT_INTERCEPT" = ebpf ]; then
+		IT_CG_PATH=/smcp-it-$$
+		IT_CG=$(it_cgroup_make "$IT_CG_PATH") || exit 1
+		it_app_in "$IT_CG"
+		IT_CLIENT4=127.0.0.1
+		return 0
+	fi
 	for t in iptables ip6tables; do
 		it_c $t -t raw -A OUTPUT -m mark --mark "$MARK" -j CT --zone-orig 5459 ||
 			it_fail "$t -t raw CT"
@@ -208,6 +305,11 @@ it_config() {
 		[log]='{"level": "info"}'
 	)
 	local order=(listen control transport mark workers user stats shm fallback log)
+	# ebpf: only the client host's daemon intercepts, the app's cgroup.
+	if [ -n "$IT_CG_PATH" ] && [ "$IT_CFG" = "$IT_DIR/smcproxyd.json" ]; then
+		cfg[intercept]="{\"mode\": \"ebpf\", \"cgroup\": \"$IT_CG_PATH\", \"destinations\": [\"$NET4\", \"$NET6\"]}"
+		order+=(intercept)
+	fi
 	tc_write_config "$IT_CFG" cfg order "$@"
 }
 
@@ -229,7 +331,8 @@ it_daemon_start() {
 	[ -f "$IT_CFG" ] || it_config
 	# Not through it_c: $! must be the daemon itself (ip netns exec, env and
 	# a launcher all exec), not a subshell, or signals miss it.
-	ip netns exec "$NS_C" "$@" "$SMCPROXYD" -c "$IT_CFG" --foreground >>"$IT_DIR/daemon.log" 2>&1 &
+	it_ns_daemon
+	"${IT_NS_DAEMON[@]}" "$@" "$SMCPROXYD" -c "$IT_CFG" --foreground >>"$IT_DIR/daemon.log" 2>&1 &
 	DAEMON_PID=$!
 	IT_PIDS+=("$DAEMON_PID")
 	local i
@@ -393,13 +496,13 @@ it_run() {
 		[ "$a" = --connect ] && has_connect=1
 	done
 	if [ $has_connect = 1 ]; then
-		it_c "$FLOWCHECK" run "$@"
+		it_app -- "$FLOWCHECK" run "$@"
 	else
-		it_c "$FLOWCHECK" run --connect "$S4:$SPORT" "$@"
+		it_app -- "$FLOWCHECK" run --connect "$S4:$SPORT" "$@"
 	fi
 }
 
-it_probe() { it_c "$FLOWCHECK" probe "$@"; }
+it_probe() { it_app -- "$FLOWCHECK" probe "$@"; }
 
 # it_run_ok LABEL WHY [it_run args...]: runs it_run, shows the first 20
 # lines of its output prefixed with "  LABEL: ", and fails the test with

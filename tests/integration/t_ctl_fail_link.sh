@@ -5,7 +5,7 @@ it_init "$@"
 it_setup_shm workers=2
 
 # A held flow brings the shm link group up.
-ip netns exec "$NS_C" "$FLOWCHECK" hold --connect "$S4:$SPORT" --count 1 --seconds 30 \
+"${IT_APP[@]}" "$FLOWCHECK" hold --connect "$S4:$SPORT" --count 1 --seconds 30 \
 	>/dev/null 2>&1 &
 hold=$!
 IT_PIDS+=("$hold")

@@ -10,14 +10,14 @@ it_init "$@"
 # no daemon listens on the server host's control port: peer_unreachable.
 it_setup_relay transport='"auto"' peers="[{\"prefix\": \"$NET4\"}]"
 
-ip netns exec "$NS_C" "$FLOWCHECK" hold --connect "$S4:$SPORT" --count 1 --seconds 20 >/dev/null 2>&1 &
+"${IT_APP[@]}" "$FLOWCHECK" hold --connect "$S4:$SPORT" --count 1 --seconds 20 >/dev/null 2>&1 &
 hold=$!
 IT_PIDS+=("$hold")
 it_wait_stat flows.active.tcp -eq 1 5 || it_fail "the held flow did not start"
 
 json=$(it_ctl --json flows) || it_fail "flows --json: $json"
 for want in '"mode": *"tcp"' '"reason": *"peer_unreachable"' '"state": *"established"' \
-	"\"dest\": *\"$S4:$SPORT\"" "\"client\": *\"$C4:[0-9]*\"" '"truncated": *false'; do
+	"\"dest\": *\"$S4:$SPORT\"" "\"client\": *\"$IT_CLIENT4:[0-9]*\"" '"truncated": *false'; do
 	grep -Eq "$want" <<<"$json" || it_fail "flows --json lacks $want: $json"
 done
 table=$(it_ctl flows) || it_fail "flows: $table"

@@ -14,7 +14,7 @@ it_daemon_start prlimit --nofile=96:96 --
 # 100 connections kept open: each relayed flow needs 2 fds, so the daemon
 # runs out long before it has accepted them all.
 # ip netns exec directly, not it_c: $! must be flowcheck itself.
-ip netns exec "$NS_C" "$FLOWCHECK" hold --connect "$S4:$SPORT" --count 100 --seconds 60 \
+"${IT_APP[@]}" "$FLOWCHECK" hold --connect "$S4:$SPORT" --count 100 --seconds 60 \
 	>"$IT_DIR/hold.log" 2>&1 &
 hold=$!
 IT_PIDS+=("$hold")

@@ -20,7 +20,7 @@ wait "$busy" || it_fail "a busy flow was cut by the idle timeout: $(cat "$IT_DIR
 # Half-open destination: no idle timeout now, only keepalive.
 it_config relay='{"idle_timeout": "0", "keepalive": "1s"}'
 it_ctl reload >/dev/null || it_fail "reload failed"
-ip netns exec "$NS_C" "$FLOWCHECK" hold --connect "$S4:$SPORT" --count 1 --seconds 30 >"$IT_DIR/hold.out" 2>&1 &
+"${IT_APP[@]}" "$FLOWCHECK" hold --connect "$S4:$SPORT" --count 1 --seconds 30 >"$IT_DIR/hold.out" 2>&1 &
 hold=$!
 IT_PIDS+=("$hold")
 it_wait_stat flows.active.tcp -eq 1 5 || it_fail "the held flow did not start"

@@ -142,7 +142,7 @@ echo "  100 flows intact during hostile HTTP; flows.accepted +$((after - before)
 
 # --- draining: /ready says so at once
 it_server_start
-ip netns exec "$NS_C" "$FLOWCHECK" hold --connect "$S4:$SPORT" --count 4 --seconds 4 \
+"${IT_APP[@]}" "$FLOWCHECK" hold --connect "$S4:$SPORT" --count 4 --seconds 4 \
 	>"$IT_DIR/hold.log" 2>&1 &
 hold_pid=$!
 IT_PIDS+=("$hold_pid")

@@ -8,15 +8,21 @@ NB_UID=$(id -u "$USER_NAME" 2>/dev/null) || it_fail "no user $USER_NAME on this 
 NB_GID=$(id -g "$USER_NAME")
 # CAP_NET_BIND_SERVICE (10), CAP_NET_ADMIN (12), CAP_IPC_LOCK (14).
 CAPS=0000000000005400
+# In the eBPF intercept mode the client host's daemon keeps CAP_BPF (39)
+# too: it loads and attaches its programs, and reads their maps, as nobody.
+CCAPS=$CAPS CCAPS_TEXT=""
+if [ "$IT_INTERCEPT" = ebpf ]; then
+	CCAPS=0000008000005400 CCAPS_TEXT=", CAP_BPF"
+fi
 
 # The daemons make their sockets as nobody, in the test's directory (as
 # shm.dir and the stats socket's directory must be writable by the user).
 chmod 1777 "$IT_DIR"
 it_setup_shm user="\"$USER_NAME\""
 
-# check_creds WHO PID: every thread of PID as nobody with the three caps.
+# check_creds WHO PID CAPS: every thread of PID as nobody with CAPS.
 check_creds() {
-	local who=$1 pid=$2 st t n=0 field want got
+	local who=$1 pid=$2 caps=$3 st t n=0 field want got
 	for st in /proc/"$pid"/task/*/status; do
 		t=${st%/status}
 		t=${t##*/}
@@ -33,7 +39,7 @@ check_creds() {
 			it_fail "$who thread $t: supplementary groups '$got', expected $USER_NAME's ($NB_GID)"
 		for field in CapEff CapPrm CapBnd; do
 			got=$(awk -v f="$field:" '$1 == f { print $2 }' "$st")
-			[ "$got" = "$CAPS" ] || it_fail "$who thread $t: $field is $got, expected $CAPS"
+			[ "$got" = "$caps" ] || it_fail "$who thread $t: $field is $got, expected $caps"
 		done
 		for field in CapInh CapAmb; do
 			got=$(awk -v f="$field:" '$1 == f { print $2 }' "$st")
@@ -44,11 +50,11 @@ check_creds() {
 	done
 	# The main thread and at least the two workers.
 	[ $n -ge 3 ] || it_fail "$who has $n threads, expected the main one and 2 workers"
-	echo "  $who: $n threads, uid/gid $NB_UID/$NB_GID, CapEff/CapPrm/CapBnd $CAPS"
+	echo "  $who: $n threads, uid/gid $NB_UID/$NB_GID, CapEff/CapPrm/CapBnd $caps"
 }
-check_creds "client daemon" "$DAEMON_PID"
-check_creds "peer daemon" "$PEER_PID"
-grep -q "running as user $USER_NAME (uid $NB_UID, gid $NB_GID) with CAP_NET_ADMIN CAP_NET_BIND_SERVICE CAP_IPC_LOCK only" \
+check_creds "client daemon" "$DAEMON_PID" "$CCAPS"
+check_creds "peer daemon" "$PEER_PID" "$CAPS"
+grep -q "running as user $USER_NAME (uid $NB_UID, gid $NB_GID) with CAP_NET_ADMIN CAP_NET_BIND_SERVICE CAP_IPC_LOCK$CCAPS_TEXT only" \
 	"$IT_DIR/daemon.log" || it_fail "the daemon did not log whom it runs as"
 [ "$(stat -c %u "$SOCK")" = "$NB_UID" ] || it_fail "the stats socket is not $USER_NAME's"
 
@@ -67,7 +73,7 @@ grep -q 'reloaded .*applied: peers' "$IT_DIR/daemon.log" ||
 it_run_ok relay "flows over the relay after the reload" --flows 20 --max-size 256KiB --seed 72 --timeout 30
 read -r shm tcp < <(it_stat flows.closed.shm flows.closed.tcp | tr '\n' ' ')
 [ "$shm" -eq 20 ] && [ "$tcp" -eq 20 ] || it_fail "closed.shm $shm closed.tcp $tcp, expected 20 and 20"
-check_creds "client daemon after the reload" "$DAEMON_PID"
+check_creds "client daemon after the reload" "$DAEMON_PID" "$CCAPS"
 it_daemon_stop || it_fail "the daemon did not stop cleanly as $USER_NAME (status $?)"
 
 # A user that does not exist: a clear error, before anything is set up.

@@ -8,7 +8,7 @@ it_setup_shm workers=1 links='{"per_peer": 2, "max_flows_per_link": 500}' \
 	buffers='{"ring": "64KiB", "pool": "128MiB"}'
 
 # A held flow first: it shows in `flows` as shm, and brings the group up.
-ip netns exec "$NS_C" "$FLOWCHECK" hold --connect "$S4:$SPORT" --count 1 --seconds 30 \
+"${IT_APP[@]}" "$FLOWCHECK" hold --connect "$S4:$SPORT" --count 1 --seconds 30 \
 	>/dev/null 2>&1 &
 hold=$!
 IT_PIDS+=("$hold")

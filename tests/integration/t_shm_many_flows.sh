@@ -18,7 +18,7 @@ N=10000
 it_run --flows 1 --size 1KiB --timeout 20 >/dev/null || it_fail "first flow failed"
 base_c=$(rss_kib "$DAEMON_PID")
 base_p=$(rss_kib "$PEER_PID")
-ip netns exec "$NS_C" "$FLOWCHECK" hold --connect "$S4:$SPORT" --count $N --seconds 120 \
+"${IT_APP[@]}" "$FLOWCHECK" hold --connect "$S4:$SPORT" --count $N --seconds 120 \
 	--exchange 256 >"$IT_DIR/hold.out" 2>&1 &
 hold=$!
 IT_PIDS+=("$hold")

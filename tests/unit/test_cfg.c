@@ -457,7 +457,7 @@ static void test_unknown_keys(void **state)
 	expect_errors("{\"\": 1, \"links\": {\"\": 2}}",
 		      "t.json:1:2: \"\": unknown key (known here: listen, tproxy, control, peers, "
 		      "serve, transport, mark, workers, user, links, buffers, autocork, cq, busy_poll, shm, stats, fallback, "
-		      "auth, log, relay, shutdown, rdma, debug, metrics)\n"
+		      "auth, log, relay, shutdown, rdma, debug, metrics, intercept)\n"
 		      "t.json:1:19: links.\"\": unknown key (known here: per_peer, "
 		      "max_flows_per_link, dead_after)\n");
 	/* two edits are too many for a short name */
@@ -556,6 +556,51 @@ static void test_tproxy(void **state)
 		      "t.json:1:29: tproxy[1]: duplicate address, same as tproxy[0]\n");
 	expect_error_prefix("{\"tproxy\": [\"0.0.0.0\"]}", "t.json:1:13: tproxy[0]: invalid address");
 	expect_error_prefix("{\"tproxy\": \"0.0.0.0:1\"}", "t.json:1:12: tproxy: expected an array");
+}
+
+/* The intercept section: defaults, a valid ebpf setup, and each refusal
+ * with the line that says why. */
+static void test_intercept_keys(void **state)
+{
+	struct cfg *c = load_ok("{}");
+
+	assert_int_equal(c->intercept.mode, CFG_INTERCEPT_IPTABLES);
+	assert_string_equal(c->intercept.cgroup, "/");
+	assert_int_equal(c->intercept.n_dests, 0);
+	assert_int_equal(c->intercept.n_ports, 1);
+	assert_int_equal(c->intercept.ports[0].lo, 1);
+	assert_int_equal(c->intercept.ports[0].hi, 65535);
+	cfg_free(c);
+
+	c = load_ok("{\"intercept\": {\"mode\": \"ebpf\", \"cgroup\": \"/apps.slice\", "
+		    "\"destinations\": [\"10.0.0.0/24\", \"fd00::/64\"], "
+		    "\"ports\": [\"6379\", \"8000-8100\"]}}");
+	assert_int_equal(c->intercept.mode, CFG_INTERCEPT_EBPF);
+	assert_string_equal(c->intercept.cgroup, "/apps.slice");
+	assert_int_equal(c->intercept.n_dests, 2);
+	assert_int_equal(c->intercept.dests[0].family, AF_INET);
+	assert_int_equal(c->intercept.dests[0].len, 24);
+	assert_int_equal(c->intercept.dests[1].family, AF_INET6);
+	assert_int_equal(c->intercept.n_ports, 2);
+	assert_int_equal(c->intercept.ports[1].lo, 8000);
+	assert_int_equal(c->intercept.ports[1].hi, 8100);
+	cfg_free(c);
+
+	expect_errors("{\"intercept\": {\"mode\": \"ebpf\"}}",
+		      "t.json:1:15: intercept.destinations: mode \"ebpf\" needs at least one prefix "
+		      "to intercept connects to\n");
+	expect_error_prefix("{\"intercept\": {\"mode\": \"bpf\"}}",
+			    "t.json:1:24: intercept.mode: unknown intercept mode \"bpf\"");
+	expect_error_prefix("{\"intercept\": {\"destinations\": [\"10.0.0.1/24\"]}}",
+			    "t.json:1:33: intercept.destinations[0]: host bits are set");
+	expect_error_prefix("{\"intercept\": {\"destinations\": [\"10.0.0.0/24\", \"10.0.0.0/24\"]}}",
+			    "t.json:1:48: intercept.destinations[1]: duplicate prefix");
+	expect_error_prefix("{\"intercept\": {\"ports\": [\"10.0.0.2:443\"]}}",
+			    "t.json:1:26: intercept.ports[0]: invalid entry \"10.0.0.2:443\": ports only");
+	expect_error_prefix("{\"intercept\": {\"ports\": []}}",
+			    "t.json:1:25: intercept.ports: 0 entries");
+	expect_error_prefix("{\"intercept\": {\"cgroup\": \"apps\"}}",
+			    "t.json:1:26: intercept.cgroup: \"apps\" is not an absolute path");
 }
 
 /* "user": a name useradd takes, or "" (stay as started: root on
@@ -1208,6 +1253,7 @@ int main(void)
 		cmocka_unit_test(test_duplicate_key),
 		cmocka_unit_test(test_not_an_object),
 		cmocka_unit_test(test_unknown_keys),
+		cmocka_unit_test(test_intercept_keys),
 		cmocka_unit_test(test_user_key),
 		cmocka_unit_test(test_wrong_types),
 		cmocka_unit_test(test_out_of_range),

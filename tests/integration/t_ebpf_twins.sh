@@ -1,0 +1,22 @@
+#!/bin/bash
+# Guards the eBPF intercept mode on the end-to-end tests that run through REDIRECT: each listed test runs again with IT_INTERCEPT=ebpf (its app in a cgroup of its own, no nat rule anywhere) and must pass as it does through iptables: sha256 both ways over IPv4, IPv6 and link groups, half-close, RST, urgent data, refused destinations, 1000 parallel flows, a kill mid-transfer, workers and draining, what smcproxyctl shows, a daemon that dropped root to nobody (keeping CAP_BPF in this mode).
+# it-timeout: 600
+. "$(dirname "$0")/lib.sh"
+it_init "$@"
+TWINS="t_relay_sha256 t_ipv6 t_half_close t_reset t_urgent t_refused t_kill_mid_transfer
+t_workers t_ctl_views t_privdrop t_shm_flows t_shm_ipv6 t_shm_close t_shm_burst_1000"
+failed=()
+n=0
+for t in $TWINS; do
+	out=$(IT_INTERCEPT=ebpf timeout 300 bash "$IT_LIB_DIR/$t.sh" "$B" 2>&1)
+	rc=$?
+	line=$(grep -E '^(PASS|FAIL) ' <<<"$out" | tail -1)
+	echo "  ebpf $t: ${line:-exit $rc}"
+	if [ $rc -ne 0 ]; then
+		failed+=("$t")
+		printf '%s\n' "$out" | tail -15 | sed 's/^/    | /'
+	fi
+	n=$((n + 1))
+done
+[ ${#failed[@]} -eq 0 ] || it_fail "in ebpf mode: ${failed[*]}"
+it_pass "$n REDIRECT tests pass in ebpf mode too"
