@@ -748,6 +748,11 @@ void conn_build_msg(struct conn *c, unsigned work, uint8_t msg[LINK_MSG_LEN])
 		/* The previous CDC completed: the peer has what it announced. */
 		if (c->tx_unacked_valid && !link_conn_unacked(c))
 			c->tx_prod_done = c->tx_prod_sent;
+		if (!cursor_equal(c->tx_prod_sent, c->tx_prod)) {
+			counter_inc(&lgr->net->stats->tx_batches);
+			counter_add(&lgr->net->stats->tx_batch_bytes,
+				    (uint64_t)cursor_diff(c->tx_prod_sent, c->tx_prod, c->tx_size));
+		}
 		c->tx_prod_sent = c->tx_prod;
 		c->rx_cons_sent = c->rx_cons;
 		c->tx_last_seq = c->link->tx_seq;
@@ -950,6 +955,7 @@ static void conn_drain(struct conn *c)
 			mh.msg_iovlen = 2;
 		}
 		n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		counter_inc(&conn_net(c)->stats->sock_writes);
 		if (n > 0) {
 			c->rx_cons = cursor_add(c->rx_cons, (uint32_t)n, size);
 			conn_account(c, (uint32_t)n, false);

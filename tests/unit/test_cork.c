@@ -147,6 +147,9 @@ static void test_held_until_completion(void **state)
 	assert_false(f->c.corked);
 	assert_int_equal(w->stats.cdc_sent, 2);
 	assert_int_equal(w->stats.cork_events, 1);
+	/* Two batches: the first write alone, then the five bytes held. */
+	assert_int_equal(w->stats.tx_batches, 2);
+	assert_int_equal(w->stats.tx_batch_bytes, 6);
 
 	/* The pushed CDC is unacknowledged in turn: the next write waits
 	 * for its completion. */
