@@ -839,7 +839,7 @@ static void conn_push(struct conn *c)
 	if (!held && !fin && !c->write_blocked)
 		return;
 	if (!fin && !c->write_blocked &&
-	    cork_should_hold(&net->cork, link_conn_unacked(c), held)) {
+	    cork_should_hold(&net->cork, link_conn_unacked(c), held, c->tx_size)) {
 		if (!c->corked)
 			counter_inc(&conn_net(c)->stats->cork_events);
 		link_cork(c);
