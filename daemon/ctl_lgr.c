@@ -196,11 +196,14 @@ void ctl_lgr_stats(json_t *body, const struct proxy_stats *st)
 		"ports", (json_int_t)st->ports_refused,
 		"floods", (json_int_t)st->floods_refused,
 		"bad_messages", (json_int_t)st->bad_messages));
-	json_object_set_new(body, "cdc", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	json_object_set_new(body, "cdc", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"doorbells_saved", (json_int_t)st->doorbells_saved,
 		"sent", (json_int_t)st->cdc_sent,
 		"received", (json_int_t)st->cdc_received,
 		"window_updates", (json_int_t)st->window_updates,
+		"batches", (json_int_t)st->tx_batches,
+		"batch_bytes", (json_int_t)st->tx_batch_bytes,
+		"socket_writes", (json_int_t)st->sock_writes,
 		"cork_events", (json_int_t)st->cork_events,
 		"ring_full_local", (json_int_t)st->ring_full_local,
 		"ring_full_remote", (json_int_t)st->ring_full_remote,
@@ -235,11 +238,13 @@ void ctl_lgr_stats(json_t *body, const struct proxy_stats *st)
 	}
 	json_object_set_new(rings, "by_size", by_size);
 	json_object_set_new(body, "rings", rings);
-	json_object_set_new(body, "rdma", json_pack("{s:I, s:I, s:I, s:I}",
+	json_object_set_new(body, "rdma", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
 		"link_failures", (json_int_t)st->rdma_link_failures,
 		"async_events", (json_int_t)st->rdma_async_events,
 		"links_draining", (json_int_t)st->rdma_links_draining,
-		"links_stuck", (json_int_t)st->rdma_links_stuck));
+		"links_stuck", (json_int_t)st->rdma_links_stuck,
+		"msg_completions", (json_int_t)st->rdma_msg_completions,
+		"msg_complete_us", (json_int_t)st->rdma_msg_complete_us));
 }
 
 void ctl_lgr_policy_ports(json_t *body, const struct policy_ports *pp)

@@ -131,6 +131,7 @@ struct conn {
 	struct list_head tx_node;	/* link->tx_wait */
 	struct list_head cork_node;	/* link->corked */
 	struct list_head drain_node;	/* link->draining: last send in flight */
+	struct list_head rx_node;	/* net->rx_ready: bytes for the socket */
 	struct list_head wait_node;	/* lgr->connecting */
 	struct list_head grown_node;	/* lgr->grown: our ring is larger than ring_init */
 	struct loop_defer defer;

@@ -121,6 +121,7 @@ static void conn_common_init(struct conn *c, struct lgr *lgr, int fd,
 	list_init(&c->tx_node);
 	list_init(&c->cork_node);
 	list_init(&c->drain_node);
+	list_init(&c->rx_node);
 	list_init(&c->wait_node);
 	list_init(&c->grown_node);
 	c->last_active_ms = uv_now(lgr->net->loop);
@@ -284,6 +285,7 @@ static void conn_maybe_release(struct conn *c)
 	c->rx_next = NULL;
 	list_del(&c->wait_node);
 	list_del(&c->grown_node);
+	list_del(&c->rx_node);
 	loop_defer(lgr->net->core, &c->defer, conn_reap);
 }
 
@@ -665,15 +667,28 @@ void conn_on_cdc(struct conn *c, const struct cdc_msg *m)
 	if (grow)
 		conn_grow(c);
 
-	if (c->state == CONN_ACTIVE) {
-		conn_drain(c);
-		if (c->state == CONN_ACTIVE && c->in_pending && conn_tx_space(c))
-			conn_fill(c);
-	}
+	/* The socket gets the bytes at the end of the batch: the CDCs of
+	 * one completion round that name this flow cost one write. */
+	if (c->state == CONN_ACTIVE && list_empty(&c->rx_node))
+		list_add_tail(&c->rx_node, &conn_net(c)->rx_ready);
 	return;
 
 out_proto:
 	conn_reset(c, CONN_END_PROTOCOL, -EPROTO);
+}
+
+void conn_rx_run(struct smc_net *net)
+{
+	while (!list_empty(&net->rx_ready)) {
+		struct conn *c = list_entry(net->rx_ready.next, struct conn, rx_node);
+
+		list_del(&c->rx_node);
+		if (c->state != CONN_ACTIVE)
+			continue;
+		conn_drain(c);
+		if (c->state == CONN_ACTIVE && c->in_pending && conn_tx_space(c))
+			conn_fill(c);
+	}
 }
 
 /* ------------------------------------------------------------------ */
@@ -748,6 +763,11 @@ void conn_build_msg(struct conn *c, unsigned work, uint8_t msg[LINK_MSG_LEN])
 		/* The previous CDC completed: the peer has what it announced. */
 		if (c->tx_unacked_valid && !link_conn_unacked(c))
 			c->tx_prod_done = c->tx_prod_sent;
+		if (!cursor_equal(c->tx_prod_sent, c->tx_prod)) {
+			counter_inc(&lgr->net->stats->tx_batches);
+			counter_add(&lgr->net->stats->tx_batch_bytes,
+				    (uint64_t)cursor_diff(c->tx_prod_sent, c->tx_prod, c->tx_size));
+		}
 		c->tx_prod_sent = c->tx_prod;
 		c->rx_cons_sent = c->rx_cons;
 		c->tx_last_seq = c->link->tx_seq;
@@ -819,7 +839,7 @@ static void conn_push(struct conn *c)
 	if (!held && !fin && !c->write_blocked)
 		return;
 	if (!fin && !c->write_blocked &&
-	    cork_should_hold(&net->cork, link_conn_unacked(c), held)) {
+	    cork_should_hold(&net->cork, link_conn_unacked(c), held, c->tx_size)) {
 		if (!c->corked)
 			counter_inc(&conn_net(c)->stats->cork_events);
 		link_cork(c);
@@ -950,6 +970,7 @@ static void conn_drain(struct conn *c)
 			mh.msg_iovlen = 2;
 		}
 		n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		counter_inc(&conn_net(c)->stats->sock_writes);
 		if (n > 0) {
 			c->rx_cons = cursor_add(c->rx_cons, (uint32_t)n, size);
 			conn_account(c, (uint32_t)n, false);

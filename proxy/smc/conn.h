@@ -12,6 +12,8 @@
 #include "conn-t.h"
 #include "llc-t.h"
 
+struct smc_net;
+
 /*
  * Opener: puts the application socket fd on a link of lgr and posts
  * FLOW_OPEN for dest. The socket is not read until the peer accepts.
@@ -44,6 +46,9 @@ int conn_take_fd(struct conn *c);
 void conn_on_accept(struct conn *c, const struct llc_flow_accept *m);
 void conn_on_decline(struct conn *c, unsigned reason);
 void conn_on_cdc(struct conn *c, const struct cdc_msg *m);
+/* The end of a batch: the conns whose CDCs announced bytes in it write
+ * them to their sockets, once each (smc_net__flush()). */
+void conn_rx_run(struct smc_net *net);
 void conn_on_move(struct conn *c, const struct llc_rmb_move *m);
 /* From the link's send path: builds the message for one CONN_TX_* bit. */
 void conn_build_msg(struct conn *c, unsigned work, uint8_t msg[LINK_MSG_LEN]);

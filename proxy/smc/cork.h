@@ -21,14 +21,21 @@ struct cork_params {
 /*
  * Whether to hold held bytes (written to the peer's ring, not yet
  * announced) rather than announce them now. unacked: the flow has sends
- * in flight.
+ * in flight; ring: the size of the peer's ring they go to. At most half
+ * of that ring is held, as the kernel caps its corking size at half the
+ * send buffer: bytes held fill the ring the peer cannot free before they
+ * are announced, and a cork that filled it would stop the flow reading
+ * its socket until a whole round trip of the peer's window update, while
+ * the application's small writes pile up in the socket.
  */
 static inline bool cork_should_hold(const struct cork_params *cp, bool unacked,
-				    uint32_t held)
+				    uint32_t held, uint32_t ring)
 {
+	uint32_t limit = cp->max_bytes < ring / 2 ? cp->max_bytes : ring / 2;
+
 	if (!cp->enabled || !unacked)
 		return false;
-	return held < cp->max_bytes;
+	return held < limit;
 }
 
 #endif

@@ -135,6 +135,7 @@ struct smc_net {
 	char tp_off[SMC_TRANSPORT_SLOTS][128];	/* why it is off, for the log */
 
 	struct list_head kick_links;	/* links with posts to flush */
+	struct list_head rx_ready;	/* conns with new bytes for their socket */
 	struct list_head lgrs_sched;	/* groups with a failure for the batch's end */
 	struct loop_hook flush_hook;	/* LOOP_BATCH_END: lgrs_sched, kick_links */
 	struct loop_hook sleep_hook;	/* LOOP_BEFORE_SLEEP: the transports' look */

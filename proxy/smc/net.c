@@ -18,6 +18,7 @@
 #include "link.h"
 #include "liveness.h"
 #include "net.h"
+#include "conn.h"
 #include "policy.h"
 #include "rmb.h"
 #include "transport.h"
@@ -27,12 +28,15 @@ static struct smc_net *net_of_hook(struct loop_hook *h, size_t off)
 	return (struct smc_net *)((char *)h - off);
 }
 
-/* End of a batch: the failures the batch raised (lgr.h, "Failure"), then
- * the doorbells of links that posted, one per link however many flows
- * wrote; a doorbell the transport refuses schedules one more failure. */
+/* End of a batch: the bytes the batch's CDCs announced go to their
+ * sockets, one write per flow however many CDCs came for it; then the
+ * failures the batch raised (lgr.h, "Failure"), then the doorbells of
+ * links that posted, one per link however many flows wrote; a doorbell
+ * the transport refuses schedules one more failure. */
 void smc_net__flush(struct smc_net *net)
 {
 	do {
+		conn_rx_run(net);
 		lgr__run_sched(net);
 		while (!list_empty(&net->kick_links)) {
 			struct link *lnk = list_entry(net->kick_links.next, struct link, kick_node);
@@ -270,6 +274,7 @@ int smc_net_init(struct smc_net *net, char *errbuf, size_t errlen)
 	net->control_fd = -1;
 	list_init(&net->lgrs);
 	list_init(&net->kick_links);
+	list_init(&net->rx_ready);
 	list_init(&net->lgrs_sched);
 	smc_net_set_cfg(net, cfg);
 	rmb_budget_init(&net->rmb_budget, rmb_budget_share(cfg->buffers.pool, net->n_workers));

@@ -52,6 +52,9 @@ struct proxy_stats {
 	counter_t cdc_sent;
 	counter_t cdc_received;
 	counter_t window_updates;	/* CDC sent only to return ring space */
+	counter_t tx_batches;		/* CDCs that announced new bytes */
+	counter_t tx_batch_bytes;	/* ... the bytes they announced */
+	counter_t sock_writes;		/* writes of the peer's bytes to our socket */
 	counter_t cork_events;		/* sends held back by autocork */
 	counter_t ring_full_local;	/* our receive ring filled: the peer waited */
 	counter_t ring_full_remote;	/* the peer's ring filled: we stopped reading */
@@ -77,6 +80,8 @@ struct proxy_stats {
 	counter_t rdma_async_events;	/* device async events read (worker 0) */
 	counter_t rdma_links_draining;	/* gauge: failed links waiting for their flush */
 	counter_t rdma_links_stuck;	/* their flush never came: released anyway */
+	counter_t rdma_msg_completions;	/* our messages' send completions polled */
+	counter_t rdma_msg_complete_us;	/* ... microseconds from doorbell to poll, summed */
 };
 
 #endif

@@ -22,7 +22,8 @@
  * bw runs a thread per connection (at most 64); with --threads T it runs
  * the connections (up to 10000) non-blocking over T epoll threads instead,
  * for aggregate throughput over many flows, and reports how evenly the
- * flows were served (flow_min_bytes, flow_max_bytes).  Each connection
+ * flows were served (flow_min_bytes, flow_max_bytes, and flow_jain, Jain's
+ * fairness index of their bytes).  Each connection
  * gets at most 4 writes per turn before the others, so that the spread
  * is the relay's, not the client's.  -n bounds the writes
  * of each connection (a fixed transfer: -s 65536 -n 1024 is 64 MiB).
@@ -398,6 +399,7 @@ struct worker {
 	double t_done;
 	int n;			/* bw --threads: this thread's connections */
 	uint64_t min_bytes, max_bytes;	/* bw --threads: per connection */
+	double sum_bytes, sumsq_bytes;	/* ... their sum and sum of squares */
 	int unwritten;		/* bw --threads: connections we never wrote to */
 };
 
@@ -708,6 +710,8 @@ static void *mux_worker(void *arg)
 			w->min_bytes = mc[i].bytes;
 		if (mc[i].bytes > w->max_bytes)
 			w->max_bytes = mc[i].bytes;
+		w->sum_bytes += (double)mc[i].bytes;
+		w->sumsq_bytes += (double)mc[i].bytes * (double)mc[i].bytes;
 	}
 out:
 	w->t_done = now_s();
@@ -885,6 +889,7 @@ static int cmd_client(const char *mode)
 	struct rusage r0, r1;
 	uint64_t bytes = 0, sent = 0, min_b = UINT64_MAX, max_b = 0;
 	long ops = 0, errors = 0, unwritten = 0;
+	double sum_b = 0, sumsq_b = 0, n_b = 0;
 	double t_end = 0, secs, cpu_u, cpu_s;
 	size_t nall = 0;
 	float *all = NULL;
@@ -928,6 +933,9 @@ static int cmd_client(const char *mode)
 				min_b = w[i].min_bytes;
 			if (w[i].max_bytes > max_b)
 				max_b = w[i].max_bytes;
+			sum_b += w[i].sum_bytes;
+			sumsq_b += w[i].sumsq_bytes;
+			n_b += w[i].n;
 		}
 		bytes += w[i].bytes;
 		sent += w[i].sent;
@@ -955,9 +963,13 @@ static int cmd_client(const char *mode)
 		       cpu_u, cpu_s, errors);
 		/* How evenly the flows were served. */
 		if (fn == mux_worker)
-			printf(" threads=%d flow_min_bytes=%llu flow_max_bytes=%llu flows_unwritten=%ld",
+			printf(" threads=%d flow_min_bytes=%llu flow_max_bytes=%llu flows_unwritten=%ld"
+			       " flow_jain=%.4f",
 			       nw, (unsigned long long)(min_b == UINT64_MAX ? 0 : min_b),
-			       (unsigned long long)max_b, unwritten);
+			       (unsigned long long)max_b, unwritten,
+			       /* Jain's fairness index: 1 for equal shares,
+				* 1/n when one flow got everything. */
+			       sumsq_b > 0 ? sum_b * sum_b / (n_b * sumsq_b) : 0.0);
 		printf("\n");
 	} else {
 		double sum = 0;

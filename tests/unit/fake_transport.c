@@ -322,6 +322,7 @@ static bool world_on_batch_end(struct loop_hook *h, bool run)
 {
 	struct world *w = container_of(h, struct world, sched_hook);
 
+	conn_rx_run(&w->net);
 	lgr__run_sched(&w->net);
 	return false;
 }
@@ -347,6 +348,7 @@ struct world *world_new_links(uint32_t rx_ring, uint32_t region,
 				   .control_fd = -1 };
 	list_init(&w->net.lgrs);
 	list_init(&w->net.kick_links);
+	list_init(&w->net.rx_ready);
 	list_init(&w->net.lgrs_sched);
 	w->sched_hook.fn = world_on_batch_end;
 	loop_hook_add(&w->core, LOOP_BATCH_END, &w->sched_hook);

@@ -34,9 +34,9 @@ static void test_should_hold_disabled(void **state)
 {
 	struct cork_params cp = { .enabled = false, .max_bytes = CORK_MAX };
 
-	assert_false(cork_should_hold(&cp, false, 1));
-	assert_false(cork_should_hold(&cp, true, 1));
-	assert_false(cork_should_hold(&cp, true, CORK_MAX - 1));
+	assert_false(cork_should_hold(&cp, false, 1, UINT32_MAX));
+	assert_false(cork_should_hold(&cp, true, 1, UINT32_MAX));
+	assert_false(cork_should_hold(&cp, true, CORK_MAX - 1, UINT32_MAX));
 }
 
 /* Nothing unacknowledged (a flow's first write, or all sends completed):
@@ -45,22 +45,35 @@ static void test_should_hold_nothing_unacked(void **state)
 {
 	struct cork_params cp = { .enabled = true, .max_bytes = CORK_MAX };
 
-	assert_false(cork_should_hold(&cp, false, 1));
-	assert_false(cork_should_hold(&cp, false, CORK_MAX - 1));
-	assert_false(cork_should_hold(&cp, false, CORK_MAX));
+	assert_false(cork_should_hold(&cp, false, 1, UINT32_MAX));
+	assert_false(cork_should_hold(&cp, false, CORK_MAX - 1, UINT32_MAX));
+	assert_false(cork_should_hold(&cp, false, CORK_MAX, UINT32_MAX));
 }
 
 static void test_should_hold_below_at_above_max(void **state)
 {
 	struct cork_params cp = { .enabled = true, .max_bytes = CORK_MAX };
 
-	assert_true(cork_should_hold(&cp, true, 1));
-	assert_true(cork_should_hold(&cp, true, CORK_MAX - 1));
-	assert_false(cork_should_hold(&cp, true, CORK_MAX));
-	assert_false(cork_should_hold(&cp, true, CORK_MAX + 1));
-	assert_false(cork_should_hold(&cp, true, UINT32_MAX));
+	assert_true(cork_should_hold(&cp, true, 1, UINT32_MAX));
+	assert_true(cork_should_hold(&cp, true, CORK_MAX - 1, UINT32_MAX));
+	assert_false(cork_should_hold(&cp, true, CORK_MAX, UINT32_MAX));
+	assert_false(cork_should_hold(&cp, true, CORK_MAX + 1, UINT32_MAX));
+	assert_false(cork_should_hold(&cp, true, UINT32_MAX, UINT32_MAX));
 	cp.max_bytes = 0;	/* holds nothing */
-	assert_false(cork_should_hold(&cp, true, 1));
+	assert_false(cork_should_hold(&cp, true, 1, UINT32_MAX));
+}
+
+/* Never more than half the peer's ring, whatever max_bytes says. */
+static void test_should_hold_half_the_ring(void **state)
+{
+	struct cork_params cp = { .enabled = true, .max_bytes = CORK_MAX };
+
+	assert_true(cork_should_hold(&cp, true, 511, 1024));
+	assert_false(cork_should_hold(&cp, true, 512, 1024));
+	assert_true(cork_should_hold(&cp, true, CORK_MAX - 1, 4 * CORK_MAX));
+	assert_false(cork_should_hold(&cp, true, CORK_MAX, 4 * CORK_MAX));
+	assert_false(cork_should_hold(&cp, true, 1, 1));
+	assert_false(cork_should_hold(&cp, false, 1, 1024));
 }
 
 /* ------------------------------------------------------------------ */
@@ -147,6 +160,9 @@ static void test_held_until_completion(void **state)
 	assert_false(f->c.corked);
 	assert_int_equal(w->stats.cdc_sent, 2);
 	assert_int_equal(w->stats.cork_events, 1);
+	/* Two batches: the first write alone, then the five bytes held. */
+	assert_int_equal(w->stats.tx_batches, 2);
+	assert_int_equal(w->stats.tx_batch_bytes, 6);
 
 	/* The pushed CDC is unacknowledged in turn: the next write waits
 	 * for its completion. */
@@ -220,6 +236,29 @@ static void test_max_bytes_pushes(void **state)
 	assert_int_equal(w->fake.n_msgs, 3);
 	assert_cdc(w, 2, f, 1 + 2 * CORK_MAX, 0);
 	assert_int_equal(w->stats.cork_events, 1);
+}
+
+/* A max_bytes as large as the peer's ring: half the ring held at most,
+ * so that the cork never fills the ring and stops the flow reading its
+ * socket (the old rule held up to max_bytes here, the whole ring). */
+static void test_small_peer_ring_half_held(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f;
+	uint8_t *b = calloc(1, RING / 2);
+
+	w->net.cork.max_bytes = RING;
+	f = world_open(w, 0, RING);
+	app_write(w, f, "a", 1);
+	app_write(w, f, b, RING / 2 - 1);	/* half the ring but a byte held */
+	world_settle(w);
+	assert_int_equal(w->fake.n_msgs, 1);
+	assert_true(f->c.corked);
+	app_write(w, f, b, 1);			/* half the ring */
+	assert_int_equal(w->fake.n_msgs, 2);
+	assert_cdc(w, 1, f, 1 + RING / 2, 0);
+	assert_false(f->c.write_blocked);
+	free(b);
 }
 
 /* With autocork off, every write is a CDC of its own. */
@@ -507,11 +546,13 @@ int main(void)
 		cmocka_unit_test(test_should_hold_disabled),
 		cmocka_unit_test(test_should_hold_nothing_unacked),
 		cmocka_unit_test(test_should_hold_below_at_above_max),
+		cmocka_unit_test(test_should_hold_half_the_ring),
 		cmocka_unit_test_setup_teardown(test_first_write_not_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_held_until_completion, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_partial_completion_keeps_holding, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_completion_seen_at_batch_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_max_bytes_pushes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_small_peer_ring_half_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_disabled_never_holds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fin_never_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_data_with_fin_not_held, setup, teardown),

@@ -17,6 +17,9 @@
 
 #define CQ_POLL_BATCH	16	/* completions per ibv_poll_cq call */
 
+static bool cq__poll(struct cq *cq, bool drain, bool arm);
+static bool cq_poll_round(struct cq *cq, bool arm);
+
 static void cq_on_event(struct epset_entry *e, uint32_t events)
 {
 	struct cq *cq = container_of(e, struct cq, ev);
@@ -38,18 +41,36 @@ static void cq_on_event(struct epset_entry *e, uint32_t events)
 	ibv_ack_cq_events(cq->cq, n);
 	counter_add(&cq->st.events, n);
 	cq->armed = false;
-	cq_poll(cq, false);
+	/*
+	 * Polled now, armed only when the worker is about to block
+	 * (cq_pool_idle()): what completes while the batch runs or the loop
+	 * busy-polls is taken without an event, and a worker that wakes
+	 * for a completion, then for its socket, arms once, for what it
+	 * then waits for, not once after each (over rxe an ioctl each).
+	 */
+	cq_poll_round(cq, false);
+	cq->busy = true;
 }
 
 /*
  * One round: up to poll_budget completions. A full round means more may
  * wait: the CQ stays unarmed and busy, and the loop comes back to it after
  * the other ready events (cq_pool_idle()), as NAPI does, so one busy CQ
- * cannot starve sockets and other CQs. An empty poll re-arms, then polls
- * once more for what came between the two: it raised no event. drain
- * polls until empty whatever the budget.
+ * cannot starve sockets and other CQs. An empty poll re-arms (with arm),
+ * then polls once more for what came between the two: it raised no
+ * event. drain polls until empty whatever the budget.
  */
+static bool cq_poll_round(struct cq *cq, bool arm)
+{
+	return cq__poll(cq, false, arm);
+}
+
 bool cq_poll(struct cq *cq, bool drain)
+{
+	return cq__poll(cq, drain, true);
+}
+
+static bool cq__poll(struct cq *cq, bool drain, bool arm)
 {
 	struct ibv_wc wc[CQ_POLL_BATCH];
 	unsigned budget = cq->pool->budget, taken = 0;
@@ -70,6 +91,8 @@ bool cq_poll(struct cq *cq, bool drain)
 		if (n <= 0) {
 			/* n < 0 is a provider error: nothing we can take. */
 			counter_inc(&cq->st.empty_polls);
+			if (!arm)
+				return false;
 			/* Solicited only while every link on the CQ can let
 			 * its send completions wait (cq_quiet()): then the
 			 * completion of our own message, which comes a wire

@@ -39,6 +39,7 @@ struct rdma_tx_slot {
 	struct rdma_link *rl;
 	uint32_t idx;		/* sq_queued value when queued */
 	uint32_t seq;		/* message sequence, when msg */
+	uint64_t posted_us;	/* when its doorbell rang, when msg */
 	bool msg;
 	bool marker;
 };

@@ -84,6 +84,7 @@ static struct ibv_send_wr *rl_queue(struct rdma_link *rl, bool msg, bool signal)
 static int rl_post(struct rdma_link *rl)
 {
 	struct ibv_send_wr *bad = NULL;
+	uint64_t now;
 	int err;
 
 	if (rl->sq_posted == rl->sq_queued)
@@ -92,7 +93,11 @@ static int rl_post(struct rdma_link *rl)
 	err = vb_post_send(rl->qp, &rl->wr[rl->sq_posted % rl->sq_depth], &bad);
 	if (err)
 		return -err;
-	rl->sq_posted = rl->sq_queued;
+	/* For the time a message takes to complete (a wire round trip,
+	 * what autocork waits for): stats rdma.msg_complete_us. */
+	now = uv_hrtime() / 1000;
+	for (; rl->sq_posted != rl->sq_queued; rl->sq_posted++)
+		rl->tx[rl->sq_posted % rl->sq_depth].posted_us = now;
 	return 0;
 }
 
@@ -223,8 +228,13 @@ static void rdma_on_send(struct cq_entry *e, const struct ibv_wc *wc)
 	rl->sq_done = s->idx + 1;
 	/* Messages complete in order, and a completion covers every
 	 * unsignalled work request before it. */
-	if (s->msg)
+	if (s->msg) {
+		struct proxy_stats *st = rl->dev->net->stats;
+
 		rl->msg_done = s->seq + 1;
+		counter_inc(&st->rdma_msg_completions);
+		counter_add(&st->rdma_msg_complete_us, uv_hrtime() / 1000 - s->posted_us);
+	}
 	rl_release_quarantine(rl);
 	lnk = rl->lnk;
 	if (!list_empty(&rl->write_wait)) {
