@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guards issue 11, finding 4 (with auth.psk_file the acceptor allocated a link group, its memfd and eventfds at PROPOSAL and judged the secret only at CONFIRM: 1,100 proposals without the key took 1,024 group slots and 4,000 fds and a peer holding the key was refused; silent connections were not limited per source address) (man/smcproxy-protocol.7, Authentication; smcproxyd(8), LINK GROUPS): proposals that claim the secret without proving it are declined at once, cost no fds, are counted and logged at a bounded rate, and a peer with the key still gets its link group; silent handshakes are limited per source address.
+# Guards a fixed bug (with auth.psk_file the acceptor allocated a link group, its memfd and eventfds at PROPOSAL and judged the secret only at CONFIRM: 1,100 proposals without the key took 1,024 group slots and 4,000 fds and a peer holding the key was refused; silent connections were not limited per source address) (man/smcproxy-protocol.7, Authentication; smcproxyd(8), LINK GROUPS): proposals that claim the secret without proving it are declined at once, cost no fds, are counted and logged at a bounded rate, and a peer with the key still gets its link group; silent handshakes are limited per source address.
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
 

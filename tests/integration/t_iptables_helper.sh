@@ -271,7 +271,7 @@ expect 0 list
 grep -qxF "IPv4: no rules" <<<"$out" || fail "list after del --all: $out"
 grep -qxF "IPv6: no rules" <<<"$out" || fail "list after del --all: $out"
 
-# --- config: the destination host's allow lists (issue 11, finding 1) ------
+# --- config: the destination host's allow lists ------
 expect 0 config --port 6379,8000-8100 --dest 10.99.0.0/24 --dest fd99::/64
 printf '{%s}\n' "$out" >"$tmp/allow.json"
 "$build/smcproxyd" -c "$tmp/allow.json" --check-config >/dev/null 2>"$tmp/check.err" ||

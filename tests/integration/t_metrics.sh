@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guards the HTTP endpoint (metrics.listen, issue 14): /metrics scraped during traffic parses with the Prometheus client's own parser and agrees with `smcproxyctl --json stats` and --prometheus; /ready before start, once up, with a worker thread frozen, with a required transport missing, and while draining; hostile HTTP (oversized, garbage, slow, too many) is refused and the data plane carries flows meanwhile; the listener is not reachable from another host.
+# Guards the HTTP endpoint (metrics.listen): /metrics scraped during traffic parses with the Prometheus client's own parser and agrees with `smcproxyctl --json stats` and --prometheus; /ready before start, once up, with a worker thread frozen, with a required transport missing, and while draining; hostile HTTP (oversized, garbage, slow, too many) is refused and the data plane carries flows meanwhile; the listener is not reachable from another host.
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
 # Debian's python, where python3-prometheus-client is installed.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guards issue 10's 1,000 parallel flows: 1000 bulk flows opened at once over one shm link group all move their bytes (sha256 both ways), none reset, none over tcp. On the old code the destination's daemon reset the flows whose connects the server had accepted at once but whose events its worker, busy with the burst, read only after fallback.connect_timeout: about half of the flows in make bench (connect_timeouts 1051 of 2000).
+# Guards 1,000 parallel flows: 1000 bulk flows opened at once over one shm link group all move their bytes (sha256 both ways), none reset, none over tcp. On the old code the destination's daemon reset the flows whose connects the server had accepted at once but whose events its worker, busy with the burst, read only after fallback.connect_timeout: about half of the flows in make bench (connect_timeouts 1051 of 2000).
 # it-timeout: 300
 . "$(dirname "$0")/lib.sh"
 it_init "$@"

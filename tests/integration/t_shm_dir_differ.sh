@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guards issue 12 item 3 (two daemons of one host whose shm.dir differ fell back with reason internal and no hint why): the accept names the peer's rendezvous socket by its whole path, so flows use shm whatever each shm.dir is; where the client cannot reach that path (another mount namespace), flows fall back with reason no_rendezvous and the log names both paths.
+# Guards a fixed bug (two daemons of one host whose shm.dir differ fell back with reason internal and no hint why): the accept names the peer's rendezvous socket by its whole path, so flows use shm whatever each shm.dir is; where the client cannot reach that path (another mount namespace), flows fall back with reason no_rendezvous and the log names both paths.
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
 pdir=$IT_DIR/peer-shm

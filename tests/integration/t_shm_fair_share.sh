@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guards issue 10's fair ring budget: a peer holding the server daemon's whole buffers.pool with idle flows leaves a second peer rings for its flows (on the old code it got none and went over tcp); the shortage is logged once per episode with the budget that ran out, the peer above its share is the one refused, and stats and peers show the budget.
+# Guards the fair ring budget: a peer holding the server daemon's whole buffers.pool with idle flows leaves a second peer rings for its flows (on the old code it got none and went over tcp); the shortage is logged once per episode with the budget that ran out, the peer above its share is the one refused, and stats and peers show the budget.
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
 

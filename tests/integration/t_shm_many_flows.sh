@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guards issue 10's flow counts on the default buffers: 10,000 concurrent flows between two daemons all go over shm (rings start at 16 KiB, a full link group makes another, one budget per daemon), each answering twice, at the open and again after all of them idled together, with the daemons' memory per flow reported and bounded; then 20,000 short connections, 200 at a time, all over shm too.
+# Guards the flow counts on the default buffers: 10,000 concurrent flows between two daemons all go over shm (rings start at 16 KiB, a full link group makes another, one budget per daemon), each answering twice, at the open and again after all of them idled together, with the daemons' memory per flow reported and bounded; then 20,000 short connections, 200 at a time, all over shm too.
 # it-timeout: 480
 . "$(dirname "$0")/lib.sh"
 it_init "$@"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guards issue 12 item 1 (a frozen peer left flows hanging for ever): with the peer daemon stopped (SIGSTOP) under traffic, every flow through it is reset within links.dead_after plus slack and counted, new flows use tcp while it stays silent, and after SIGCONT new flows use shm again.
+# Guards a fixed bug (a frozen peer left flows hanging for ever): with the peer daemon stopped (SIGSTOP) under traffic, every flow through it is reset within links.dead_after plus slack and counted, new flows use tcp while it stays silent, and after SIGCONT new flows use shm again.
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
 dead_ms=3000

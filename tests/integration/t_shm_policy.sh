@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guards the rule that the control port is not an open relay, and (d) the destination policy (issue 11, finding 1: a FLOW_OPEN reached a port the server host's firewall drops, coming from the host itself) (smcproxyd(8), LINK GROUPS; man/smcproxy-protocol.7, Authentication): proposals from outside the peer prefixes, or without the shared secret, are declined with policy and counted (the flows go over TCP, bytes intact), and a peer inside the prefix can open flows only to the acceptor host's own addresses: never loopback, another host, or the acceptor's redirect listener.
+# Guards the rule that the control port is not an open relay, and (d) the destination policy (a fixed bug: a FLOW_OPEN reached a port the server host's firewall drops, coming from the host itself) (smcproxyd(8), LINK GROUPS; man/smcproxy-protocol.7, Authentication): proposals from outside the peer prefixes, or without the shared secret, are declined with policy and counted (the flows go over TCP, bytes intact), and a peer inside the prefix can open flows only to the acceptor host's own addresses: never loopback, another host, or the acceptor's redirect listener.
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
 
@@ -38,7 +38,7 @@ it_eq "(a) peer groups accepted" "$pacc" 0
 auth_a=$(it_psk psk-a) || it_fail "cannot write $IT_DIR/psk-a"
 auth_b=$(it_psk psk-b) || it_fail "cannot write $IT_DIR/psk-b"
 
-# (b0) Issue 11, finding 7: a secret other users can read is refused at
+# (b0) a secret other users can read is refused at
 # start, as ssh refuses such a key.
 chmod 644 "$IT_DIR/psk-a"
 it_daemon_stop || it_fail "smcproxyd did not stop cleanly (status $?)"
@@ -75,7 +75,7 @@ for psk in a none b; do
 		it_fail "(b) smcpeer with secret $psk got '$out', not a policy decline" ;;
 	esac
 done
-# Issue 11, finding 4: the wrong secret is judged at the proposal, so
+# The wrong secret is judged at the proposal, so
 # smcpeer never sees an accept to check.
 ! grep -q "MAC does not verify" "$IT_DIR/smcpeer.err" ||
 	it_fail "(b) the peer daemon accepted a proposal made with the wrong secret"
@@ -239,7 +239,7 @@ it_eq "(d) client flows.closed.shm" "$cshm" 4
 it_eq "(d) client flows.closed.tcp" "$ctcp" 0
 
 # ---------------------------------------------------------------------
-# (e) Issue 11, finding 7: a reload that takes the client host out of the
+# (e) a reload that takes the client host out of the
 # peer daemon's prefixes cuts it off at once: its link group is closed,
 # and its next flows go over TCP.
 read -r pfail0 < <(it_peer_stat lgr.failures)

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guards issue 11, findings 3, 2 and 6: a same-host peer's rendezvous messages must not leak fds (the control buffer held room for 18, 17 were closed), doorbells it passes must not be able to block a worker (a blocking eventfd at its largest count hung it), and silent rendezvous connections must neither hold every slot for ever nor reach a daemon of another user.
+# Guards a fixed bug: a same-host peer's rendezvous messages must not leak fds (the control buffer held room for 18, 17 were closed), doorbells it passes must not be able to block a worker (a blocking eventfd at its largest count hung it), and silent rendezvous connections must neither hold every slot for ever nor reach a daemon of another user.
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
 

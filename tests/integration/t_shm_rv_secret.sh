@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guards issue 11, finding 5 (the shm rendezvous admitted a hello on the link group id alone, which crosses the network in clear in the ACCEPT) (man/smcproxy-protocol.7, Authentication and SHM TRANSPORT): with auth.psk_file, a hello that names a group in rendezvous but does not prove the group's secret is refused and counted, the group still comes up for its real peer, and daemons that share the secret carry flows over shm.
+# Guards a fixed bug (the shm rendezvous admitted a hello on the link group id alone, which crosses the network in clear in the ACCEPT) (man/smcproxy-protocol.7, Authentication and SHM TRANSPORT): with auth.psk_file, a hello that names a group in rendezvous but does not prove the group's secret is refused and counted, the group still comes up for its real peer, and daemons that share the secret carry flows over shm.
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
 

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guards the shipped unit as it runs (issue 12 item 3): two daemons, each under the sandboxing of systemd/smcproxyd.service (unit-sandbox: its /proc options, read-only system, dynamic user, capabilities), carry flows between them over shm, with nothing falling back to tcp and no "shm is off" in their logs.
+# Guards the shipped unit as it runs: two daemons, each under the sandboxing of systemd/smcproxyd.service (unit-sandbox: its /proc options, read-only system, dynamic user, capabilities), carry flows between them over shm, with nothing falling back to tcp and no "shm is off" in their logs.
 #
 # Before the fix, ProcSubset=pid hid /proc/sys/kernel/random/boot_id: no
 # host id, shm silently off, and every same-host flow declined no_device.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guards issue 11, finding 7 on the rdma transport: two daemons started as root with "user": "nobody" run, in every thread, as nobody with exactly CAP_NET_ADMIN, CAP_NET_BIND_SERVICE and CAP_IPC_LOCK, and still carry flows over rdma: the devices are opened after the drop (the kernel refuses rdma_cm and uverbs calls on a file opened under other credentials, so a daemon that opened them as root failed every link group with "internal"), rings are registered (pinned) under CAP_IPC_LOCK; a reload as nobody still applies.
+# Guards the privilege drop on the rdma transport: two daemons started as root with "user": "nobody" run, in every thread, as nobody with exactly CAP_NET_ADMIN, CAP_NET_BIND_SERVICE and CAP_IPC_LOCK, and still carry flows over rdma: the devices are opened after the drop (the kernel refuses rdma_cm and uverbs calls on a file opened under other credentials, so a daemon that opened them as root failed every link group with "internal"), rings are registered (pinned) under CAP_IPC_LOCK; a reload as nobody still applies.
 . "$(dirname "$0")/lib.sh"
 rt_init "$@"
 

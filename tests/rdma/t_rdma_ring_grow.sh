@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guards issue 10's ring moves over rdma with a link failover in the middle of one: a bulk flow starts on a 16 KiB ring, its ring is offered a larger one while the old one cannot drain, the flow's link fails right then, and the move completes on the surviving link; the ring grows on to buffers.ring, every byte arrives intact both ways (sha256) and nothing is reset.
+# Guards ring moves over rdma with a link failover in the middle of one: a bulk flow starts on a 16 KiB ring, its ring is offered a larger one while the old one cannot drain, the flow's link fails right then, and the move completes on the surviving link; the ring grows on to buffers.ring, every byte arrives intact both ways (sha256) and nothing is reset.
 . "$(dirname "$0")/lib.sh"
 rt_init "$@"
 

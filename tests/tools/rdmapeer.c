@@ -680,7 +680,7 @@ static int grp_up(struct grp *g, bool attacks, bool settle)
 			return -1;
 		rdma_pd_encode(&p, bad);
 		cm_case(g, "pd-unknown-lgr", bad, sizeof(bad));
-		/* Issue 11, finding 5: the group id crosses in clear, so it
+		/* The group id crosses in clear, so it
 		 * must not be enough to connect a link of the group. */
 		my_pd(g, 0, bad);
 		memset(bad + RDMA_PD_TAG_OFF, 0, RDMA_PD_TAG_LEN);

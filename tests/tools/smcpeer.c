@@ -27,7 +27,7 @@
  * daemon whose own queue to us was full may drop answers), and whether
  * the group was still up at the end.
  *
- * flood (issue 11, finding 4): N connections to the control port, kept
+ * flood: N connections to the control port, kept
  * open together. Each sends a proposal of shm that claims the shared
  * secret (CLC_FEAT_PSK) with a MAC of zeros, as a proposer without the
  * key would; with --silent, nothing. After --hold MS (default 1000) it
@@ -41,7 +41,7 @@
  * the host commit through a region).
  *
  * propose --rv-no-proof: the rendezvous hello names the group but does not
- * prove its secret (issue 11, finding 5); a daemon with auth.psk_file
+ * prove its secret; a daemon with auth.psk_file
  * must close it ("closed" or "timeout").
  *
  * propose --hugetlb: our region is a hugetlbfs memfd (MFD_HUGETLB, sealed

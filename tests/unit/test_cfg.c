@@ -1082,7 +1082,7 @@ static void test_diff_every_key(void **state)
 			    "metrics.max_clients,metrics.timeout");
 }
 
-/* The HTTP endpoint (issue 14): off by default, "" is off, an address
+/* The HTTP endpoint: off by default, "" is off, an address
  * turns it on; every key needs a restart. */
 static void test_metrics_keys(void **state)
 {
@@ -1129,7 +1129,7 @@ static void test_metrics_keys(void **state)
 	assert_string_equal(d.restart, "metrics.listen");
 }
 
-/* The rdma transport's keys and the debug section (issue 4). */
+/* The rdma transport's keys and the debug section. */
 static void test_rdma_and_debug_keys(void **state)
 {
 	struct cfg_diff d;

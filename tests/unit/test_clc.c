@@ -825,7 +825,7 @@ static void mac_both(const struct clc_endpoints *ep, const struct clc_msg *p,
 }
 
 /*
- * Issue 11, finding 4: a server could only judge the secret at CONFIRM,
+ * A server could only judge the secret at CONFIRM,
  * after allocating. The proposal's MAC covers every byte of the proposal
  * but its own field, and both endpoints (finding 5: a relayed proposal
  * comes on another connection).
@@ -1107,7 +1107,7 @@ static void test_psk_load(void **state)
 	snprintf(path, sizeof(path), "%s/missing", psk_dir);
 	assert_int_equal(clc_psk_load(path, psk, &len), -ENOENT);
 	assert_int_equal(clc_psk_load(psk_dir, psk, &len), -EISDIR);
-	/* Issue 11, finding 7: a secret others may read (or write, or the
+	/* A secret others may read (or write, or the
 	 * group write) is refused, as ssh refuses such a key. */
 	snprintf(path, sizeof(path), "%s/psk", psk_dir);
 	assert_int_equal(load("0123456789abcdef", 16, psk, &len), 0);

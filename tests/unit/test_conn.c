@@ -789,7 +789,7 @@ static void test_link_rx_token(void **state)
 	assert_int_equal(w->stats.cdc_received, 1);
 }
 
-/* Guards issue 12 item 7: a FLOW_ACCEPT with peer token 0 was taken as
+/* Guards a fixed bug: a FLOW_ACCEPT with peer token 0 was taken as
  * "no token", so a DECLINE after it freed a live flow's ring early.
  *
  * 0 is the opener's "not accepted yet": the flow ran with it, and a

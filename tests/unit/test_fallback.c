@@ -75,10 +75,10 @@ static void test_decline_to_fallback(void **state)
 }
 
 /* A rendezvous the handshake named but we cannot reach has a reason of
- * its own (issue 12 item 3: it used to read "internal"); it is local. The
+ * its own (it used to read "internal"); it is local. The
  * same errno on the acceptor's connect to the destination (no local port
  * left) declines the flow with max_flows: no room there, not a fault
- * (issue 13: it read "internal"). */
+ * (it read "internal"). */
 static void test_no_rendezvous(void **state)
 {
 	(void)state;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Guards issue 12, item 1: a frozen peer (SIGSTOP) left flows hanging for
+ * Guards a fixed bug: a frozen peer (SIGSTOP) left flows hanging for
  * ever; nothing bounded how long a link may hear nothing from its peer
  * when it was busy, or on shm at all. Liveness (proxy/smc/liveness.c) on
  * the in-memory transport of fake_transport.h, two links: a link quiet

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Guards the destination policy (issue 11, finding 1: a peer reached any port of the acceptor host): peers[].allow parsing, deny by default, the longest prefix decides, ports and addresses match, refusals counted by port. */
+/* Guards the destination policy (a fixed bug: a peer reached any port of the acceptor host): peers[].allow parsing, deny by default, the longest prefix decides, ports and addresses match, refusals counted by port. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <setjmp.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Guards issue 12, item 2: over rdma, the receives that completed before
+ * Guards a fixed bug: over rdma, the receives that completed before
  * the peer disconnected were dropped when rdma_cm's DISCONNECTED was
  * handled before the CQ was polled (the link was marked draining first),
  * so a FIN or CLOSED the peer counted as delivered was lost.

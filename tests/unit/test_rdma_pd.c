@@ -246,7 +246,7 @@ static void test_pd_wrong_version(void **state)
 }
 
 /*
- * Issue 11, finding 5: the tag proves the group's secret. Known answers
+ * The tag proves the group's secret. Known answers
  * for both directions; the decoded example verifies as a request under
  * its secret, and not as a reply (a request reflected back), nor under
  * another secret.

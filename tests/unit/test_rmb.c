@@ -491,7 +491,7 @@ static void test_grow_keeps_reserve(void **state)
 }
 
 /*
- * Issue 10's aggregate: 1000 bulk flows each growing to buffers.ring
+ * The aggregate: 1000 bulk flows each growing to buffers.ring
  * outgrew the budget, so warm rings were dropped and faulted in again
  * and CPU per byte tripled. Grown rings share a quarter of the budget
  * and of the region (rmb-t.h, "Growth"): many flows get an equal part of
@@ -622,7 +622,7 @@ static void test_grow_share_region(void **state)
 }
 
 /*
- * Issue 10's fragmentation gap: a region carved out into larger rings
+ * The fragmentation gap: a region carved out into larger rings
  * that are free refused a new flow's 16 KiB ring ("region has no room")
  * although the budget had room. A free or cold larger ring is split in
  * halves, buddy style; the budget is charged for the piece only.

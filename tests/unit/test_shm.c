@@ -60,7 +60,7 @@ static int check_addr(const char *a)
 }
 
 /*
- * Guards issue 12 item 3 (two daemons whose shm.dir differ fell back with
+ * Guards a fixed bug (two daemons whose shm.dir differ fell back with
  * "internal"): the accept now names the rendezvous socket by its whole
  * path, which the check takes when every component is a good name, as
  * well as a bare name from a daemon of before; nothing that could leave
