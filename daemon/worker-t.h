@@ -74,6 +74,7 @@ struct worker {
 	atomic_uint_fast64_t beats;	/* the heartbeat timer ran */
 	atomic_uint_fast64_t beat_ms;	/* uv_now() of its last heartbeat, 0: none yet */
 	atomic_uint_fast64_t beat_gap_max_ms;	/* the longest time between two */
+	uint64_t beat_prev_ms;		/* the worker's own: its last beat, or the timer's start */
 	atomic_bool drained;		/* stopped accepting and no flow left */
 	atomic_bool exited;		/* the loop has ended; about to return */
 

@@ -86,12 +86,13 @@ static void worker_on_heartbeat(uv_timer_t *t)
 {
 	struct worker *w = t->data;
 	uint64_t now = uv_now(&w->loop);
-	uint64_t last = atomic_load_explicit(&w->beat_ms, memory_order_relaxed);
 
 	/* A loop that did not turn shows here as a long gap: the watchdog
 	 * and /ready judge by the last beat, this keeps the worst one. */
-	if (last && now - last > atomic_load_explicit(&w->beat_gap_max_ms, memory_order_relaxed))
-		atomic_store_explicit(&w->beat_gap_max_ms, now - last, memory_order_relaxed);
+	if (now - w->beat_prev_ms > atomic_load_explicit(&w->beat_gap_max_ms, memory_order_relaxed))
+		atomic_store_explicit(&w->beat_gap_max_ms, now - w->beat_prev_ms,
+				      memory_order_relaxed);
+	w->beat_prev_ms = now;
 	atomic_fetch_add_explicit(&w->beats, 1, memory_order_relaxed);
 	atomic_store_explicit(&w->beat_ms, now, memory_order_relaxed);
 }
@@ -227,9 +228,13 @@ static void *worker_main(void *arg)
 	char t[24];
 
 	proxy_start(&w->proxy);
-	if (pool->heartbeat_ms)
+	if (pool->heartbeat_ms) {
+		/* The first beat's gap counts from here: a loop stuck
+		 * before it is a stall like any other. */
+		w->beat_prev_ms = uv_now(&w->loop);
 		uv_timer_start(&w->heartbeat, worker_on_heartbeat,
 			       pool->heartbeat_ms, pool->heartbeat_ms);
+	}
 	pthread_mutex_lock(&pool->lock);
 	pool->n_up++;
 	pthread_cond_broadcast(&pool->cond);

@@ -93,9 +93,7 @@ static int recv_all(int fd, uint8_t *buf, size_t len, int64_t deadline)
 	return 0;
 }
 
-/* One whole handshake message: 0, -EBADMSG for anything clc_decode()
- * refuses, or recv_all()'s codes. */
-static int clc_recv(int fd, struct clc_msg *m, int64_t deadline)
+int peer_clc_recv(int fd, struct clc_msg *m, int64_t deadline)
 {
 	uint8_t buf[CLC_MSG_MAX];
 	struct clc_hdr hdr;
@@ -131,7 +129,7 @@ static int clc_exchange(int fd, struct clc_msg *m, const uint8_t *psk, size_t ps
 	if (m->hdr.type == CLC_PROPOSAL)
 		hs->prop = m->proposal;		/* as sent, its MAC included */
 	len = peer_send_all(fd, buf, (size_t)len, deadline);
-	return len ? len : clc_recv(fd, m, deadline);
+	return len ? len : peer_clc_recv(fd, m, deadline);
 }
 
 /* The two ends of the TCP connection fd, ours the client's. */

@@ -27,6 +27,10 @@ int peer_tcp_connect(const struct cfg_addr *addr, uint32_t mark, int64_t deadlin
  * the daemon closed). */
 int peer_send_all(int fd, const uint8_t *buf, size_t len, int64_t deadline);
 
+/* One whole handshake message by deadline: 0, -EBADMSG for anything
+ * clc_decode() refuses, -ECONNRESET when the daemon closed, -ETIMEDOUT. */
+int peer_clc_recv(int fd, struct clc_msg *m, int64_t deadline);
+
 /* What a handshake proposes. */
 struct peer_hs_opts {
 	const struct cfg_addr *connect;	/* the daemon's control port */

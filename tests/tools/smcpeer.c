@@ -17,6 +17,15 @@
  *   smcpeer flood   --connect ADDR:PORT [--count N] [--silent] [--hold MS] [--mark N]
  *   smcpeer opens   --connect ADDR:PORT --open DEST:PORT [--count N] [--mark N]
  *                   [--timeout MS]
+ *   smcpeer serve   --listen ADDR:PORT --psk FILE [--tamper FIELD] [--timeout MS]
+ *
+ * serve: the acceptor's side of one handshake, as an on-path attacker
+ * would leave it: it takes one connection (a daemon's proposal of shm),
+ * answers an ACCEPT proven with the secret of FILE, then, with --tamper,
+ * changes one field of it after the proof: "features" (ring moves
+ * dropped), "ring_size" (halved), "links" (one fewer) or "addr" (another
+ * rendezvous path). Prints what the daemon answered: "confirm",
+ * "decline REASON", "closed" or "timeout".
  *
  * opens: a link group as propose brings up, then N FLOW_OPENs as fast as
  * the daemon's queue takes them, the first to DEST and each next one to
@@ -123,6 +132,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -132,6 +142,7 @@
 #include "cfg.h"
 #include "smc/clc.h"
 #include "smc/llc.h"
+#include "smc/rmb-t.h"
 #include "core/sock.h"
 #include "transport/shm/shm-wire.h"
 
@@ -165,6 +176,9 @@ struct opts {
 	bool half_close;
 	bool blocking_efd;
 	bool hugetlb;			/* propose --hugetlb */
+	struct cfg_addr listen;		/* serve --listen */
+	bool have_listen;
+	const char *tamper;		/* serve --tamper FIELD */
 	unsigned count;
 	unsigned rv_fds;
 	int hold_ms;
@@ -750,6 +764,120 @@ static int cmd_propose(const struct opts *o)
 		}
 	}
 	grp_close(&g);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* serve */
+
+/* The accepted connection's ends, the daemon's (the proposer) first. */
+static int serve_endpoints(int fd, struct clc_endpoints *ep)
+{
+	struct sockaddr_storage a, b;
+	socklen_t la = sizeof(a), lb = sizeof(b);
+
+	if (getpeername(fd, (struct sockaddr *)&a, &la) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&b, &lb) < 0)
+		return -errno;
+	if (clc_endpoint_put((struct sockaddr *)&a, ep->client) ||
+	    clc_endpoint_put((struct sockaddr *)&b, ep->server))
+		return -EAFNOSUPPORT;
+	return 0;
+}
+
+/* What an attacker on the path changes in a proven accept. */
+static int serve_tamper(const char *field, struct clc_accept *a)
+{
+	if (!field)
+		return 0;
+	if (!strcmp(field, "features"))
+		a->features ^= CLC_FEAT_RING_MOVE;
+	else if (!strcmp(field, "ring_size"))
+		a->ring_size = a->ring_size > RMB_MIN_SIZE ? a->ring_size / 2 : a->ring_size * 2;
+	else if (!strcmp(field, "links"))
+		a->links = a->links > 1 ? (uint16_t)(a->links - 1) : a->links;
+	else if (!strcmp(field, "addr"))
+		memcpy(a->addr[CLC_TLV_SHM_NAME - 1].value, "evil", 4);
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static int cmd_serve(const struct opts *o)
+{
+	int64_t deadline = peer_now_ms() + o->timeout_ms;
+	uint8_t psk[CLC_PSK_MAX], buf[CLC_MSG_MAX];
+	struct clc_endpoints ep;
+	struct clc_msg m, acc = { .hdr.type = CLC_ACCEPT };
+	struct clc_accept *a = &acc.accept;
+	struct pollfd pfd;
+	size_t psk_len;
+	int lfd, fd, one = 1, err, n;
+
+	if (clc_psk_load(o->psk_file, psk, &psk_len)) {
+		peer_say("cannot read the secret %s", o->psk_file);
+		return 1;
+	}
+	lfd = socket(o->listen.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (lfd < 0 || setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(lfd, (const struct sockaddr *)&o->listen.ss, o->listen.len) < 0 ||
+	    listen(lfd, 4) < 0) {
+		peer_say("listen: %s", strerror(errno));
+		return 1;
+	}
+	printf("listening\n");
+	fflush(stdout);
+	pfd = (struct pollfd){ .fd = lfd, .events = POLLIN };
+	if (poll(&pfd, 1, peer_left_ms(deadline)) <= 0) {
+		printf("timeout\n");
+		return 0;
+	}
+	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	close(lfd);
+	if (fd < 0 || serve_endpoints(fd, &ep)) {
+		peer_say("accept: %s", strerror(errno));
+		return 1;
+	}
+	err = peer_clc_recv(fd, &m, deadline);
+	if (err || m.hdr.type != CLC_PROPOSAL || !(m.proposal.transports & CLC_TR_SHM)) {
+		printf("no proposal of shm (%s)\n", err ? strerror(-err) : "another message");
+		close(fd);
+		return 0;
+	}
+	a->features = CLC_FEAT_PSK | (m.proposal.features & CLC_FEAT_RING_MOVE);
+	a->transport = CLC_TR_SHM;
+	memcpy(a->host_id, m.proposal.host_id, CLC_HOST_ID_LEN);
+	a->ring_size = m.proposal.ring_size;
+	a->links = m.proposal.links;
+	a->max_flows_per_link = m.proposal.max_flows_per_link;
+	if (getrandom(a->nonce, sizeof(a->nonce), 0) != sizeof(a->nonce) ||
+	    getrandom(a->lgr_id, sizeof(a->lgr_id), 0) != sizeof(a->lgr_id))
+		return 1;
+	memcpy(a->addr[CLC_TLV_SHM_NAME - 1].value, "smcpeer.sock", 12);
+	a->addr[CLC_TLV_SHM_NAME - 1].len = 12;
+	if (clc_mac_accept(psk, psk_len, &ep, &m.proposal, a, a->mac) ||
+	    serve_tamper(o->tamper, a)) {
+		peer_say("cannot prove or tamper the accept");
+		return 1;
+	}
+	n = clc_encode(&acc, buf, sizeof(buf));
+	if (n < 0 || peer_send_all(fd, buf, (size_t)n, deadline)) {
+		printf("closed\n");
+		close(fd);
+		return 0;
+	}
+	err = peer_clc_recv(fd, &m, deadline);
+	if (err == -ETIMEDOUT)
+		printf("timeout\n");
+	else if (err)
+		printf("closed\n");
+	else if (m.hdr.type == CLC_CONFIRM)
+		printf("confirm\n");
+	else if (m.hdr.type == CLC_DECLINE)
+		printf("decline %s\n", clc_decline_name(m.decline.reason));
+	else
+		printf("other\n");
+	close(fd);
 	return 0;
 }
 
@@ -1359,7 +1487,8 @@ void peer_usage(void)
 		"                       [--timeout MS] FILE...\n"
 		"       smcpeer rv      --shm-dir DIR [--count N] [--fds K] [--hold MS]\n"
 		"       smcpeer flood   --connect ADDR:PORT [--count N] [--silent] [--hold MS]\n"
-		"       smcpeer opens   --connect ADDR:PORT --open DEST:PORT [--count N] [--timeout MS]\n");
+		"       smcpeer opens   --connect ADDR:PORT --open DEST:PORT [--count N] [--timeout MS]\n"
+		"       smcpeer serve   --listen ADDR:PORT --psk FILE [--tamper FIELD] [--timeout MS]\n");
 	exit(2);
 }
 
@@ -1373,7 +1502,8 @@ int main(int argc, char **argv)
 		peer_usage();
 	cmd = argv[1];
 	if (strcmp(cmd, "propose") && strcmp(cmd, "raw") && strcmp(cmd, "links") &&
-	    strcmp(cmd, "rv") && strcmp(cmd, "flood") && strcmp(cmd, "opens"))
+	    strcmp(cmd, "rv") && strcmp(cmd, "flood") && strcmp(cmd, "opens") &&
+	    strcmp(cmd, "serve"))
 		peer_usage();
 	o.count = 1;
 	o.timeout_ms = strcmp(cmd, "raw") ? 1000 : 300;
@@ -1408,6 +1538,11 @@ int main(int argc, char **argv)
 			o.blocking_efd = true;
 		} else if (!strcmp(a, "--hugetlb")) {
 			o.hugetlb = true;
+		} else if (!strcmp(a, "--listen")) {
+			peer_parse_addr(peer_arg_value(&i, argc, argv), &o.listen);
+			o.have_listen = true;
+		} else if (!strcmp(a, "--tamper")) {
+			o.tamper = peer_arg_value(&i, argc, argv);
 		} else if (!strcmp(a, "--count")) {
 			o.count = (unsigned)peer_parse_num(peer_arg_value(&i, argc, argv), 100000);
 		} else if (!strcmp(a, "--fds")) {
@@ -1432,6 +1567,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!strcmp(cmd, "rv"))
 		return o.n_files || (!o.rv_fds && !o.hold_ms) ? (peer_usage(), 2) : cmd_rv(&o);
+	if (!strcmp(cmd, "serve"))
+		return o.n_files || !o.have_listen || !o.psk_file ? (peer_usage(), 2) : cmd_serve(&o);
 	if (!o.have_connect)
 		peer_usage();
 	if (!strcmp(cmd, "flood")) {

@@ -576,6 +576,7 @@ void world_free(struct world *w)
 		lgr_fail(w->lgr, -ESHUTDOWN);
 		world_batch_end(w);
 	}
+	addr_local_close(&w->net.local_addrs);	/* a test's opens may have filled it */
 	assert_int_equal(w->net.rmb_budget.used, 0);
 	for (i = 0; i < WORLD_FLOWS; i++) {
 		if (w->flows[i].c.lgr)

@@ -1205,6 +1205,7 @@ static void test_open_flood_fails_group(void **state)
 	lgr_on_flow_open(w->lnk, &open);
 	assert_int_equal(w->stats.floods_refused, 1);
 	assert_true(lgr_failing(w->lgr));
+	w->lgr = NULL;			/* freed at the end of the batch */
 	world_batch_end(w);
 	assert_int_equal(w->lgr_events[LGR_EV_FAILED], 1);
 	assert_int_equal(w->lgr_event_err, LGR_ERR_FLOOD);
