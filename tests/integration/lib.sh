@@ -167,17 +167,22 @@ it_hosts() {
 }
 
 # The cgroup v2 hierarchy's mount point (a hybrid layout has it at
-# /sys/fs/cgroup/unified), found as the daemon finds it.
-it_cgroup2_mount() { awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo; }
+# /sys/fs/cgroup/unified), found as the daemon finds it: the file system
+# type is the field after the "-" that ends a mountinfo line's optional
+# fields, whose number varies.
+it_cgroup2_mount() {
+	awk '{ for (i = 7; i < NF; i++) if ($i == "-") { if ($(i + 1) == "cgroup2") { print $5; exit } break } }' \
+		/proc/self/mountinfo
+}
 
-# it_cgroup_make NAME: makes cgroup NAME (a path in the hierarchy) and
-# prints its directory.
+# it_cgroup_make NAME: makes cgroup NAME (a path in the hierarchy); its
+# directory in IT_CG. Not for $(...): a failure must end the test.
 it_cgroup_make() {
 	local mnt
 	mnt=$(it_cgroup2_mount)
 	[ -n "$mnt" ] || it_fail "no cgroup v2 hierarchy is mounted"
 	mkdir -p "$mnt$1" || it_fail "cannot make cgroup $1"
-	echo "$mnt$1"
+	IT_CG=$mnt$1
 }
 
 # it_cgroup_remove DIR: kills what is left in cgroup DIR and its children
@@ -252,7 +257,7 @@ it_redirect() {
 	local t
 	if [ "$IT_INTERCEPT" = ebpf ]; then
 		IT_CG_PATH=/smcp-it-$$
-		IT_CG=$(it_cgroup_make "$IT_CG_PATH") || exit 1
+		it_cgroup_make "$IT_CG_PATH"
 		it_app_in "$IT_CG"
 		IT_CLIENT4=127.0.0.1
 		return 0
