@@ -99,14 +99,11 @@ attack() {
 		# daemon sees its ESTABLISHED event and the message in.
 		early-open) [ "$what" = accepted ] ||
 			rt_defer "daemon $d, $name: a legitimate flow on a fresh group got '$what', not an accept" ;;
-		# The daemon's NAK. rdmapeer waits for the write's answer and
-		# tries again on fresh groups when none came: "inconclusive"
-		# after its last try is a failure, never a pass.
 		cross-group-write)
 			case $what in
 			refused*) ;;
 			WRITTEN*) rt_defer "daemon $d, $name: an rkey of one link group's ring works over another group's link ($what)" ;;
-			*) rt_defer "daemon $d, $name could not be tried, on any of rdmapeer's fresh groups: $what" ;;
+			*) rt_defer "daemon $d, $name could not be tried: $what" ;;
 			esac ;;
 		*) rt_defer "daemon $d: rdmapeer printed '$line'" ;;
 		esac

@@ -72,11 +72,9 @@
  *    address and key right; the same write over G1's link must fail,
  *    since a peer's rkeys cover only the memory of its own link group
  *    (man/smcproxy-protocol.7, RDMA TRANSPORT, Regions). Prints
- *    "cross-group-write: refused (STATUS)" (isolated: the daemon's NAK),
- *    "cross-group-write: WRITTEN (...)" (G1's link wrote into G2's ring),
- *    or "cross-group-write: inconclusive (WHY)" when no try of three (each
- *    on fresh groups) got an answer; a retry is said on stderr and in the
- *    line ("; try N of 3"). A write's answer is awaited up to 30 s.
+ *    "cross-group-write: refused" (isolated), "cross-group-write: WRITTEN"
+ *    (G1's link wrote into G2's ring), or "cross-group-write: inconclusive
+ *    (WHY)".
  *
  * A handshake that does not succeed prints "declined-handshake REASON",
  * "closed", "timeout" or "bad-answer" instead and ends the run.
@@ -123,14 +121,6 @@
 #define FILE_MAX	(64 * LINK_MSG_LEN)
 #define SYNC_TOKEN	0x53590000u	/* "SY": the markers */
 #define OPEN_TOKEN	0x4f500001u	/* "OP": the cross-group flow */
-#define WRID_WRITE	1u		/* low half of an RDMA WRITE's wr_id */
-/* How long a write's answer may take: the daemon's NAK, or our QP's retries
- * running out (retry_count 7 of rdma_cm's ack timeout, seconds) when no
- * answer comes. A loaded machine under TCG can take seconds for either,
- * so the bound is generous; an answer that comes in time costs nothing. */
-#define WRITE_ANSWER_MS	30000
-/* Fresh pairs of groups tried for cross-group-write until one answers. */
-#define CROSS_TRIES	3
 
 struct opts {
 	struct cfg_addr connect;
@@ -216,8 +206,7 @@ struct lk {
 	struct rdma_pd peer;		/* what the daemon's accept carried */
 	bool have_peer;
 	enum ibv_wc_status last_status;	/* of the last signalled send */
-	bool write_out;			/* an RDMA WRITE posted, not completed */
-	bool disconnect_due;		/* the daemon's DISCONNECTED came first */
+	unsigned sends_done;
 	uint8_t *tx;			/* SQ_DEPTH slots of SLOT_BIG */
 	uint8_t *rx;			/* RQ_DEPTH slots of LINK_MSG_LEN */
 	struct ibv_mr *tx_mr, *rx_mr;
@@ -353,7 +342,7 @@ static int lk_create_qp(struct lk *l)
 static void lk_close(struct lk *l)
 {
 	if (l->id) {
-		if (l->state == LK_UP || l->disconnect_due)
+		if (l->state == LK_UP)
 			rdma_disconnect(l->id);
 		if (l->qp)
 			rdma_destroy_qp(l->id);
@@ -423,33 +412,13 @@ static void lk_on_cm(struct lk *l, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		if (l->state == LK_UP) {
 			l->state = LK_FAILED;
-			/* Our half, so the id can go; but not while a write
-			 * is out: rdma_disconnect() moves our QP to the error
-			 * state and flushes it, and rxe may deliver the
-			 * daemon's DISCONNECTED before the NAK that answers
-			 * the write: the likely cause of one "inconclusive
-			 * (no completion)" seen on a loaded machine. */
-			if (l->write_out) {
-				l->disconnect_due = true;
-				break;
-			}
-			err = rdma_disconnect(l->id);
+			err = rdma_disconnect(l->id);	/* our half, so the id can go */
 			(void)err;
 		}
 		break;
 	default:
 		break;
 	}
-}
-
-static bool writes_out(const struct grp *g)
-{
-	unsigned i;
-
-	for (i = 0; i < LINKS_MAX; i++)
-		if (g->links[i].write_out)
-			return true;
-	return false;
 }
 
 /*
@@ -492,22 +461,15 @@ static void grp_pump(struct grp *g, struct probe *pr, bool (*done)(struct grp *,
 						l->state = LK_FAILED;
 				} else {
 					l->last_status = wc[i].status;
+					l->sends_done++;
 					if (wc[i].status != IBV_WC_SUCCESS && l->state == LK_UP)
 						l->state = LK_FAILED;
-					if ((wc[i].wr_id & 0xffffffffu) == WRID_WRITE)
-						l->write_out = false;
-					if (l->disconnect_due && !l->write_out) {
-						l->disconnect_due = false;
-						(void)rdma_disconnect(l->id);
-					}
 				}
 			}
 		}
 		if (done && done(g, pr))
 			return;
-		/* All links down: nothing more will come, but the answer to
-		 * a write posted before. */
-		if (g->up && !links_up(g) && !writes_out(g))
+		if (g->up && !links_up(g))
 			return;
 		if (peer_now_ms() >= deadline)
 			return;
@@ -770,7 +732,7 @@ static int lk_write(struct lk *l, uint64_t addr, uint32_t rkey, size_t len)
 	struct ibv_sge sge = { .addr = (uintptr_t)slot, .length = (uint32_t)len,
 			       .lkey = l->tx_mr->lkey };
 	struct ibv_send_wr wr = {
-		.wr_id = (uint64_t)(l - l->g->links) << 32 | WRID_WRITE,
+		.wr_id = (uint64_t)(l - l->g->links) << 32,
 		.sg_list = &sge,
 		.num_sge = 1,
 		.opcode = IBV_WR_RDMA_WRITE,
@@ -779,13 +741,8 @@ static int lk_write(struct lk *l, uint64_t addr, uint32_t rkey, size_t len)
 	};
 	struct ibv_send_wr *bad;
 
-	int err;
-
 	memset(slot, 0xa5, len);
-	err = ibv_post_send(l->qp, &wr, &bad);
-	if (!err)
-		l->write_out = true;
-	return -err;
+	return -ibv_post_send(l->qp, &wr, &bad);
 }
 
 /* Sends the marker, a FLOW_OPEN every daemon must decline, on link i. */
@@ -833,6 +790,11 @@ static void settle_after_loss(struct grp *g, struct probe *pr)
 static bool open_done(struct grp *g, struct probe *pr)
 {
 	return pr->open_done;
+}
+
+static bool send_done(struct grp *g, struct probe *pr)
+{
+	return g->links[0].sends_done > 0 || g->links[0].state != LK_UP;
 }
 
 static void print_probe(const char *name, const struct grp *g, const struct probe *pr)
@@ -998,26 +960,8 @@ out:
 	return rc;
 }
 
-static bool write_done(struct grp *g, struct probe *pr)
-{
-	return !g->links[0].write_out;
-}
-
-enum cross_verdict { CROSS_REFUSED, CROSS_WRITTEN, CROSS_INCONCLUSIVE };
-
-/* The answer to a write: the daemon's NAK is a refusal; our QP giving up
- * (retries exceeded) or flushing says nothing about the daemon's memory. */
-static bool status_is_nak(enum ibv_wc_status st)
-{
-	return st == IBV_WC_REM_ACCESS_ERR || st == IBV_WC_REM_INV_REQ_ERR ||
-	       st == IBV_WC_REM_OP_ERR;
-}
-
-/*
- * One try of step 4, on a fresh pair of groups: the verdict, with what was
- * seen in what[len]; -1 on a local error (nothing tried).
- */
-static int cross_group_once(char *what, size_t len)
+/* Step 4: does an rkey of one group's ring work over another group's link? */
+static int run_cross_group(void)
 {
 	struct grp g1, g2;
 	struct probe pr = { .open_token = OPEN_TOKEN };
@@ -1039,81 +983,47 @@ static int cross_group_once(char *what, size_t len)
 		goto out;
 	grp_pump(&g2, &pr, open_done, peer_now_ms() + o.timeout_ms);
 	if (!pr.open_done || pr.open_answer.type != LLC_FLOW_ACCEPT || !g2.links[0].have_peer) {
+		char what[64] = "no answer";
+
 		if (pr.open_done && pr.open_answer.type == LLC_FLOW_DECLINE)
-			snprintf(what, len, "the flow to the --open destination: flow_decline %s",
+			snprintf(what, sizeof(what), "flow_decline %s",
 				 clc_decline_name(pr.open_answer.decline.reason));
-		else
-			snprintf(what, len, "the flow to the --open destination: no answer");
-		rc = CROSS_INCONCLUSIVE;
+		printf("cross-group-write: inconclusive (the flow to the --open destination: %s)\n",
+		       what);
+		rc = 0;
 		goto out;
 	}
 	addr = g2.links[0].peer.addr + pr.open_answer.accept.rmb.offset;
 	key = pr.open_answer.accept.rmb.key;
 	/* Over the ring's own group: the address and key are right. */
+	g2.links[0].sends_done = 0;
 	if (lk_write(&g2.links[0], addr, key, 64))
 		goto out;
-	grp_pump(&g2, NULL, write_done, peer_now_ms() + WRITE_ANSWER_MS);
-	if (g2.links[0].write_out || g2.links[0].last_status != IBV_WC_SUCCESS) {
-		snprintf(what, len, "the write over the ring's own group: %s",
-			 g2.links[0].write_out ? "no completion" :
-			 ibv_wc_status_str(g2.links[0].last_status));
-		rc = CROSS_INCONCLUSIVE;
+	grp_pump(&g2, NULL, send_done, peer_now_ms() + o.timeout_ms);
+	if (!g2.links[0].sends_done || g2.links[0].last_status != IBV_WC_SUCCESS) {
+		printf("cross-group-write: inconclusive (the write over the ring's own group: %s)\n",
+		       g2.links[0].sends_done ? ibv_wc_status_str(g2.links[0].last_status) :
+		       "no completion");
+		rc = 0;
 		goto out;
 	}
-	/* Over another group's link: its completion, whatever the daemon
-	 * does to that link meanwhile (see lk_on_cm()). */
+	/* Over another group's link. */
+	g1.links[0].sends_done = 0;
 	if (lk_write(&g1.links[0], addr, key, 64))
 		goto out;
-	grp_pump(&g1, NULL, write_done, peer_now_ms() + WRITE_ANSWER_MS);
-	if (g1.links[0].write_out) {
-		snprintf(what, len, "no completion within %d ms", WRITE_ANSWER_MS);
-		rc = CROSS_INCONCLUSIVE;
-	} else if (g1.links[0].last_status == IBV_WC_SUCCESS) {
-		snprintf(what, len, "a link of one group wrote into a ring of another");
-		rc = CROSS_WRITTEN;
-	} else {
-		snprintf(what, len, "%s", ibv_wc_status_str(g1.links[0].last_status));
-		rc = status_is_nak(g1.links[0].last_status) ? CROSS_REFUSED : CROSS_INCONCLUSIVE;
-	}
+	grp_pump(&g1, NULL, send_done, peer_now_ms() + o.timeout_ms);
+	if (!g1.links[0].sends_done)
+		printf("cross-group-write: inconclusive (no completion)\n");
+	else if (g1.links[0].last_status == IBV_WC_SUCCESS)
+		printf("cross-group-write: WRITTEN (a link of one group wrote into a ring of another)\n");
+	else
+		printf("cross-group-write: refused (%s)\n",
+		       ibv_wc_status_str(g1.links[0].last_status));
+	rc = 0;
 out:
 	grp_close(&g1);
 	grp_close(&g2);
 	return rc;
-}
-
-/*
- * Step 4: does an rkey of one group's ring work over another group's link?
- * A try that cannot tell (no answer in time on a loaded machine, the flow
- * not opened) is made again on fresh groups, up to CROSS_TRIES times; the
- * line printed is the first answer, or "inconclusive" when none came, which
- * the test counts as a failure, never as a pass.
- */
-static int run_cross_group(void)
-{
-	static const char *const words[] = {
-		[CROSS_REFUSED] = "refused",
-		[CROSS_WRITTEN] = "WRITTEN",
-		[CROSS_INCONCLUSIVE] = "inconclusive",
-	};
-	char what[160];
-	int i, v = CROSS_INCONCLUSIVE;
-
-	for (i = 1; i <= CROSS_TRIES; i++) {
-		v = cross_group_once(what, sizeof(what));
-		if (v < 0)
-			return -1;
-		if (v != CROSS_INCONCLUSIVE)
-			break;
-		peer_say("cross-group-write, try %d of %d: inconclusive (%s)%s", i, CROSS_TRIES,
-			 what, i < CROSS_TRIES ? "; again on fresh groups" : "");
-	}
-	if (i > CROSS_TRIES)
-		i = CROSS_TRIES;
-	if (i > 1)
-		printf("cross-group-write: %s (%s; try %d of %d)\n", words[v], what, i, CROSS_TRIES);
-	else
-		printf("cross-group-write: %s (%s)\n", words[v], what);
-	return 0;
 }
 
 /* ------------------------------------------------------------------ */
