@@ -92,6 +92,7 @@ struct lgr {
 	uint32_t ring_size;		/* our rings' largest size; the peer's come with each flow */
 	uint32_t ring_init;		/* a new flow's ring (ring_size without ring_move) */
 	bool ring_move;			/* both sides move rings (CLC_FEAT_RING_MOVE) */
+	bool client_addr;		/* FLOW_OPEN names the client (CLC_FEAT_CLIENT_ADDR) */
 
 	/* Local memory: the region the peer writes into. */
 	uint8_t *region;
