@@ -184,9 +184,9 @@ static int conn_attach_peer(struct conn *c, const struct llc_rmb *rmb)
  * client m names, where the group carries it and the caller wants it
  * (want: the config asks for it and the host routes the server's replies
  * back to it); else dest's own address, an address of this
- * host, with the client's port if m names one. A loopback, any or
- * multicast client is never taken: a peer must not make a server on this
- * host see a connection from its own loopback. Returns whether the
+ * host, with the client's port if m names one. A loopback, any,
+ * multicast or link-local client is never taken: a peer must not make a
+ * server on this host see a connection from its own loopback. Returns whether the
  * client's address was chosen.
  */
 static bool conn_source(struct conn *c, const struct sockaddr *dest, const struct llc_flow_open *m,
@@ -207,8 +207,10 @@ static bool conn_source(struct conn *c, const struct sockaddr *dest, const struc
 			struct in6_addr a;
 
 			memcpy(&a, m->src_addr, 16);
+			/* A link-local client names no link of ours. */
 			client = want && !IN6_IS_ADDR_LOOPBACK(&a) && !IN6_IS_ADDR_UNSPECIFIED(&a) &&
-				 !IN6_IS_ADDR_MULTICAST(&a) && !IN6_IS_ADDR_V4MAPPED(&a);
+				 !IN6_IS_ADDR_MULTICAST(&a) && !IN6_IS_ADDR_V4MAPPED(&a) &&
+				 !IN6_IS_ADDR_LINKLOCAL(&a);
 			if (client)
 				s6->sin6_addr = a;
 			s6->sin6_port = htons(m->src_port);
@@ -236,7 +238,8 @@ static bool conn_source(struct conn *c, const struct sockaddr *dest, const struc
 /*
  * Connects c's socket to dest from conn_source()'s address. The client's
  * address may still fail (IP_TRANSPARENT refused: the daemon lost its
- * capability): then dest's, counted as the host's. Which source and
+ * capability; no port left for the client's address): then dest's,
+ * counted as the host's, so that a flow is never refused for it. Which source and
  * whether the client's port was kept are counted.
  */
 static int conn_socket_connect(struct conn *c, const struct sockaddr *dest,
@@ -251,7 +254,7 @@ static int conn_socket_connect(struct conn *c, const struct sockaddr *dest,
 
 	fd = sock_connect_from(dest, (struct sockaddr *)&c->client,
 			       client ? net->cfg->client_mark : net->mark, &flags);
-	if (fd == -EPERM && client) {
+	if (fd < 0 && client) {
 		client = false;
 		flags = 0;
 		if (dest->sa_family == AF_INET6)

@@ -45,6 +45,8 @@ for dst in "$S4" "[$S6]"; do
 	grep -q "^peer \(${C4//./\\.}\|$C6\) $lport\$" "$IT_DIR/acl.log" ||
 		it_fail "the server did not see the client's address and port $lport: $(tail -2 "$IT_DIR/acl.log")"
 done
+# The flows' ends are counted once both legs closed: wait for them.
+it_wait_stat flows.closed.shm -ge 2 5 || it_fail "the two flows did not go over shm"
 read -r shm ctcp < <(it_stat flows.closed.shm flows.closed.tcp | tr '\n' ' ')
 read -r caddr haddr < <(it_peer_stat connect_client_addr connect_host_addr | tr '\n' ' ')
 echo "  client daemon: closed.shm $shm closed.tcp $ctcp; peer: connect_client_addr $caddr connect_host_addr $haddr"
