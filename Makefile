@@ -316,6 +316,8 @@ install: all
 	install -d $(DESTDIR)$(SYSCONFDIR)/smcproxy
 	[ -e $(DESTDIR)$(SYSCONFDIR)/smcproxy/smcproxyd.json ] || \
 	  install -m 0644 contrib/smcproxyd.json $(DESTDIR)$(SYSCONFDIR)/smcproxy/smcproxyd.json
+	@echo "smcproxy: so that servers on this host see the clients' own addresses on the"
+	@echo "  flows peers open, run 'smcproxy-iptables route add' (smcproxyd(8), \"The client's address\")"
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/smcproxyd $(DESTDIR)$(BINDIR)/smcproxyctl \

@@ -89,6 +89,10 @@ struct cfg {
 	size_t n_serve;
 	enum cfg_transport transport;
 	uint32_t mark;
+	/* Connect to servers from the client's address where the host
+	 * routes it back (core/route_back.h), marked client_mark. */
+	bool client_address;
+	uint32_t client_mark;
 	unsigned workers;		/* 0: one per CPU */
 	/* Started as root: the user to run as once set up ("": stay root,
 	 * on purpose; daemon/privdrop.c). Looked up at start, not here. */

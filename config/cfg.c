@@ -1107,6 +1107,14 @@ static void check_cross(struct load *ld, struct cfg *cfg)
 		path_pop(ld);
 		path_pop(ld);
 	}
+	/* The host routes every packet with client_mark to itself: the
+	 * daemon's connections to other hosts must not carry it. */
+	if (cfg->mark && cfg->client_mark == cfg->mark) {
+		path_push_key(ld, "client_mark");
+		verr(ld, false, "%u is also \"mark\": connections to other hosts would be routed back here",
+		     (unsigned)cfg->client_mark);
+		path_pop(ld);
+	}
 }
 
 /* Line and column of byte offset off in text, counted as jansson does. */

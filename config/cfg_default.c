@@ -17,6 +17,8 @@ static const char default_json[] =
 	"  \"serve\": [],\n"
 	"  \"transport\": \"auto\",\n"
 	"  \"mark\": 5459267,\n"
+	"  \"client_address\": true,\n"
+	"  \"client_mark\": 83,\n"
 	"  \"workers\": 0,\n"
 	"  \"user\": \"smcproxy\",\n"
 	"  \"links\": {\"per_peer\": 2, \"max_flows_per_link\": 255, \"dead_after\": \"15s\"},\n"

@@ -177,6 +177,9 @@ const struct cfg__key cfg__schema[] = {
 	{ "serve", CFG__SERVE, true, 0, 0, 0, 256, "[]", NULL },
 	{ "transport", CFG__TRANSPORT, false, 0, F(transport), 0, 0, "\"auto\"", NULL },
 	{ "mark", CFG__U32, false, 0, F(mark), 1, 0xffffffffULL, "5459267", NULL },
+	/* Reload: the daemon probes the host's rules again then. */
+	{ "client_address", CFG__BOOL, true, 0, F(client_address), 0, 1, "true", NULL },
+	{ "client_mark", CFG__U32, false, 0, F(client_mark), 1, 0xffffffffULL, "83", NULL },
 	{ "workers", CFG__UINT, false, 0, F(workers), 0, 256, "0", NULL },
 	/* Restart: the daemon drops root once, at start. */
 	{ "user", CFG__USER, false, 0, F(user), 0, 32, "\"smcproxy\"", NULL },

@@ -120,7 +120,7 @@ static json_t *stats_body(struct smcd *d)
 	for (r = FB_NONE + 1; r < FB__MAX; r++)
 		json_object_set_new(fb, fallback_reason_name(r), json_integer(st->fallback[r]));
 	body = json_pack("{s:s, s:i, s:I, s:i, s:I, s:{s:I, s:o, s:o}, s:o,"
-			 " s:{s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
+			 " s:{s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
 			 "version", SMCPROXY_VERSION,
 			 "pid", (int)getpid(),
 			 "uptime_ms", (json_int_t)(uv_now(&d->loop) - d->start_ms),
@@ -135,6 +135,9 @@ static json_t *stats_body(struct smcd *d)
 			 "connect_failures", (json_int_t)st->connect_failures,
 			 "connect_timeouts", (json_int_t)st->connect_timeouts,
 			 "connect_no_port", (json_int_t)st->connect_no_port,
+			 "connect_client_addr", (json_int_t)st->connect_client_addr,
+			 "connect_host_addr", (json_int_t)st->connect_host_addr,
+			 "connect_port_taken", (json_int_t)st->connect_port_taken,
 			 "resets", (json_int_t)st->resets,
 			 "accept_pauses", (json_int_t)st->accept_pauses,
 			 "loops_refused", (json_int_t)st->loops_refused,

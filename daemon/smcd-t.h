@@ -41,6 +41,9 @@ struct smcd {
 	/* Why a configured transport is not up ("" when all are), found at
 	 * start: transports do not come or go while the daemon runs. */
 	char transports_down[192];
+	/* What the last probe of the client's address found, per family
+	 * (enum route_back; -1: not probed): said again only when it changes. */
+	int client_route[2];
 };
 
 #endif

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/addr.h"
+#include "core/route_back.h"
 #include "ctl/ctl_render.h"
 #include "ctl_pools.h"
 #include "smc/clc-t.h"
@@ -32,6 +33,7 @@
 
 static void smcd_shutdown(struct smcd *d);
 static void smcd_finish(struct smcd *d);
+static void smcd_probe_client_route(struct smcd *d);
 
 static void smcd_on_handle_closed(uv_handle_t *h)
 {
@@ -123,6 +125,7 @@ int smcd_reload(struct smcd *d, char **applied, char **restart, char **err)
 			 " they will when they answer", late, d->workers.n, WORKER_ANSWER_MS);
 	if (d->ctl.path)
 		ctl_server_set_mode(&d->ctl, cfg->stats.mode);
+	smcd_probe_client_route(d);
 	d->reloads++;
 	log_info("reloaded %s%s%s%s%s", cfg->source,
 		 *diff.live ? "; applied: " : "; no live changes", diff.live,
@@ -362,6 +365,42 @@ static int smcd_intercept_open(struct smcd *d, const struct cfg *cfg)
 	return 0;
 }
 
+/*
+ * Whether the flows peers open reach servers here from the clients' own
+ * addresses (route_back.h): probed at start and at each reload, told once
+ * and again only when the answer changes. Without peers nobody opens
+ * flows here, and a first run on the defaults hears nothing of it.
+ */
+static void smcd_probe_client_route(struct smcd *d)
+{
+	static const int families[2] = { AF_INET, AF_INET6 };
+	const struct cfg *cfg = d->cfg;
+	bool wanted = cfg->client_address && cfg->has_control && cfg->n_peers;
+	unsigned bits = 0;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		enum route_back rb = wanted ? route_back_probe(families[i], cfg->client_mark) : RB_OK;
+		const char *fam = i ? "IPv6" : "IPv4";
+
+		if (wanted && rb == RB_OK)
+			bits |= ROUTE_BACK_FAMILY(families[i]);
+		if (!wanted || (int)rb == d->client_route[i]) {
+			d->client_route[i] = wanted ? (int)rb : -1;
+			continue;
+		}
+		d->client_route[i] = (int)rb;
+		if (rb == RB_OK)
+			log_info("%s: servers here see the clients' own addresses (client_mark %u)",
+				 fam, (unsigned)cfg->client_mark);
+		else if (rb != RB_NO_FAMILY)
+			log_notice("%s: servers here see this host's address, not the clients': %s"
+				   " (smcproxy-iptables route add sets it up; smcproxyd(8), \"The"
+				   " client's address\")", fam, route_back_why(rb));
+	}
+	route_back_set(bits);
+}
+
 int smcd_init(struct smcd *d, struct cfg *cfg, const char *cfg_path, int ready_fd)
 {
 	int inherited[64];
@@ -373,7 +412,7 @@ int smcd_init(struct smcd *d, struct cfg *cfg, const char *cfg_path, int ready_f
 	unsigned n_workers;
 	int err, i;
 
-	*d = (struct smcd){ .cfg = cfg, .ready_fd = ready_fd };
+	*d = (struct smcd){ .cfg = cfg, .ready_fd = ready_fd, .client_route = { -1, -1 } };
 	if (cfg_path) {
 		d->cfg_path = strdup(cfg_path);
 		if (!d->cfg_path)
@@ -428,6 +467,7 @@ int smcd_init(struct smcd *d, struct cfg *cfg, const char *cfg_path, int ready_f
 	}
 	d->ctl.data = d;
 	smcd_check_transports(d);
+	smcd_probe_client_route(d);
 	err = metrics_init(&d->metrics, &d->loop, &cfg->metrics.listen, cfg->metrics.max_clients,
 			   cfg->metrics.timeout_ms, &smcd_metrics_ops, d, errbuf, sizeof(errbuf));
 	if (err) {

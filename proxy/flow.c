@@ -280,7 +280,8 @@ static void flow_start_conn(struct flow *f, struct lgr *lgr)
 	 * it yet, and it is parked no more. */
 	assert(!f->lgr && !f->conn_live && !f->relay_live && lgr->state == LGR_ACTIVE);
 	f->fd = -1;
-	err = conn_open(&f->conn, lgr, fd, (struct sockaddr *)&f->dest, &flow_conn_ops);
+	err = conn_open(&f->conn, lgr, fd, (struct sockaddr *)&f->dest,
+			(struct sockaddr *)&f->client, &flow_conn_ops);
 	if (err) {
 		if (flow_start_relay(f, fd, fallback_of_errno(err)))
 			flow_maybe_free(f);

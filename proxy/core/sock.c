@@ -37,6 +37,70 @@ int sock_connect(int fd, const struct sockaddr *dest)
 	return 0;
 }
 
+/* One try of sock_connect_from(): src's port, or any (IP_BIND_ADDRESS_NO_PORT). */
+static int connect_from_once(const struct sockaddr *dest, const struct sockaddr *src,
+			     uint32_t mark, bool transparent, bool any_port)
+{
+	struct sockaddr_storage ss;
+	int fd, err, one = 1;
+
+	fd = sock_open_marked(dest->sa_family, mark);
+	if (fd < 0)
+		return fd;
+	memcpy(&ss, src, addr_len(src));
+	if (transparent &&
+	    (dest->sa_family == AF_INET6 ?
+	     setsockopt(fd, IPPROTO_IPV6, IPV6_TRANSPARENT, &one, sizeof(one)) :
+	     setsockopt(fd, IPPROTO_IP, IP_TRANSPARENT, &one, sizeof(one)))) {
+		err = -errno;
+		goto out_close;
+	}
+	if (any_port) {
+		/* The port is chosen at connect(), for the whole 4-tuple,
+		 * not at bind() for the address alone. */
+		setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+		if (ss.ss_family == AF_INET6)
+			((struct sockaddr_in6 *)&ss)->sin6_port = 0;
+		else
+			((struct sockaddr_in *)&ss)->sin_port = 0;
+	} else {
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	}
+	if (bind(fd, (struct sockaddr *)&ss, addr_len(src)) < 0) {
+		err = -errno;
+		goto out_close;
+	}
+	err = sock_connect(fd, dest);
+	if (err)
+		goto out_close;
+	return fd;
+
+out_close:
+	close(fd);
+	return err;
+}
+
+int sock_connect_from(const struct sockaddr *dest, const struct sockaddr *src, uint32_t mark,
+		      unsigned *flags)
+{
+	bool transparent = *flags & SOCK_FROM_TRANSPARENT;
+	int fd;
+
+	*flags &= ~SOCK_FROM_PORT_KEPT;
+	if (addr_port(src)) {
+		fd = connect_from_once(dest, src, mark, transparent, false);
+		if (fd >= 0) {
+			*flags |= SOCK_FROM_PORT_KEPT;
+			return fd;
+		}
+		/* Held: bound by a listener (EADDRINUSE), or the tuple
+		 * taken by a live connection (EADDRNOTAVAIL). */
+		if (fd != -EADDRINUSE && fd != -EADDRNOTAVAIL)
+			return fd;
+	}
+	return connect_from_once(dest, src, mark, transparent, true);
+}
+
 bool sock_connect_done(int fd)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLOUT };

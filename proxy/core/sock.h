@@ -26,6 +26,24 @@ int sock_open_marked(int family, uint32_t mark);
  * -errno of an immediate failure. The caller still owns fd either way. */
 int sock_connect(int fd, const struct sockaddr *dest);
 
+/* sock_connect_from() flags and what it tells. */
+#define SOCK_FROM_TRANSPARENT	0x1	/* src is not ours: IP_TRANSPARENT */
+#define SOCK_FROM_PORT_KEPT	0x2	/* out: the connection has src's port */
+
+/*
+ * A marked socket (sock_open_marked()) whose non-blocking connect to dest
+ * started from src: the fd, or -errno (-EPERM: IP_TRANSPARENT refused;
+ * -EADDRNOTAVAIL: no source port was free). src's own port first, with
+ * SO_REUSEADDR, so that a TIME_WAIT of ours on the very tuple is taken
+ * over at once (the kernel checks the timestamps, as for tcp_tw_reuse;
+ * an explicitly bound connect needs no sysctl for it); when that port is
+ * held (a listener, a live connection on the tuple), src's address with a
+ * port the kernel picks (IP_BIND_ADDRESS_NO_PORT). src's port 0: the
+ * kernel's port only. *flags: SOCK_FROM_* in, SOCK_FROM_PORT_KEPT out.
+ */
+int sock_connect_from(const struct sockaddr *dest, const struct sockaddr *src, uint32_t mark,
+		      unsigned *flags);
+
 /* Whether the kernel finished fd's connect, well or badly (SO_ERROR
  * says which), whether or not the event loop has seen it yet: for a
  * connect deadline, which a loop checks before the batch's socket

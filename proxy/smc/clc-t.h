@@ -33,6 +33,7 @@ enum clc_type {
 #define CLC_FEAT_PSK		(1u << 0)	/* the sender proves auth.psk_file */
 #define CLC_FEAT_RING_MOVE	(1u << 1)	/* understands LLC_RMB_MOVE: rings start small */
 #define CLC_FEAT_DELETE		(1u << 2)	/* takes LLC_DELETE_LINK (an orderly stop) */
+#define CLC_FEAT_CLIENT_ADDR	(1u << 3)	/* FLOW_OPEN carries the client's address */
 
 /*
  * Transport bits: a proposal offers a set, an accept names one. The

@@ -67,6 +67,9 @@ struct conn {
 	struct epset_entry ev;
 	uint64_t deadline_ms;		/* OPENING / CONNECTING */
 	struct sockaddr_storage dest;	/* the flow's original destination */
+	/* Opener: the application's address, sent in FLOW_OPEN (family 0:
+	 * none). Acceptor: the address our socket to dest is bound to. */
+	struct sockaddr_storage client;
 
 	/* Receive side: our ring, which the peer writes. */
 	struct rmb *rmb;

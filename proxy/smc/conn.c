@@ -43,7 +43,7 @@
 #include "link.h"
 #include "llc.h"
 #include "core/loop.h"
-#include "core/sock.h"
+#include "core/route_back.h"
 #include "net.h"
 #include "rmb.h"
 
@@ -128,13 +128,21 @@ static void conn_common_init(struct conn *c, struct lgr *lgr, int fd,
 }
 
 int conn_open(struct conn *c, struct lgr *lgr, int fd, const struct sockaddr *dest,
-	      const struct conn_ops *ops)
+	      const struct sockaddr *client, const struct conn_ops *ops)
 {
 	int err;
 
 	conn_common_init(c, lgr, fd, ops);
 	c->state = CONN_OPENING;
 	memcpy(&c->dest, dest, addr_len(dest));
+	/* FLOW_OPEN has one family byte: a client of the other family (a
+	 * v4-mapped one is unmapped first) is not sent. */
+	if (client) {
+		memcpy(&c->client, client, addr_len(client));
+		addr_unmap_v4(&c->client);
+		if (c->client.ss_family != dest->sa_family)
+			c->client.ss_family = 0;
+	}
 	err = conn_init_rx(c, lgr);
 	if (err)
 		return err;
@@ -172,27 +180,104 @@ static int conn_attach_peer(struct conn *c, const struct llc_rmb *rmb)
 	return 0;
 }
 
-static int conn_socket_connect(struct conn *c, const struct sockaddr *dest, uint32_t mark)
+/*
+ * The acceptor's source for the connection to dest, into c->client: the
+ * client m names, where the group carries it and the caller wants it
+ * (want: the config asks for it and the host routes the server's replies
+ * back to it); else dest's own address, an address of this
+ * host, with the client's port if m names one. A loopback, any,
+ * multicast or link-local client is never taken: a peer must not make a
+ * server on this host see a connection from its own loopback. Returns whether the
+ * client's address was chosen.
+ */
+static bool conn_source(struct conn *c, const struct sockaddr *dest, const struct llc_flow_open *m,
+			bool want)
 {
-	int fd, err, one = 1;
+	const struct lgr *lgr = c->lgr;
+	struct sockaddr_storage *src = &c->client;
+	bool given = lgr->client_addr && m->src_port;
+	bool client = false;
 
-	fd = sock_open_marked(dest->sa_family, mark);
+	memset(src, 0, sizeof(*src));
+	if (dest->sa_family == AF_INET6) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)src;
+
+		s6->sin6_family = AF_INET6;
+		s6->sin6_addr = ((const struct sockaddr_in6 *)(const void *)dest)->sin6_addr;
+		if (given) {
+			struct in6_addr a;
+
+			memcpy(&a, m->src_addr, 16);
+			/* A link-local client names no link of ours. */
+			client = want && !IN6_IS_ADDR_LOOPBACK(&a) && !IN6_IS_ADDR_UNSPECIFIED(&a) &&
+				 !IN6_IS_ADDR_MULTICAST(&a) && !IN6_IS_ADDR_V4MAPPED(&a) &&
+				 !IN6_IS_ADDR_LINKLOCAL(&a);
+			if (client)
+				s6->sin6_addr = a;
+			s6->sin6_port = htons(m->src_port);
+		}
+	} else {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)src;
+
+		s4->sin_family = AF_INET;
+		s4->sin_addr = ((const struct sockaddr_in *)(const void *)dest)->sin_addr;
+		if (given) {
+			uint32_t a;
+
+			memcpy(&a, m->src_addr, 4);
+			a = ntohl(a);
+			client = want && (a >> 24) != 127 && a != INADDR_ANY && !IN_MULTICAST(a) &&
+				 a != INADDR_BROADCAST;
+			if (client)
+				s4->sin_addr.s_addr = htonl(a);
+			s4->sin_port = htons(m->src_port);
+		}
+	}
+	return client;
+}
+
+/*
+ * Connects c's socket to dest from conn_source()'s address. The client's
+ * address may still fail (IP_TRANSPARENT refused: the daemon lost its
+ * capability; no port left for the client's address): then dest's,
+ * counted as the host's, so that a flow is never refused for it. Which source and
+ * whether the client's port was kept are counted.
+ */
+static int conn_socket_connect(struct conn *c, const struct sockaddr *dest,
+			       const struct llc_flow_open *m)
+{
+	struct smc_net *net = c->lgr->net;
+	struct proxy_stats *st = net->stats;
+	bool client = conn_source(c, dest, m, net->cfg->client_address &&
+				  (route_back_families() & ROUTE_BACK_FAMILY(dest->sa_family)));
+	unsigned flags = client ? SOCK_FROM_TRANSPARENT : 0;
+	int fd, one = 1;
+
+	fd = sock_connect_from(dest, (struct sockaddr *)&c->client,
+			       client ? net->cfg->client_mark : net->mark, &flags);
+	if (fd < 0 && client) {
+		client = false;
+		flags = 0;
+		if (dest->sa_family == AF_INET6)
+			((struct sockaddr_in6 *)&c->client)->sin6_addr =
+				((const struct sockaddr_in6 *)(const void *)dest)->sin6_addr;
+		else
+			((struct sockaddr_in *)&c->client)->sin_addr =
+				((const struct sockaddr_in *)(const void *)dest)->sin_addr;
+		fd = sock_connect_from(dest, (struct sockaddr *)&c->client, net->mark, &flags);
+	}
 	if (fd < 0)
 		return fd;
+	counter_inc(client ? &st->connect_client_addr : &st->connect_host_addr);
+	if (addr_port((struct sockaddr *)&c->client) && !(flags & SOCK_FROM_PORT_KEPT))
+		counter_inc(&st->connect_port_taken);
 	/* A leg to this host: keepalive would find nothing the kernel does
 	 * not report at once (a local peer's death is an RST), so only what
 	 * the data path needs. */
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	setsockopt(fd, SOL_SOCKET, SO_OOBINLINE, &one, sizeof(one));
-	err = sock_connect(fd, dest);
-	if (err)
-		goto out_close;
 	c->fd = fd;
 	return 0;
-
-out_close:
-	close(fd);
-	return err;
 }
 
 int conn_accept(struct conn *c, struct link *lnk, const struct llc_flow_open *m,
@@ -214,7 +299,7 @@ int conn_accept(struct conn *c, struct link *lnk, const struct llc_flow_open *m,
 	err = lgr_conn_add_on(lgr, c, lnk);
 	if (err)
 		goto out_detach;
-	err = conn_socket_connect(c, dest, lgr->net->mark);
+	err = conn_socket_connect(c, dest, m);
 	if (err)
 		goto out_del;
 	err = epset_add(&conn_net(c)->core->epset, c->fd, CONN_EVENTS, &c->ev);
@@ -715,6 +800,14 @@ void conn_build_msg(struct conn *c, unsigned work, uint8_t msg[LINK_MSG_LEN])
 		} else {
 			m.open.family = 6;
 			memcpy(m.open.addr, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16);
+		}
+		sa = (const struct sockaddr *)&c->client;
+		if (lgr->client_addr && sa->sa_family == AF_INET) {
+			m.open.src_port = addr_port(sa);
+			memcpy(m.open.src_addr, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
+		} else if (lgr->client_addr && sa->sa_family == AF_INET6) {
+			m.open.src_port = addr_port(sa);
+			memcpy(m.open.src_addr, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16);
 		}
 		llc_encode(&m, msg);
 	} else if (work == CONN_TX_ACCEPT) {

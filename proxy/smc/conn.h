@@ -16,16 +16,21 @@ struct smc_net;
 
 /*
  * Opener: puts the application socket fd on a link of lgr and posts
- * FLOW_OPEN for dest. The socket is not read until the peer accepts.
- * Returns 0, or -EMFILE-like errors with nothing changed (fd untouched):
- * -ENOSPC when the link group is full, -ENOMEM when no ring is left.
+ * FLOW_OPEN for dest, naming client (the application's address, or NULL)
+ * where the group carries it. The socket is not read until the peer
+ * accepts. Returns 0, or -EMFILE-like errors with nothing changed (fd
+ * untouched): -ENOSPC when the link group is full, -ENOMEM when no ring
+ * is left.
  */
 int conn_open(struct conn *c, struct lgr *lgr, int fd, const struct sockaddr *dest,
-	      const struct conn_ops *ops);
+	      const struct sockaddr *client, const struct conn_ops *ops);
 /*
  * Acceptor: for the peer's FLOW_OPEN m on lnk, connects a new socket to
- * dest (SO_MARK'd with the net's mark) and posts FLOW_ACCEPT at once; bytes the peer
- * sends meanwhile wait in our ring. -errno with nothing changed (the
+ * dest and posts FLOW_ACCEPT at once; bytes the peer sends meanwhile wait
+ * in our ring. The socket comes from m's client address (IP_TRANSPARENT,
+ * the net's client_mark) where the host routes it back and the config
+ * allows, else from dest's own address, and from the client's port where
+ * it is free (conn_socket_connect()). -errno with nothing changed (the
  * caller declines the flow).
  */
 int conn_accept(struct conn *c, struct link *lnk, const struct llc_flow_open *m,

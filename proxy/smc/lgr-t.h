@@ -97,6 +97,7 @@ struct lgr {
 	 * group's end is an orderly close, not a failure. */
 	bool peer_delete;
 	bool peer_stopped;
+	bool client_addr;		/* FLOW_OPEN names the client (CLC_FEAT_CLIENT_ADDR) */
 
 	/* Local memory: the region the peer writes into. */
 	uint8_t *region;

@@ -38,6 +38,11 @@ struct llc_flow_open {
 	uint8_t family;			/* 4 or 6 */
 	uint16_t port;			/* the flow's original destination */
 	uint8_t addr[16];		/* 4 bytes used for family 4 */
+	/* The client the flow came from, of the same family (only in a link
+	 * group with CLC_FEAT_CLIENT_ADDR): so that the acceptor connects to
+	 * the server from it. Port 0 and a zero address: not given. */
+	uint16_t src_port;
+	uint8_t src_addr[16];
 };
 
 struct llc_flow_accept {
@@ -109,6 +114,9 @@ struct llc_wire_open {
 	uint8_t port[2];
 	uint8_t addr[16];
 	uint8_t rmb_key[4];
+	uint8_t src_port[2];		/* CLC_FEAT_CLIENT_ADDR groups; else 0 */
+	uint8_t src_reserved[2];
+	uint8_t src_addr[16];
 };
 
 struct llc_wire_accept {

@@ -34,10 +34,12 @@ _Static_assert(offsetof(struct llc_wire_hdr, type) == 0 && offsetof(struct llc_w
 	       sizeof(struct llc_wire_hdr) == 4, "LLC header: type, length, two reserved bytes");
 _Static_assert(LLC_AT(open, token, 4) && LLC_AT(open, rmb_offset, 8) && LLC_AT(open, rmb_size, 12) &&
 	       LLC_AT(open, family, 16) && LLC_AT(open, flags, 17) && LLC_AT(open, port, 18) &&
-	       LLC_AT(open, addr, 20) && LLC_AT(open, rmb_key, 36) && LLC_OPEN_END == 40,
+	       LLC_AT(open, addr, 20) && LLC_AT(open, rmb_key, 36) && LLC_AT(open, src_port, 40) &&
+	       LLC_AT(open, src_reserved, 42) && LLC_AT(open, src_addr, 44) && LLC_OPEN_END == 60,
 	       "struct llc_wire_open is FLOW_OPEN's table of smcproxy-protocol(7)");
-_Static_assert(sizeof(((struct llc_wire_open *)0)->addr) == sizeof(((struct llc_flow_open *)0)->addr),
-	       "FLOW_OPEN: a 16-byte address");
+_Static_assert(sizeof(((struct llc_wire_open *)0)->addr) == sizeof(((struct llc_flow_open *)0)->addr) &&
+	       sizeof(((struct llc_wire_open *)0)->src_addr) == sizeof(((struct llc_flow_open *)0)->src_addr),
+	       "FLOW_OPEN: 16-byte addresses");
 _Static_assert(LLC_AT(accept, token, 4) && LLC_AT(accept, peer_token, 8) &&
 	       LLC_AT(accept, rmb_offset, 12) && LLC_AT(accept, rmb_size, 16) &&
 	       LLC_AT(accept, rmb_key, 20) && LLC_ACCEPT_END == 24,
@@ -93,6 +95,8 @@ void llc_encode(const struct llc_msg *m, uint8_t buf[LINK_MSG_LEN])
 		wire_put16(o->port, m->open.port);
 		memcpy(o->addr, m->open.addr, m->open.family == 4 ? 4 : 16);
 		wire_put32(o->rmb_key, m->open.rmb.key);
+		wire_put16(o->src_port, m->open.src_port);
+		memcpy(o->src_addr, m->open.src_addr, m->open.family == 4 ? 4 : 16);
 		break;
 	case LLC_FLOW_ACCEPT:
 		wire_put32(a->token, m->accept.token);
@@ -122,11 +126,20 @@ void llc_encode(const struct llc_msg *m, uint8_t buf[LINK_MSG_LEN])
 	}
 }
 
+/* One encoding per address: a family-4 address is not also 12 bytes of
+ * something else. */
+static bool addr_ok(uint8_t family, const uint8_t addr[16])
+{
+	if (family == 4)
+		return wire_all_zero(addr + 4, 12);
+	return family == 6;
+}
+
 static int decode_open(const uint8_t *buf, struct llc_flow_open *o)
 {
 	const struct llc_wire_open *w = (const struct llc_wire_open *)(const void *)buf;
 
-	if ((w->flags & ~LLC_OPEN_RESENT) ||
+	if ((w->flags & ~LLC_OPEN_RESENT) || !wire_all_zero(w->src_reserved, sizeof(w->src_reserved)) ||
 	    !wire_all_zero(buf + LLC_OPEN_END, LINK_MSG_LEN - LLC_OPEN_END))
 		return -EBADMSG;
 	o->token = wire_get32(w->token);
@@ -137,15 +150,19 @@ static int decode_open(const uint8_t *buf, struct llc_flow_open *o)
 	o->port = wire_get16(w->port);
 	memcpy(o->addr, w->addr, sizeof(o->addr));
 	o->rmb.key = wire_get32(w->rmb_key);
+	o->src_port = wire_get16(w->src_port);
+	memcpy(o->src_addr, w->src_addr, sizeof(o->src_addr));
 	/* Token 0 is the receiver's "no peer token yet": a flow stored with
 	 * it could never be addressed, and would look unanswered. */
 	if (o->token == 0 || !rmb_ok(&o->rmb) || o->port == 0)
 		return -EBADMSG;
-	/* One encoding per address: a family-4 address is not also 12 bytes
-	 * of something else. */
-	if (o->family == 4)
-		return wire_all_zero(o->addr + 4, sizeof(o->addr) - 4) ? 0 : -EBADMSG;
-	return o->family == 6 ? 0 : -EBADMSG;
+	if (!addr_ok(o->family, o->addr) || !addr_ok(o->family, o->src_addr))
+		return -EBADMSG;
+	/* The client is given whole or not at all: a port without an
+	 * address, or an address without a port, is no client. */
+	if ((o->src_port == 0) != wire_all_zero(o->src_addr, sizeof(o->src_addr)))
+		return -EBADMSG;
+	return 0;
 }
 
 int llc_decode(const uint8_t *buf, size_t len, struct llc_msg *m)

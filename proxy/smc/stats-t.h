@@ -26,6 +26,9 @@ struct proxy_stats {
 	counter_t connect_failures;	/* outbound connect refused/unreachable */
 	counter_t connect_timeouts;	/* outbound connect took too long */
 	counter_t connect_no_port;	/* outbound connect found no free source port */
+	counter_t connect_client_addr;	/* flows connected to the server from the client's address */
+	counter_t connect_host_addr;	/* ... from this host's own address */
+	counter_t connect_port_taken;	/* ... not from the client's port (held): the kernel's */
 	counter_t resets;		/* flows ended by an RST on either leg */
 	counter_t accept_pauses;		/* accept paused on EMFILE/ENFILE/ENOBUFS */
 	counter_t loops_refused;		/* not redirected, or aimed at ourselves */

@@ -109,6 +109,8 @@ inns ip addr add fd00:99::1/64 dev lo nodad || fail "cannot add fd00:99::1 to lo
 
 jump='-A OUTPUT -p tcp -j SMCPROXY'
 mark='-A SMCPROXY -m mark --mark 0x534d43 -j RETURN'
+# The daemon's connections from a client's address (client_mark).
+cmark='-A SMCPROXY -m mark --mark 0x53 -j RETURN'
 r4() { echo "-A SMCPROXY -d 10.99.0.0/24 -p tcp -m tcp --dport $1 -j REDIRECT --to-ports 17001"; }
 r6() { echo "-A SMCPROXY -d fd00:99::/64 -p tcp -m tcp --dport $1 -j REDIRECT --to-ports 17001"; }
 
@@ -123,6 +125,10 @@ expect 2 frobnicate
 expect 2 add --port 80 --dest 10.99.0.0/24 --uid no-such-user-here
 expect 2 add --port 80 --dest 10.99.0.0/24 --uid 5-3
 expect 2 config --port 80 --dest 10.99.0.0/24 --uid 0
+expect 2 route
+expect 2 route frobnicate
+expect 2 route add --port 80
+expect 2 add --port 80 --dest 10.99.0.0/24 --mark 83 --client-mark 83
 expect 0 --help
 absent 4 SMCPROXY
 absent 6 SMCPROXY
@@ -132,8 +138,8 @@ args=(--port "80,8080" --dest 10.99.0.0/24 --dest fd00:99::/64 --to-port 17001)
 expect 0 add "${args[@]}"
 expect 0 add "${args[@]}"
 [[ $out == *"4 already present"* ]] || fail "second add did not report the rules as present: $out"
-once 4 "$jump" "$mark" "$(r4 80)" "$(r4 8080)"
-once 6 "$jump" "$mark" "$(r6 80)" "$(r6 8080)"
+once 4 "$jump" "$mark" "$cmark" "$(r4 80)" "$(r4 8080)"
+once 6 "$jump" "$mark" "$cmark" "$(r6 80)" "$(r6 8080)"
 zoned 4
 zoned 6
 # The mark rule comes first in the chain, before any redirect.

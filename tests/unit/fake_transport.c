@@ -481,7 +481,7 @@ struct wflow *world_open_only(struct world *w, unsigned i, int rcvbuf, int sndbu
 	struct wflow *f = &w->flows[i];
 	int fd = world_socket(&f->app, rcvbuf, sndbuf);
 
-	assert_int_equal(conn_open(&f->c, w->lgr, fd, (struct sockaddr *)&dest,
+	assert_int_equal(conn_open(&f->c, w->lgr, fd, (struct sockaddr *)&dest, NULL,
 				   &world_conn_ops), 0);
 	assert_int_equal(f->c.state, CONN_OPENING);
 	return f;

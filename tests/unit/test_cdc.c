@@ -209,6 +209,8 @@ static void llc_cases(struct llc_case *c, size_t *n)
 		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
 		0x00, 0x00, 0x00, 0x00,
 		0x12, 0x34, 0x56, 0x78,		/* rmb.key */
+		0xc3, 0x50, 0x00, 0x00,		/* the client's port 50000, reserved */
+		0x0a, 0x00, 0x00, 0x01,		/* the client, 10.0.0.1 */
 	};
 	static const uint8_t open6[] = {
 		0x20, 0x40, 0x00, 0x00,
@@ -255,9 +257,11 @@ static void llc_cases(struct llc_case *c, size_t *n)
 	c[i].m.open.port = 443;
 	memcpy(c[i].m.open.addr, "\x0a\x00\x00\x02", 4);
 	c[i].m.open.rmb.key = 0x12345678;
+	c[i].m.open.src_port = 50000;
+	memcpy(c[i].m.open.src_addr, "\x0a\x00\x00\x01", 4);
 	memcpy(c[i].head, open4, sizeof(open4));
 	c[i].head_len = sizeof(open4);
-	c[i++].end = 40;
+	c[i++].end = 60;
 
 	c[i].m.type = LLC_FLOW_OPEN;
 	c[i].m.open.token = 0xffffffff;
@@ -268,7 +272,7 @@ static void llc_cases(struct llc_case *c, size_t *n)
 	memcpy(c[i].m.open.addr, open6 + 20, 16);
 	memcpy(c[i].head, open6, sizeof(open6));
 	c[i].head_len = sizeof(open6);
-	c[i++].end = 40;
+	c[i++].end = 60;
 
 	c[i].m.type = LLC_FLOW_ACCEPT;
 	c[i].m.accept.token = 0x00070003;
@@ -458,6 +462,31 @@ static void test_llc_rejects(void **state)
 	buf[19] = 1;
 	assert_int_equal(llc_dec(buf, LINK_MSG_LEN, &m), 0);
 	assert_int_equal(m.open.port, 1);
+
+	/* The client: bytes 42..43 reserved, the unused bytes of a family-4
+	 * client address zero, and a port and an address together or
+	 * neither. */
+	llc_encode(&c[0].m, buf);
+	for (size_t off = 42; off < 44; off++) {
+		buf[off] = 1;
+		assert_int_equal(llc_dec(buf, LINK_MSG_LEN, &m), -EBADMSG);
+		buf[off] = 0;
+	}
+	for (size_t off = 48; off < 60; off++) {
+		buf[off] = 1;
+		assert_int_equal(llc_dec(buf, LINK_MSG_LEN, &m), -EBADMSG);
+		buf[16] = 6;
+		assert_int_equal(llc_dec(buf, LINK_MSG_LEN, &m), 0);
+		buf[16] = 4;
+		buf[off] = 0;
+	}
+	buf[40] = buf[41] = 0;				/* an address, no port */
+	assert_int_equal(llc_dec(buf, LINK_MSG_LEN, &m), -EBADMSG);
+	memset(buf + 44, 0, 16);			/* neither: not given */
+	assert_int_equal(llc_dec(buf, LINK_MSG_LEN, &m), 0);
+	assert_int_equal(m.open.src_port, 0);
+	buf[41] = 1;					/* a port, no address */
+	assert_int_equal(llc_dec(buf, LINK_MSG_LEN, &m), -EBADMSG);
 	for (size_t s = 0; s < ARRAY_SIZE(bad_sizes); s++) {
 		c[0].m.open.rmb.size = bad_sizes[s];
 		llc_encode(&c[0].m, buf);

@@ -456,13 +456,14 @@ static void test_unknown_keys(void **state)
 	/* an empty key is named "" (found by fuzzing: it once read past the path) */
 	expect_errors("{\"\": 1, \"links\": {\"\": 2}}",
 		      "t.json:1:2: \"\": unknown key (known here: listen, tproxy, control, peers, "
-		      "serve, transport, mark, workers, user, links, buffers, autocork, cq, busy_poll, shm, stats, fallback, "
+		      "serve, transport, mark, client_address, client_mark, workers, user, links, buffers, "
+		      "autocork, cq, busy_poll, shm, stats, fallback, "
 		      "auth, log, relay, shutdown, rdma, debug, metrics, intercept)\n"
 		      "t.json:1:19: links.\"\": unknown key (known here: per_peer, "
 		      "max_flows_per_link, dead_after)\n");
 	/* two edits are too many for a short name */
 	expect_error_prefix("{\"zz\": 1}", "t.json:1:2: zz: unknown key (known here: listen, "
-			    "tproxy, control, peers, serve, transport, mark, workers, user, links, ");
+			    "tproxy, control, peers, serve, transport, mark, client_address, client_mark, workers, user, links, ");
 	expect_errors("{\n  \"links\": {\"per_peer\": 2, \"flows\": 3}\n}",
 		      "t.json:2:28: links.flows: unknown key (known here: per_peer, "
 		      "max_flows_per_link, dead_after)\n");
@@ -861,6 +862,11 @@ static void test_cross_check(void **state)
 	expect_errors("{\"buffers\": {\"ring_initial\": \"2MiB\"}}",
 		      "t.json:1:30: buffers.ring_initial: 2MiB is larger than buffers.ring (1MiB)\n");
 	cfg_free(load_ok("{\"buffers\": {\"ring\": \"1MiB\", \"ring_initial\": \"1MiB\"}}"));
+	/* The client's mark is routed back to this host: not the mark of
+	 * connections to other hosts. */
+	expect_errors("{\"mark\": 83}",
+		      "t.json:1:1: client_mark: 83 is also \"mark\": connections to other hosts would be routed back here\n");
+	cfg_free(load_ok("{\"mark\": 83, \"client_mark\": 84}"));
 }
 
 /*

@@ -637,7 +637,7 @@ static void test_open_link_full(void **state)
 
 	w->lgr->max_flows_per_link = 1;
 	world_open(w, 0, RING);
-	assert_int_equal(conn_open(extra, w->lgr, fd, (struct sockaddr *)&dest,
+	assert_int_equal(conn_open(extra, w->lgr, fd, (struct sockaddr *)&dest, NULL,
 				   &world_conn_ops), -ENOSPC);
 	assert_int_equal(w->lgr->rmbs.n_used, 1);
 	assert_int_equal(w->lgr->n_conns, 1);
@@ -666,7 +666,7 @@ static void test_open_dest_sockaddr_in(void **state)
 
 	*dest = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(443),
 				      .sin_addr.s_addr = htonl(0x0a000002) };
-	assert_int_equal(conn_open(&f->c, w->lgr, fd, (struct sockaddr *)dest,
+	assert_int_equal(conn_open(&f->c, w->lgr, fd, (struct sockaddr *)dest, NULL,
 				   &world_conn_ops), 0);
 	free(dest);
 	world_batch_end(w);
@@ -684,7 +684,7 @@ static void test_open_no_ring(void **state)
 	world_free(*state);
 	*state = w;
 	world_open(w, 0, RING);
-	assert_int_equal(conn_open(extra, w->lgr, fd, (struct sockaddr *)&dest,
+	assert_int_equal(conn_open(extra, w->lgr, fd, (struct sockaddr *)&dest, NULL,
 				   &world_conn_ops), -ENOMEM);
 	assert_int_equal(w->lgr->n_conns, 1);
 	assert_int_equal(w->lgr->rmbs.n_used, 1);
@@ -1333,7 +1333,7 @@ static void test_open_on_failing_group(void **state)
 	assert_int_equal(w->lgr->n_conns, 1);
 
 	fd = world_socket(&g.app, 0, 0);
-	assert_int_equal(conn_open(&g.c, w->lgr, fd, (struct sockaddr *)&dest,
+	assert_int_equal(conn_open(&g.c, w->lgr, fd, (struct sockaddr *)&dest, NULL,
 				   &world_conn_ops), -ENOLINK);
 	assert_int_equal(g.ended, 0);
 	assert_int_equal(w->lgr->n_conns, 1);

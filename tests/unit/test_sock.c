@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -138,11 +139,85 @@ static void test_bind(void **state)
 	close(fd);
 }
 
+static unsigned port_of(int fd)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+	return ntohs(sin.sin_port);
+}
+
+static void wait_fd(int fd, short events)
+{
+	struct pollfd pfd = { .fd = fd, .events = events };
+
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+}
+
+/*
+ * sock_connect_from() keeps the source's port, also over a TIME_WAIT of
+ * its own on the very tuple (we close first: the daemon's case when the
+ * client did), and takes a port of the kernel's when a listener holds the
+ * one asked for.
+ */
+static void test_connect_from(void **state)
+{
+	struct sockaddr_in dest = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in src = dest;
+	unsigned flags, sport;
+	int l, fd, a, held, round;
+	char c;
+
+	(void)state;
+	l = sock_bind((const struct sockaddr *)&dest, sizeof(dest), 0);
+	assert_true(l >= 0);
+	assert_int_equal(listen(l, 4), 0);
+	dest.sin_port = htons(port_of(l));
+	/* A free port to send from. */
+	fd = sock_bind((const struct sockaddr *)&src, sizeof(src), 0);
+	assert_true(fd >= 0);
+	sport = port_of(fd);
+	close(fd);
+	src.sin_port = htons(sport);
+
+	for (round = 0; round < 2; round++) {
+		flags = 0;
+		fd = sock_connect_from((struct sockaddr *)&dest, (struct sockaddr *)&src, 0, &flags);
+		assert_true(fd >= 0);
+		assert_true(flags & SOCK_FROM_PORT_KEPT);
+		assert_int_equal(port_of(fd), sport);
+		a = accept(l, NULL, NULL);
+		assert_true(a >= 0);
+		/* We close first: our socket ends in TIME_WAIT. */
+		assert_int_equal(shutdown(fd, SHUT_WR), 0);
+		assert_int_equal(read(a, &c, 1), 0);
+		close(a);
+		wait_fd(fd, POLLIN);
+		assert_int_equal(read(fd, &c, 1), 0);
+		close(fd);
+	}
+
+	/* A listener on the port asked for: the kernel's port instead. */
+	held = sock_bind((const struct sockaddr *)&src, sizeof(src), 0);
+	assert_true(held >= 0);
+	assert_int_equal(listen(held, 1), 0);
+	flags = SOCK_FROM_PORT_KEPT;
+	fd = sock_connect_from((struct sockaddr *)&dest, (struct sockaddr *)&src, 0, &flags);
+	assert_true(fd >= 0);
+	assert_false(flags & SOCK_FROM_PORT_KEPT);
+	assert_int_not_equal(port_of(fd), sport);
+	close(fd);
+	close(held);
+	close(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_marked),
 		cmocka_unit_test(test_bind),
+		cmocka_unit_test(test_connect_from),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
