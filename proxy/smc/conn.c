@@ -184,8 +184,10 @@ static int conn_attach_peer(struct conn *c, const struct llc_rmb *rmb)
  * The acceptor's source for the connection to dest, into c->client: the
  * client m names, where the group carries it and the caller wants it
  * (want: the config asks for it and the host routes the server's replies
- * back to it); else dest's own address, an address of this
- * host, with the client's port if m names one. A loopback, any,
+ * back to it); else the unspecified address, which the kernel turns into
+ * the address its route to dest leaves from (dest itself for an address
+ * of this host; this host's address toward a pod of a "serve" prefix),
+ * with the client's port if m names one. A loopback, any,
  * multicast or link-local client is never taken: a peer must not make a
  * server on this host see a connection from its own loopback. Returns whether the
  * client's address was chosen.
@@ -203,7 +205,6 @@ static bool conn_source(struct conn *c, const struct sockaddr *dest, const struc
 		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)src;
 
 		s6->sin6_family = AF_INET6;
-		s6->sin6_addr = ((const struct sockaddr_in6 *)(const void *)dest)->sin6_addr;
 		if (given) {
 			struct in6_addr a;
 
@@ -220,7 +221,6 @@ static bool conn_source(struct conn *c, const struct sockaddr *dest, const struc
 		struct sockaddr_in *s4 = (struct sockaddr_in *)src;
 
 		s4->sin_family = AF_INET;
-		s4->sin_addr = ((const struct sockaddr_in *)(const void *)dest)->sin_addr;
 		if (given) {
 			uint32_t a;
 
@@ -239,8 +239,8 @@ static bool conn_source(struct conn *c, const struct sockaddr *dest, const struc
 /*
  * Connects c's socket to dest from conn_source()'s address. The client's
  * address may still fail (IP_TRANSPARENT refused: the daemon lost its
- * capability; no port left for the client's address): then dest's,
- * counted as the host's, so that a flow is never refused for it. Which source and
+ * capability; no port left for the client's address): then the host's
+ * own, counted as such, so that a flow is never refused for it. Which source and
  * whether the client's port was kept are counted.
  */
 static int conn_socket_connect(struct conn *c, const struct sockaddr *dest,
@@ -259,11 +259,9 @@ static int conn_socket_connect(struct conn *c, const struct sockaddr *dest,
 		client = false;
 		flags = 0;
 		if (dest->sa_family == AF_INET6)
-			((struct sockaddr_in6 *)&c->client)->sin6_addr =
-				((const struct sockaddr_in6 *)(const void *)dest)->sin6_addr;
+			((struct sockaddr_in6 *)&c->client)->sin6_addr = in6addr_any;
 		else
-			((struct sockaddr_in *)&c->client)->sin_addr =
-				((const struct sockaddr_in *)(const void *)dest)->sin_addr;
+			((struct sockaddr_in *)&c->client)->sin_addr.s_addr = htonl(INADDR_ANY);
 		fd = sock_connect_from(dest, (struct sockaddr *)&c->client, net->mark, &flags);
 	}
 	if (fd < 0)
