@@ -114,12 +114,19 @@ tc_daemon_stop() {
 # once it passed the FIN on, and the last bytes may still be on their way:
 # the server is stopped only once it has no connection left (ss, run under
 # RUNNER, e.g. in its namespace) or after SECONDS, so that its summary
-# judges what arrived, not what was still in flight. Works inside $(...).
+# judges what arrived, not what was still in flight. "No connection left"
+# counts every state in which the server may still read or owe a close:
+# a server that sent its FIN first waits in FIN_WAIT for the client's
+# stream, and one that got the client's FIN but has not read it yet is in
+# CLOSE_WAIT; only established ones counted, a loaded machine stopped the
+# server under the last bytes of such a flow. Works inside $(...).
 tc_server_stop() {
 	local pid=$1 log=$2 t=$3 i
 	shift 3
 	for ((i = 0; i < t * 20; i++)); do
-		[ -z "$("$@" ss -Htn state established "( sport = :$SPORT )" 2>/dev/null)" ] && break
+		[ -z "$("$@" ss -Htn state established state syn-recv state fin-wait-1 \
+			state fin-wait-2 state close-wait state closing \
+			"( sport = :$SPORT )" 2>/dev/null)" ] && break
 		sleep 0.05
 	done
 	kill -TERM "$pid" 2>/dev/null
