@@ -95,7 +95,9 @@ it_init() {
 	tc_check_tools
 	NS_C=smcp-c-$$
 	NS_S=smcp-s-$$
-	IT_DIR=$(mktemp -d /tmp/smcp-it.XXXXXX)
+	# IT_TMPDIR: where the temp dir goes (default /tmp); the rdma lab's guest has
+	# /tmp on 9p, where UNIX sockets do not work, and passes /run.
+	IT_DIR=$(mktemp -d "${IT_TMPDIR:-/tmp}/smcp-it.XXXXXX")
 	chmod 755 "$IT_DIR"
 	it_app_in ""
 	SOCK=$IT_DIR/ctl.sock
