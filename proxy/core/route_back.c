@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "route_back.h"
+#include "sock.h"
 
 static _Atomic unsigned route_back_bits;
 
@@ -71,7 +72,6 @@ static int route_type(int family, const void *addr, size_t alen, uint32_t mark)
 		char buf[4096];
 	} r;
 	struct rtattr *ra;
-	int fd, err;
 	ssize_t n;
 
 	q.nlh.nlmsg_type = RTM_GETROUTE;
@@ -89,34 +89,13 @@ static int route_type(int family, const void *addr, size_t alen, uint32_t mark)
 	q.nlh.nlmsg_len = (uint32_t)(NLMSG_LENGTH(sizeof(q.rtm)) + RTA_ALIGN(RTA_LENGTH(alen)) +
 				     RTA_LENGTH(sizeof(mark)));
 
-	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_ROUTE);
-	if (fd < 0)
-		return -errno;
-	if (send(fd, &q, q.nlh.nlmsg_len, 0) < 0) {
-		err = -errno;
-		goto out_close;
-	}
-	n = recv(fd, &r, sizeof(r), 0);
-	if (n < 0) {
-		err = -errno;
-		goto out_close;
-	}
-	err = -EPROTO;
-	if ((size_t)n < NLMSG_HDRLEN || r.nlh.nlmsg_len > (size_t)n)
-		goto out_close;
-	if (r.nlh.nlmsg_type == NLMSG_ERROR) {
-		const struct nlmsgerr *e = NLMSG_DATA(&r.nlh);
-
-		if (r.nlh.nlmsg_len >= NLMSG_LENGTH(sizeof(*e)) && e->error)
-			err = e->error;	/* -ENETUNREACH: no route at all */
-		goto out_close;
-	}
+	/* An NLMSG_ERROR of -ENETUNREACH: no route at all. */
+	n = sock_nl_ask(NETLINK_ROUTE, &q, q.nlh.nlmsg_len, &r, sizeof(r));
+	if (n < 0)
+		return (int)n;
 	if (r.nlh.nlmsg_type != RTM_NEWROUTE || r.nlh.nlmsg_len < NLMSG_LENGTH(sizeof(struct rtmsg)))
-		goto out_close;
-	err = ((const struct rtmsg *)NLMSG_DATA(&r.nlh))->rtm_type;
-out_close:
-	close(fd);
-	return err;
+		return -EPROTO;
+	return ((const struct rtmsg *)NLMSG_DATA(&r.nlh))->rtm_type;
 }
 
 /* Whether an IP_TRANSPARENT socket of ours may take a foreign address. */

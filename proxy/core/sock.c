@@ -161,6 +161,38 @@ bool sock_tcp_holds_tuple(int fd)
 	return ti.tcpi_state != TCP_CLOSE && ti.tcpi_state != TCP_TIME_WAIT;
 }
 
+/*
+ * One request to a kernel netlink family (proto) and its one answer, into
+ * resp (cap bytes): the answer's length, checked to hold one whole message,
+ * or -errno: the socket's, an NLMSG_ERROR's own error, -EPROTO for an answer
+ * that is short, malformed or an error without one. The caller checks the
+ * type it expects. The kernel answers these families within send().
+ */
+ssize_t sock_nl_ask(int proto, const void *req, size_t len, void *resp, size_t cap)
+{
+	const struct nlmsghdr *nlh = resp;
+	ssize_t n;
+	int fd;
+
+	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, proto);
+	if (fd < 0)
+		return -errno;
+	if (send(fd, req, len, 0) < 0 || (n = recv(fd, resp, cap, 0)) < 0) {
+		n = -errno;
+		goto out_close;
+	}
+	if (n < (ssize_t)sizeof(*nlh) || !NLMSG_OK(nlh, (size_t)n)) {
+		n = -EPROTO;
+	} else if (nlh->nlmsg_type == NLMSG_ERROR) {
+		const struct nlmsgerr *e = NLMSG_DATA(nlh);
+
+		n = nlh->nlmsg_len >= NLMSG_LENGTH(sizeof(*e)) && e->error ? e->error : -EPROTO;
+	}
+out_close:
+	close(fd);
+	return n;
+}
+
 static void sock_diag_fill_id(struct inet_diag_sockid *id, const struct sockaddr *local,
 			      const struct sockaddr *remote)
 {
@@ -194,51 +226,28 @@ int sock_tuple_mark(const struct sockaddr *local, const struct sockaddr *remote,
 	struct inet_diag_msg *msg;
 	struct rtattr *rta;
 	ssize_t n;
-	int fd, err, left;
+	int left;
 
 	if (local->sa_family != remote->sa_family)
 		return -EINVAL;
 	sock_diag_fill_id(&q.req.id, local, remote);
-	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-	if (fd < 0)
-		return -errno;
-	if (send(fd, &q, sizeof(q), 0) < 0) {
-		err = -errno;
-		goto out_close;
-	}
-	n = recv(fd, &r, sizeof(r), 0);
-	if (n < 0) {
-		err = -errno;
-		goto out_close;
-	}
-	err = -EPROTO;
-	if (n < (ssize_t)sizeof(r.nlh) || !NLMSG_OK(&r.nlh, (size_t)n))
-		goto out_close;
-	if (r.nlh.nlmsg_type == NLMSG_ERROR) {
-		const struct nlmsgerr *e = NLMSG_DATA(&r.nlh);
-
-		err = r.nlh.nlmsg_len >= NLMSG_LENGTH(sizeof(*e)) && e->error ? e->error : -EPROTO;
-		goto out_close;
-	}
+	n = sock_nl_ask(NETLINK_SOCK_DIAG, &q, sizeof(q), &r, sizeof(r));
+	if (n < 0)
+		return (int)n;
 	if (r.nlh.nlmsg_type != SOCK_DIAG_BY_FAMILY ||
 	    r.nlh.nlmsg_len < NLMSG_LENGTH(sizeof(*msg)))
-		goto out_close;
+		return -EPROTO;
 	msg = NLMSG_DATA(&r.nlh);
-	err = -ENOENT;
 	if (msg->idiag_state == TCP_TIME_WAIT || msg->idiag_state == TCP_CLOSE)
-		goto out_close;
-	err = -EOPNOTSUPP;
+		return -ENOENT;
 	left = (int)(r.nlh.nlmsg_len - NLMSG_LENGTH(sizeof(*msg)));
 	for (rta = (struct rtattr *)(msg + 1); RTA_OK(rta, left); rta = RTA_NEXT(rta, left)) {
 		if (rta->rta_type == INET_DIAG_MARK && RTA_PAYLOAD(rta) >= sizeof(*mark)) {
 			memcpy(mark, RTA_DATA(rta), sizeof(*mark));
-			err = 0;
-			break;
+			return 0;
 		}
 	}
-out_close:
-	close(fd);
-	return err;
+	return -EOPNOTSUPP;
 }
 
 ssize_t sock_send_fds(int fd, const void *buf, size_t len, const int *fds, unsigned n,

@@ -30,6 +30,9 @@ int sock_connect(int fd, const struct sockaddr *dest);
 #define SOCK_FROM_TRANSPARENT	0x1	/* src is not ours: IP_TRANSPARENT */
 #define SOCK_FROM_PORT_KEPT	0x2	/* out: the connection has src's port */
 
+/* One request to a kernel netlink family and its answer (sock.c). */
+ssize_t sock_nl_ask(int proto, const void *req, size_t len, void *resp, size_t cap);
+
 /*
  * A marked socket (sock_open_marked()) whose non-blocking connect to dest
  * started from src: the fd, or -errno (-EPERM: IP_TRANSPARENT refused;
