@@ -127,6 +127,19 @@ static __always_inline int from_self(struct bpf_sock_addr *ctx)
 	return icpt_self_cgroup && bpf_get_current_cgroup_id() == icpt_self_cgroup;
 }
 
+/* Whether this connect, to o's destination, is one to send to the daemon:
+ * a configured destination, and not the daemon's own (counted). */
+static __always_inline int intercepts(struct bpf_sock_addr *ctx, const struct icpt_orig *o)
+{
+	if (!wanted(o->addr, o->port))
+		return 0;
+	if (from_self(ctx)) {
+		stat_inc(ICPT_ST_SELF);
+		return 0;
+	}
+	return 1;
+}
+
 /* Records where the socket was going; false when it cannot (the connect
  * then goes where it was going, not to a listener that could not tell). */
 static __always_inline int remember(struct bpf_sock_addr *ctx, struct icpt_orig *o)
@@ -150,12 +163,8 @@ int icpt_connect4(struct bpf_sock_addr *ctx)
 		return 1;
 	v4_mapped(o.addr, ctx->user_ip4);
 	o.port = (__u16)ctx->user_port;
-	if (!wanted(o.addr, o.port))
+	if (!intercepts(ctx, &o))
 		return 1;
-	if (from_self(ctx)) {
-		stat_inc(ICPT_ST_SELF);
-		return 1;
-	}
 	if (!icpt_has_to4) {
 		stat_inc(ICPT_ST_NO_LISTENER);
 		return 1;
@@ -184,12 +193,8 @@ int icpt_connect6(struct bpf_sock_addr *ctx)
 	a[3] = CTX32(ctx->user_ip6[3]);
 	__builtin_memcpy(o.addr, a, 16);
 	o.port = (__u16)ctx->user_port;
-	if (!wanted(o.addr, o.port))
+	if (!intercepts(ctx, &o))
 		return 1;
-	if (from_self(ctx)) {
-		stat_inc(ICPT_ST_SELF);
-		return 1;
-	}
 	/* A dual-stack socket's connect to ::ffff:a.b.c.d is IPv4 on the
 	 * wire: it goes to the IPv4 listener, as ::ffff:listener. */
 	mapped = is_v4_mapped(a);
