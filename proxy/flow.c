@@ -18,6 +18,7 @@
 #include "smc/fallback.h"
 #include "flow.h"
 #include "smc/lgr.h"
+#include "smc/policy.h"
 #include "core/origdst.h"
 #include "intercept/intercept.h"
 #include "core/sock.h"
@@ -92,24 +93,24 @@ bool flow_is_ending(const struct flow *f)
 }
 
 /*
- * Which peer prefix dest is in (*pfx), or why the flow has no peer to go
- * to: "transport": "tcp", or no prefix.
+ * Which peers[] entry dest goes to (*pfx), or why the flow has no peer to
+ * go to: "transport": "tcp", or no prefix. The longest prefix that holds
+ * dest decides, whatever the order of the entries, as it does for the
+ * proposals a peer makes (policy_peer()): a pod CIDR inside a wider
+ * prefix of hosts goes to its node's daemon.
  */
 static enum fallback_reason flow_route(const struct proxy *p, const struct sockaddr *dest,
 				       size_t *pfx)
 {
-	const struct cfg *cfg = p->cfg;
-	size_t i;
+	const struct cfg_peer *peer;
 
 	if (p->transport == CFG_TRANSPORT_TCP)
 		return FB_TRANSPORT_TCP;
-	for (i = 0; i < cfg->n_peers; i++) {
-		if (addr_in_prefix(dest, &cfg->peers[i].prefix)) {
-			*pfx = i;
-			return FB_NONE;
-		}
-	}
-	return FB_NO_PEER;
+	peer = policy_peer(p->cfg, dest);
+	if (!peer)
+		return FB_NO_PEER;
+	*pfx = (size_t)(peer - p->cfg->peers);
+	return FB_NONE;
 }
 
 static void flow_reject(int fd)

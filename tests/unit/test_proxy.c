@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Redirect listeners: fd exhaustion pauses accepting with back-off instead
- * of spinning (after libuv's test-emfile.c), loops are refused, and peer
- * prefixes match as they should. accept4() is wrapped to count calls.
+ * of spinning (after libuv's test-emfile.c), loops are refused, peer
+ * prefixes match as they should, and a flow goes to the peer of the
+ * longest prefix that holds its destination. accept4() is wrapped to count
+ * calls; origdst_get() and lgr_for_dest() to give a flow a destination and
+ * see which peers[] entry it was sent to.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -21,7 +24,9 @@
 
 #include "core/addr.h"
 #include "cfg.h"
+#include "core/origdst.h"
 #include "proxy.h"
+#include "smc/lgr.h"
 
 static unsigned long accept_calls;
 
@@ -41,6 +46,33 @@ int __wrap_sock_bind(const struct sockaddr *sa, socklen_t len, unsigned flags)
 	if (no_ipv6 && sa->sa_family == AF_INET6)
 		return -EAFNOSUPPORT;
 	return __real_sock_bind(sa, len, flags);
+}
+
+/* When set, the original destination of every accepted connection. */
+static const struct sockaddr_storage *fake_dest;
+
+int __real_origdst_get(int fd, struct sockaddr_storage *local, struct sockaddr_storage *dst);
+int __wrap_origdst_get(int fd, struct sockaddr_storage *local, struct sockaddr_storage *dst)
+{
+	socklen_t len = sizeof(*local);
+
+	if (!fake_dest)
+		return __real_origdst_get(fd, local, dst);
+	if (getsockname(fd, (struct sockaddr *)local, &len) < 0)
+		return -errno;
+	*dst = *fake_dest;
+	return 0;
+}
+
+/* The peers[] entry of the last flow offered to a link group, or -1. */
+static long routed_pfx = -1;
+
+struct lgr *__wrap_lgr_for_dest(struct smc_net *net, const struct sockaddr *dest,
+				size_t pfx_idx, enum fallback_reason *reason)
+{
+	routed_pfx = (long)pfx_idx;
+	*reason = FB_NO_LINK;	/* and over TCP it goes */
+	return NULL;
 }
 
 static void ev_ignore(struct proxy *p, enum proxy_event ev, const struct flow *f, int err)
@@ -251,6 +283,73 @@ static void test_addr_in_prefix(void **state)
 	assert_false(addr_in_prefix((void *)&a, &pfx));
 }
 
+/*
+ * (Regression: a flow went to the first peers[] entry whose prefix held
+ * its destination, while proposals are judged by the longest one, as
+ * smcproxyd.json(5) says of both.) Whatever the order of the entries, a
+ * flow to 127.0.1.9 goes to the /24's daemon, not the /8's, and one to
+ * 127.0.2.9 to the /8's.
+ */
+static void test_route_longest_prefix(void **state)
+{
+	static const char *const peers[] = {
+		"[{\"prefix\": \"127.0.0.0/8\", \"via\": \"192.0.2.8\"},"
+		" {\"prefix\": \"127.0.1.0/24\", \"via\": \"192.0.2.24\"}]",
+		"[{\"prefix\": \"127.0.1.0/24\", \"via\": \"192.0.2.24\"},"
+		" {\"prefix\": \"127.0.0.0/8\", \"via\": \"192.0.2.8\"}]",
+	};
+	static const struct { const char *dest; const char *via; } cases[] = {
+		{ "127.0.1.9", "192.0.2.24" },
+		{ "127.0.2.9", "192.0.2.8" },
+	};
+	char json[512], err[256], via[INET6_ADDRSTRLEN];
+	size_t i, j;
+
+	for (i = 0; i < sizeof(peers) / sizeof(peers[0]); i++) {
+		for (j = 0; j < sizeof(cases) / sizeof(cases[0]); j++) {
+			struct sockaddr_storage d = sa(cases[j].dest, 9);	/* discard: refused */
+			const struct cfg_peer *peer;
+			struct cfg *cfg;
+			struct proxy p;
+			uv_loop_t loop;
+			int c;
+
+			snprintf(json, sizeof(json),
+				 "{\"listen\": [\"127.0.0.1:7001\"], \"transport\": \"shm\", "
+				 "\"control\": \"\", \"peers\": %s}", peers[i]);
+			assert_int_equal(cfg_load_string(json, "test", &cfg, NULL), 0);
+			((struct sockaddr_in *)&cfg->listen[0].ss)->sin_port = 0;
+			uv_loop_init(&loop);
+			assert_int_equal(proxy_init(&p, &loop, cfg, NULL, &ops, err, sizeof(err)), 0);
+			proxy_start(&p);
+
+			fake_dest = &d;
+			routed_pfx = -1;
+			c = socket(AF_INET, SOCK_STREAM, 0);
+			assert_int_equal(connect(c, (struct sockaddr *)&p.listeners[0].addr,
+						 sizeof(struct sockaddr_in)), 0);
+			while (p.stats.flows_accepted == 0)
+				uv_run(&loop, UV_RUN_ONCE);
+			fake_dest = NULL;
+			assert_true(routed_pfx >= 0 && (size_t)routed_pfx < cfg->n_peers);
+			peer = &cfg->peers[routed_pfx];
+			assert_int_equal(peer->via_family, AF_INET);
+			inet_ntop(AF_INET, peer->via_addr, via, sizeof(via));
+			if (strcmp(via, cases[j].via) != 0)
+				fail_msg("peers %zu: a flow to %s went to %s, not %s", i,
+					 cases[j].dest, via, cases[j].via);
+
+			close(c);
+			closed = 0;
+			proxy_close(&p, on_proxy_closed);
+			uv_run(&loop, UV_RUN_DEFAULT);
+			assert_true(closed);
+			assert_int_equal(uv_loop_close(&loop), 0);
+			cfg_free(cfg);
+		}
+	}
+}
+
 static void test_addr_format(void **state)
 {
 	char buf[ADDR_STRLEN];
@@ -268,6 +367,7 @@ int main(void)
 		cmocka_unit_test(test_loop_check),
 		cmocka_unit_test(test_addr_in_prefix),
 		cmocka_unit_test(test_addr_format),
+		cmocka_unit_test(test_route_longest_prefix),
 	};
 
 	return cmocka_run_group_tests_name("proxy", tests, NULL, NULL);
