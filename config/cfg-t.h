@@ -64,6 +64,20 @@ struct cfg_peer {
 #define CFG_LISTEN_MAX		256
 
 /*
+ * Mark bits that other software on a host sets or matches, which the
+ * defaults of "mark" (0x43) and "client_mark" (0x53), and smcproxy-iptables'
+ * TPROXY bit (0x1000), stay clear of (smcproxyd(8), MARKS): kube-proxy's
+ * masquerade and drop bits (0x4000, 0x8000: its KUBE-POSTROUTING would
+ * masquerade every connection with the first), the CNI portmap plugin's
+ * masquerade bit (0x2000), Cilium's magic field (0x0f00), the AWS VPC
+ * CNI's 0x80 and Calico's default mask (0xffff0000). What is left is
+ * 0x107f; Istio's 1337 (0x539) is a value, not a bit, and none of ours.
+ */
+#define CFG_MARK_KUBE_MASQ	0x00004000u	/* kube-proxy's masquerade bit */
+#define CFG_MARK_KUBE_DROP	0x00008000u	/* its drop bit (older versions) */
+#define CFG_MARK_FOREIGN	0xffffef80u
+
+/*
  * The whole configuration. It is immutable once cfg_load_*() returns it:
  * a reload builds a new one and the daemon swaps the pointer.
  * Durations are in milliseconds, sizes in bytes.

@@ -16,7 +16,7 @@ static const char default_json[] =
 	"  \"peers\": [],\n"
 	"  \"serve\": [],\n"
 	"  \"transport\": \"auto\",\n"
-	"  \"mark\": 5459267,\n"
+	"  \"mark\": 67,\n"
 	"  \"client_address\": true,\n"
 	"  \"client_mark\": 83,\n"
 	"  \"workers\": 0,\n"

@@ -176,7 +176,7 @@ const struct cfg__key cfg__schema[] = {
 	 * moment. At most 256 prefixes: each such flow walks the list. */
 	{ "serve", CFG__SERVE, true, 0, 0, 0, 256, "[]", NULL },
 	{ "transport", CFG__TRANSPORT, false, 0, F(transport), 0, 0, "\"auto\"", NULL },
-	{ "mark", CFG__U32, false, 0, F(mark), 1, 0xffffffffULL, "5459267", NULL },
+	{ "mark", CFG__U32, false, 0, F(mark), 1, 0xffffffffULL, "67", NULL },
 	/* Reload: the daemon probes the host's rules again then. */
 	{ "client_address", CFG__BOOL, true, 0, F(client_address), 0, 1, "true", NULL },
 	{ "client_mark", CFG__U32, false, 0, F(client_mark), 1, 0xffffffffULL, "83", NULL },

@@ -401,6 +401,33 @@ static void smcd_probe_client_route(struct smcd *d)
 	route_back_set(bits);
 }
 
+/*
+ * A "mark" or "client_mark" with bits that kube-proxy or a CNI may own
+ * (CFG_MARK_FOREIGN; smcproxyd(8), MARKS): said at start, as both take a
+ * restart. The daemon runs all the same: on a host without them the bits
+ * are free, and a mark kept from an older default still matches the
+ * rules written for it.
+ */
+static void smcd_check_marks(const struct cfg *cfg)
+{
+	const struct {
+		const char *key;
+		uint32_t mark;
+	} m[2] = { { "mark", cfg->mark }, { "client_mark", cfg->client_mark } };
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		uint32_t bits = m[i].mark & CFG_MARK_FOREIGN;
+
+		if (!bits || (i == 1 && !cfg->client_address))
+			continue;
+		log_notice("\"%s\" 0x%x has the mark bits 0x%x, which kube-proxy or a CNI may own%s"
+			   " (smcproxyd(8), MARKS)", m[i].key, (unsigned)m[i].mark, (unsigned)bits,
+			   m[i].mark & CFG_MARK_KUBE_MASQ ?
+			   ": on a Kubernetes node kube-proxy masquerades every connection marked 0x4000" : "");
+	}
+}
+
 int smcd_init(struct smcd *d, struct cfg *cfg, const char *cfg_path, int ready_fd)
 {
 	int inherited[64];
@@ -467,6 +494,7 @@ int smcd_init(struct smcd *d, struct cfg *cfg, const char *cfg_path, int ready_f
 	}
 	d->ctl.data = d;
 	smcd_check_transports(d);
+	smcd_check_marks(cfg);
 	smcd_probe_client_route(d);
 	err = metrics_init(&d->metrics, &d->loop, &cfg->metrics.listen, cfg->metrics.max_clients,
 			   cfg->metrics.timeout_ms, &smcd_metrics_ops, d, errbuf, sizeof(errbuf));

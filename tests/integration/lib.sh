@@ -61,7 +61,7 @@ SPORT=9000		# flowcheck serve
 CLOSED_PORT=9001	# nothing listens here on the server host
 LPORT=7001		# the daemon's redirect listener
 CPORT=7002		# the peer daemon's control port
-MARK=5459267
+MARK=67			# the default "mark" (0x43)
 # What the peer daemon lets the client host open flows to (peers[].allow,
 # deny by default): the unprivileged ports, where every test service
 # listens. t_shm_policy narrows it to prove the default.

@@ -8,7 +8,11 @@
 # and interception limited to given uids (--uid: -m owner --uid-owner), so
 # that a user whose egress an owner-match rule in filter OUTPUT rejects
 # can be left out of the interception and stays rejected (REDIRECT would
-# hand its connection to the daemon, which connects as itself).
+# hand its connection to the daemon, which connects as itself). The
+# helper's default marks are the daemon's ("mark", "client_mark" of
+# --print-default-config), and they and the TPROXY bit stay clear of the
+# mark bits kube-proxy and the common CNIs own (smcproxyd(8), MARKS; a
+# fixed bug: the default mark had kube-proxy's masquerade bit 0x4000).
 #
 # Usage: tests/integration/t_iptables_helper.sh BUILD_DIR
 # Exit 0 with one "PASS" line, or 1 with "FAIL: why" (details above it).
@@ -94,7 +98,7 @@ absent() {
 # in a conntrack zone of their own, each exactly once.
 zoned() {
 	local line n
-	for line in "$jump" "-A SMCPROXY -m mark --mark 0x534d43 -j CT --zone-orig 5459"; do
+	for line in "$jump" "-A SMCPROXY -m mark --mark 0x43 -j CT --zone-orig 5459"; do
 		n=$(count "$1" "$line" raw)
 		[ "$n" -eq 1 ] || fail "IPv$1: expected once in the raw table, found $n times: $line"
 	done
@@ -108,7 +112,7 @@ inns ip addr add 10.99.0.1/24 dev lo || fail "cannot add 10.99.0.1 to lo"
 inns ip addr add fd00:99::1/64 dev lo nodad || fail "cannot add fd00:99::1 to lo"
 
 jump='-A OUTPUT -p tcp -j SMCPROXY'
-mark='-A SMCPROXY -m mark --mark 0x534d43 -j RETURN'
+mark='-A SMCPROXY -m mark --mark 0x43 -j RETURN'
 # The daemon's connections from a client's address (client_mark).
 cmark='-A SMCPROXY -m mark --mark 0x53 -j RETURN'
 r4() { echo "-A SMCPROXY -d 10.99.0.0/24 -p tcp -m tcp --dport $1 -j REDIRECT --to-ports 17001"; }
@@ -152,10 +156,29 @@ expect 0 list
 for want in "IPv4: chain SMCPROXY, jumped to from OUTPUT" \
 	"  redirect tcp to 10.99.0.0/24 port 80 -> local port 17001" \
 	"  redirect tcp to fd00:99::/64 port 8080 -> local port 17001" \
-	"  skip packets marked 5459267 (0x534d43)" \
-	"  track packets marked 5459267 in conntrack zone 5459 (raw table)"; do
+	"  skip packets marked 67 (0x43)" \
+	"  skip packets marked 83 (0x53)" \
+	"  track packets marked 67 in conntrack zone 5459 (raw table)"; do
 	grep -qxF -- "$want" <<<"$out" || { printf '%s\n' "$out"; fail "list lacks: $want"; }
 done
+
+# --- the helper's default marks are the daemon's, and they stay clear of
+# the bits kube-proxy and the CNIs own (one definition: config/cfg-t.h).
+[ -x "$build/smcproxyd" ] || fail "$build/smcproxyd is not built (run make)"
+command -v jq >/dev/null || fail "jq is not installed"
+defaults=$("$build/smcproxyd" --print-default-config) || fail "smcproxyd --print-default-config"
+dmark=$(jq -r .mark <<<"$defaults")
+dcmark=$(jq -r .client_mark <<<"$defaults")
+[ "$mark" = "$(printf -- '-A SMCPROXY -m mark --mark 0x%x -j RETURN' "$dmark")" ] ||
+	fail "the helper skips '$mark', the daemon's default mark is $dmark"
+[ "$cmark" = "$(printf -- '-A SMCPROXY -m mark --mark 0x%x -j RETURN' "$dcmark")" ] ||
+	fail "the helper skips '$cmark', the daemon's default client_mark is $dcmark"
+foreign=$(sed -n 's/^#define CFG_MARK_FOREIGN[[:space:]]*\(0x[0-9a-f]*\)u$/\1/p' "$top/config/cfg-t.h")
+[ -n "$foreign" ] || fail "no CFG_MARK_FOREIGN in config/cfg-t.h"
+[ $((foreign & 0x4000)) -ne 0 ] && [ $((foreign & 0x8000)) -ne 0 ] ||
+	fail "CFG_MARK_FOREIGN $foreign lacks kube-proxy's bits 0x4000 and 0x8000"
+[ $(((dmark | dcmark) & foreign)) -eq 0 ] ||
+	fail "the default marks $dmark and $dcmark have bits of $foreign (kube-proxy's, the CNIs')"
 
 # --- end to end: a redirected connection reaches smcproxyd, and the
 # daemon's own (marked) connection to the original destination is not
@@ -246,6 +269,22 @@ EOF
 	kill "$daemon_pid"
 	wait "$daemon_pid" 2>/dev/null
 	daemon_pid=
+	! grep -q "kube-proxy or a CNI" "$tmp/daemon.log" ||
+		fail "the daemon spoke of its marks on the defaults: $(grep "kube-proxy" "$tmp/daemon.log")"
+	# The old default mark, kept in a config: said once at start.
+	sed -i 's/^  "user": ""$/  "user": "", "mark": 5459267/' "$tmp/smcproxyd.json"
+	ip netns exec "$ns" "$build/smcproxyd" --foreground -c "$tmp/smcproxyd.json" >"$tmp/daemon2.log" 2>&1 &
+	daemon_pid=$!
+	for _ in $(seq 50); do
+		[ -S "$tmp/smcproxyd.sock" ] && grep -q "ready" "$tmp/daemon2.log" && break
+		sleep 0.1
+	done
+	kill "$daemon_pid"
+	wait "$daemon_pid" 2>/dev/null
+	daemon_pid=
+	want='"mark" 0x534d43 has the mark bits 0x534d00, which kube-proxy or a CNI may own: on a Kubernetes node kube-proxy masquerades every connection marked 0x4000'
+	[ "$(grep -cF "$want" "$tmp/daemon2.log")" -eq 1 ] ||
+		{ sed 's/^/  log: /' "$tmp/daemon2.log"; fail "no single notice of the old default mark's bits"; }
 else
 	fail "$build/smcproxyd or smcproxyctl is not built (run make)"
 fi
@@ -294,9 +333,12 @@ expect 2 tproxy frob
 expect 2 tproxy add --port 80
 expect 2 tproxy add --port 80 --dest 10.98.0.0/24 --tproxy-mark 0x3
 expect 2 tproxy add --port 80 --dest 10.98.0.0/24 --tproxy-mark 16
+# A bit of the daemon's marks would deliver its own connections here.
+expect 2 tproxy add --port 80 --dest 10.98.0.0/24 --tproxy-mark 0x40
+expect 2 tproxy add --port 80 --dest 10.98.0.0/24 --tproxy-mark 0x1 --mark 0x1001 --client-mark 0x53
 inns ip link set lo up
-tp4="-A SMCPROXY_TP -d 10.98.0.0/24 -p tcp -m tcp --dport 80 -j TPROXY --on-port 7003 --on-ip 0.0.0.0 --tproxy-mark 0x10000000/0x10000000"
-tp6="-A SMCPROXY_TP -d fd98::/64 -p tcp -m tcp --dport 80 -j TPROXY --on-port 7003 --on-ip :: --tproxy-mark 0x10000000/0x10000000"
+tp4="-A SMCPROXY_TP -d 10.98.0.0/24 -p tcp -m tcp --dport 80 -j TPROXY --on-port 7003 --on-ip 0.0.0.0 --tproxy-mark 0x1000/0x1000"
+tp6="-A SMCPROXY_TP -d fd98::/64 -p tcp -m tcp --dport 80 -j TPROXY --on-port 7003 --on-ip :: --tproxy-mark 0x1000/0x1000"
 for i in 1 2; do
 	expect 0 tproxy add --port 80 --dest 10.98.0.0/24 --dest fd98::/64
 done
@@ -305,16 +347,19 @@ for fam in 4 6; do
 	tp=$tp4
 	[ "$fam" = 6 ] && tp=$tp6
 	for line in "$tp" "-A PREROUTING -p tcp -j SMCPROXY_TP" \
-		"-A SMCPROXY_TP -p tcp -m socket --transparent -j MARK --set-xmark 0x10000000/0x10000000"; do
+		"-A SMCPROXY_TP -p tcp -m socket --transparent -j MARK --set-xmark 0x1000/0x1000"; do
 		n=$(count "$fam" "$line" mangle)
 		[ "$n" -eq 1 ] || fail "IPv$fam tproxy: expected once, found $n times: $line"
 	done
-	n=$(inns ip "-$fam" rule list pref 5460 | grep -c "fwmark 0x10000000/0x10000000 lookup 5460")
+	n=$(inns ip "-$fam" rule list pref 5460 | grep -c "fwmark 0x1000/0x1000 lookup 5460")
 	[ "$n" -eq 1 ] || fail "IPv$fam: the policy rule is there $n times"
 	inns ip "-$fam" route show table 5460 | grep -q "^local" || fail "IPv$fam: no local route in table 5460"
 done
+# The TPROXY bit: not one of the daemon's, nor kube-proxy's or a CNI's.
+[ $((0x1000 & (dmark | dcmark | foreign))) -eq 0 ] ||
+	fail "the default TPROXY bit 0x1000 is in the daemon's marks or in $foreign"
 expect 0 tproxy list
-grep -qxF "  tproxy tcp to fd98::/64 port 80 -> local port 7003 (mark 0x10000000/0x10000000)" <<<"$out" ||
+grep -qxF "  tproxy tcp to fd98::/64 port 80 -> local port 7003 (mark 0x1000/0x1000)" <<<"$out" ||
 	fail "tproxy list: $out"
 # The nat rules are another command's: tproxy del --all leaves them.
 expect 0 add --port 80 --dest 10.98.0.0/24

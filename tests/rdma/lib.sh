@@ -69,7 +69,7 @@ RT_NAME=$TC_NAME
 ADDR=10.77.0.1		# lab0, rxe0's netdev
 NET=10.77.0.0/24
 SPORT=9000		# flowcheck serve
-MARK=5459267
+MARK=67			# the default "mark" (0x43)
 declare -A RT_LPORT=([A]=7001 [B]=7011)	# redirect listeners
 declare -A RT_CPORT=([A]=7002 [B]=7003)	# control ports
 declare -A RT_PID=([A]= [B]=)

@@ -214,7 +214,7 @@ static void test_defaults_values(void **state)
 {
 	static const struct cfg want = {
 		.transport = CFG_TRANSPORT_AUTO,
-		.mark = 5459267,
+		.mark = 67,
 		.workers = 0,
 		.links = { .per_peer = 2, .max_flows_per_link = 255 },
 		.buffers = { .ring = 1 * MiB, .ring_initial = 16 * KiB, .pool = 0 },
@@ -242,6 +242,36 @@ static void test_defaults_values(void **state)
 	assert_int_equal(c->n_peers, 0);
 	assert_null(c->peers);
 	assert_settings_equal(c, &want);
+	cfg_free(c);
+}
+
+/*
+ * (Regression: the default mark was 0x534d43, which has kube-proxy's
+ * masquerade bit 0x4000: on a Kubernetes node, KUBE-POSTROUTING
+ * masqueraded every connection the daemon made.) The default marks stay
+ * clear of the bits kube-proxy and the common CNIs own, and of Istio's
+ * values: 1337 for its sidecars, 0x111, 0x222 and 0x539 under the mask
+ * 0xfff for ambient mode.
+ */
+static void test_default_marks(void **state)
+{
+	static const uint32_t istio_ambient[] = { 0x111, 0x222, 0x539 };
+	struct cfg *c = load_ok("{}");
+	const uint32_t marks[2] = { c->mark, c->client_mark };
+	size_t i, j;
+
+	_Static_assert(((CFG_MARK_KUBE_MASQ | CFG_MARK_KUBE_DROP) & ~CFG_MARK_FOREIGN) == 0,
+		       "kube-proxy's bits are foreign bits");
+	assert_int_equal(c->mark, 0x43);
+	assert_int_equal(c->client_mark, 0x53);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(marks[i] & (CFG_MARK_KUBE_MASQ | CFG_MARK_KUBE_DROP), 0);
+		assert_int_equal(marks[i] & CFG_MARK_FOREIGN, 0);
+		assert_int_not_equal(marks[i], 1337);
+		for (j = 0; j < sizeof(istio_ambient) / sizeof(istio_ambient[0]); j++)
+			assert_int_not_equal(marks[i] & 0xfff, istio_ambient[j]);
+	}
+	assert_int_not_equal(c->mark, c->client_mark);
 	cfg_free(c);
 }
 
@@ -1248,6 +1278,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults_values),
+		cmocka_unit_test(test_default_marks),
 		cmocka_unit_test(test_defaults_equal_embedded),
 		cmocka_unit_test(test_default_json_complete),
 		cmocka_unit_test(test_default_json_round_trip),
