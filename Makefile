@@ -311,6 +311,7 @@ install: all
 	install -D -m 0644 systemd/smcproxyd.socket $(DESTDIR)$(UNITDIR)/smcproxyd.socket
 	install -D -m 0644 man/smcproxyd.8 $(DESTDIR)$(MANDIR)/man8/smcproxyd.8
 	install -D -m 0644 man/smcproxyctl.8 $(DESTDIR)$(MANDIR)/man8/smcproxyctl.8
+	install -D -m 0644 man/smcproxy-iptables.8 $(DESTDIR)$(MANDIR)/man8/smcproxy-iptables.8
 	install -D -m 0644 man/smcproxyd.json.5 $(DESTDIR)$(MANDIR)/man5/smcproxyd.json.5
 	install -D -m 0644 man/smcproxy-protocol.7 $(DESTDIR)$(MANDIR)/man7/smcproxy-protocol.7
 	install -d $(DESTDIR)$(SYSCONFDIR)/smcproxy
@@ -324,6 +325,7 @@ uninstall:
 	  $(DESTDIR)$(SBINDIR)/smcproxy-iptables $(DESTDIR)$(UNITDIR)/smcproxyd.service \
 	  $(DESTDIR)$(UNITDIR)/smcproxyd.socket \
 	  $(DESTDIR)$(MANDIR)/man8/smcproxyd.8 $(DESTDIR)$(MANDIR)/man8/smcproxyctl.8 \
+	  $(DESTDIR)$(MANDIR)/man8/smcproxy-iptables.8 \
 	  $(DESTDIR)$(MANDIR)/man5/smcproxyd.json.5 \
 	  $(DESTDIR)$(MANDIR)/man7/smcproxy-protocol.7
 

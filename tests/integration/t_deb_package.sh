@@ -51,7 +51,8 @@ contents=$(dpkg-deb -c "$deb" | awk '{print $NF}')
 for f in ./usr/sbin/smcproxyd ./usr/bin/smcproxyctl ./usr/sbin/smcproxy-iptables \
 	 ./lib/systemd/system/smcproxyd.service ./lib/systemd/system/smcproxyd.socket \
 	 ./etc/smcproxy/smcproxyd.json ./usr/share/man/man8/smcproxyd.8.gz \
-	 ./usr/share/man/man8/smcproxyctl.8.gz ./usr/share/man/man5/smcproxyd.json.5.gz \
+	 ./usr/share/man/man8/smcproxyctl.8.gz ./usr/share/man/man8/smcproxy-iptables.8.gz \
+	 ./usr/share/man/man5/smcproxyd.json.5.gz \
 	 ./usr/share/man/man7/smcproxy-protocol.7.gz ./usr/share/doc/smcproxy/copyright; do
 	printf '%s\n' "$contents" | grep -qxF "$f" || fail "the package lacks $f"
 done

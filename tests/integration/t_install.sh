@@ -43,6 +43,7 @@ declare -A want=(
 	[/lib/systemd/system/smcproxyd.socket]="644 $top/systemd/smcproxyd.socket"
 	[$prefix/share/man/man8/smcproxyd.8]="644 $top/man/smcproxyd.8"
 	[$prefix/share/man/man8/smcproxyctl.8]="644 $top/man/smcproxyctl.8"
+	[$prefix/share/man/man8/smcproxy-iptables.8]="644 $top/man/smcproxy-iptables.8"
 	[$prefix/share/man/man5/smcproxyd.json.5]="644 $top/man/smcproxyd.json.5"
 	[$prefix/share/man/man7/smcproxy-protocol.7]="644 $top/man/smcproxy-protocol.7"
 	[/etc/smcproxy/smcproxyd.json]="644 $top/contrib/smcproxyd.json"
