@@ -339,8 +339,11 @@ static void flow_register(struct proxy *p, struct flow *f)
 /*
  * The original destination of a TPROXY'd connection: the address it was
  * sent to is the accepted socket's own (no NAT, no conntrack needed).
- * -ENOENT when that is the listener's own port: a connection made to the
- * tproxy listener directly, not one the rules diverted.
+ * When that is the listener's own port, the connection was either
+ * REDIRECTed to it (a bridged pod's, which TPROXY cannot take while
+ * br_netfilter runs iptables inside the bridge: its NAT record names the
+ * destination) or made to the listener directly, not diverted at all:
+ * -ENOENT.
  */
 static int flow_tproxy_dest(int fd, const struct listener *l, struct sockaddr_storage *local,
 			    struct sockaddr_storage *dest)
@@ -351,7 +354,12 @@ static int flow_tproxy_dest(int fd, const struct listener *l, struct sockaddr_st
 		return -errno;
 	memcpy(dest, local, sizeof(*dest));
 	addr_unmap_v4(dest);
-	if (addr_port((struct sockaddr *)local) == addr_port((const struct sockaddr *)&l->addr))
+	if (addr_port((struct sockaddr *)local) != addr_port((const struct sockaddr *)&l->addr))
+		return 0;
+	if (origdst_get(fd, local, dest) < 0)
+		return -ENOENT;
+	addr_unmap_v4(dest);
+	if (addr_equal((struct sockaddr *)local, (struct sockaddr *)dest))
 		return -ENOENT;
 	return 0;
 }

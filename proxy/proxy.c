@@ -177,7 +177,7 @@ static int listener_find_adopted(const int *fds, size_t n, const struct cfg_addr
 }
 
 static int listener_open(struct listener *l, const struct cfg_addr *a, uint64_t keepalive_ms,
-			 bool reuseport, bool transparent)
+			 bool reuseport, bool transparent, uint32_t mark)
 {
 	int fd, err;
 	socklen_t len = sizeof(l->addr);
@@ -193,6 +193,15 @@ static int listener_open(struct listener *l, const struct cfg_addr *a, uint64_t 
 		return fd;
 	/* Accepted sockets inherit these: none of it per flow. */
 	relay_tune_socket(fd, keepalive_ms);
+	/* A tproxy listener's own mark: with net.ipv4.tcp_fwmark_accept=1
+	 * (which "route add" sets) an unmarked listener's connections would
+	 * take the TPROXY bit of their SYN, and that bit routes every reply
+	 * to this host instead of to the pod. */
+	if (transparent && mark && setsockopt(fd, SOL_SOCKET, SO_MARK, &mark, sizeof(mark)) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
 	if (listen(fd, SOMAXCONN) < 0 ||
 	    getsockname(fd, (struct sockaddr *)&l->addr, &len) < 0) {
 		err = -errno;
@@ -303,7 +312,7 @@ int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
 			getsockname(fd, (struct sockaddr *)&l->addr, &len);
 			p->n_adopted++;
 		} else {
-			err = listener_open(l, ca, cfg->relay.keepalive_ms, p->reuseport, false);
+			err = listener_open(l, ca, cfg->relay.keepalive_ms, p->reuseport, false, 0);
 			/*
 			 * A host without IPv6 (disabled in the kernel or on
 			 * lo) cannot have IPv6 connections to redirect
@@ -332,7 +341,7 @@ int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
 		struct listener *l = &p->listeners[p->n_listeners];
 		const struct cfg_addr *ca = &cfg->tproxy[i];
 
-		err = listener_open(l, ca, cfg->relay.keepalive_ms, p->reuseport, true);
+		err = listener_open(l, ca, cfg->relay.keepalive_ms, p->reuseport, true, cfg->mark);
 		if (err) {
 			snprintf(errbuf, errlen, "tproxy listen on %s: %s%s",
 				 addr_format((const struct sockaddr *)&ca->ss, a, sizeof(a)),

@@ -45,6 +45,7 @@
 #include "core/loop.h"
 #include "core/route_back.h"
 #include "net.h"
+#include "policy.h"
 #include "rmb.h"
 
 #define CONN_EVENTS	(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI)
@@ -251,10 +252,14 @@ static int conn_socket_connect(struct conn *c, const struct sockaddr *dest,
 	bool client = conn_source(c, dest, m, net->cfg->client_address &&
 				  (route_back_families() & ROUTE_BACK_FAMILY(dest->sa_family)));
 	unsigned flags = client ? SOCK_FROM_TRANSPARENT : 0;
+	/* The client_mark routes every packet to this host: right for a
+	 * server here, whose replies it marks (tcp_fwmark_accept), wrong for
+	 * a pod of ours, which must be reached through the bridge or veth
+	 * and whose replies the tproxy rules' socket match delivers. */
+	uint32_t mark = client && !policy_serves(net->cfg, dest) ? net->cfg->client_mark : net->mark;
 	int fd, one = 1;
 
-	fd = sock_connect_from(dest, (struct sockaddr *)&c->client,
-			       client ? net->cfg->client_mark : net->mark, &flags);
+	fd = sock_connect_from(dest, (struct sockaddr *)&c->client, mark, &flags);
 	if (fd < 0 && client) {
 		client = false;
 		flags = 0;

@@ -351,6 +351,15 @@ for fam in 4 6; do
 		n=$(count "$fam" "$line" mangle)
 		[ "$n" -eq 1 ] || fail "IPv$fam tproxy: expected once, found $n times: $line"
 	done
+	# Bridged packets under br_netfilter: by in mangle, REDIRECTed in nat.
+	d=10.98.0.0/24
+	[ "$fam" = 6 ] && d=fd98::/64
+	for line in "-A SMCPROXY_TP -p tcp -m physdev --physdev-is-in -j RETURN@mangle" \
+		"-A PREROUTING -p tcp -j SMCPROXY_TP@nat" \
+		"-A SMCPROXY_TP -d $d -p tcp -m tcp --dport 80 -m physdev --physdev-is-in -j REDIRECT --to-ports 7003@nat"; do
+		n=$(count "$fam" "${line%@*}" "${line##*@}")
+		[ "$n" -eq 1 ] || fail "IPv$fam tproxy (${line##*@}): expected once, found $n times: ${line%@*}"
+	done
 	n=$(inns ip "-$fam" rule list pref 5460 | grep -c "fwmark 0x1000/0x1000 lookup 5460")
 	[ "$n" -eq 1 ] || fail "IPv$fam: the policy rule is there $n times"
 	inns ip "-$fam" route show table 5460 | grep -q "^local" || fail "IPv$fam: no local route in table 5460"
@@ -366,11 +375,14 @@ expect 0 add --port 80 --dest 10.98.0.0/24
 expect 0 tproxy del --port 80 --dest 10.98.0.0/24
 [ "$(count 4 "$tp4" mangle)" -eq 0 ] && [ "$(count 6 "$tp6" mangle)" -eq 1 ] ||
 	fail "tproxy del removed the wrong rules"
+[ "$(count 4 "-A SMCPROXY_TP -d 10.98.0.0/24 -p tcp -m tcp --dport 80 -m physdev --physdev-is-in -j REDIRECT --to-ports 7003" nat)" -eq 0 ] ||
+	fail "tproxy del left the bridged REDIRECT rule"
 expect 0 tproxy del --all
 for fam in 4 6; do
 	t=iptables
 	[ "$fam" = 6 ] && t=ip6tables
 	! inns "$t" -t mangle -S | grep -q SMCPROXY_TP || fail "IPv$fam: SMCPROXY_TP left after tproxy del --all"
+	! inns "$t" -t nat -S | grep -q SMCPROXY_TP || fail "IPv$fam: nat SMCPROXY_TP left after tproxy del --all"
 	! inns ip "-$fam" rule list | grep -q "lookup 5460" || fail "IPv$fam: policy rule left"
 	[ -z "$(inns ip "-$fam" route show table 5460 2>/dev/null)" ] || fail "IPv$fam: table 5460 not empty"
 done

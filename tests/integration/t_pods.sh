@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guards pods behind a node daemon, IPv4 and IPv6: connections that pods (network namespaces behind a bridge, and one behind a routed veth) open to pods of another node are TPROXY'd by the node's daemon (smcproxy-iptables tproxy), carried over the link group to the other node's daemon (peers[].via), which connects to the pod (serve): sha256 both ways over many flows, FIN and RST, a pod prefix whose daemon does not answer falls back to TCP, an address outside serve is declined, same-node pod traffic is left alone, the daemon's own connections to its pods are never taken again, and after `tproxy del` pods talk directly.
+# Guards pods behind a node daemon, IPv4 and IPv6: connections that pods (network namespaces behind a bridge, and one behind a routed veth) open to pods of another node are taken by the node's daemon (smcproxy-iptables tproxy: TPROXY, or REDIRECT for bridged pods under br_netfilter), carried over the link group to the other node's daemon (peers[].via), which connects to the pod (serve), from the client pod's own address once `route add` is set up: sha256 both ways over many flows, FIN and RST, a pod prefix whose daemon does not answer falls back to TCP, an address outside serve is declined, same-node pod traffic is left alone, the daemon's own connections to its pods are never taken again, and after `tproxy del` pods talk directly.
 #
 #   pod pa (10.244.1.10)            pod pb (10.244.2.10)  pod pr (10.244.2.20)
 #      | bridge br0 10.244.1.1         | bridge br0 10.244.2.1   | routed veth
@@ -7,6 +7,7 @@
 #     smcproxyd: tproxy :7003,            smcproxyd: tproxy :7003,
 #     peers 10.244.2.0/24 via 10.66.1.2   peers 10.244.1.0/24 via 10.66.1.1,
 #     serve 10.244.1.0/24                 serve 10.244.2.0/24
+#   bridge-nf-call-iptables=0 (TPROXY)  =1, as kubeadm wants (REDIRECT)
 #
 # The link between the two node daemons is shm (both run on this machine):
 # what is under test is interception, the via daemon and serve; the data
@@ -27,6 +28,7 @@ PR=10.244.2.20
 PX=10.244.3.10		# behind node B, but not in its serve
 PA2=10.244.1.11		# a second pod on node A's bridge
 PB6=fd44:2::10
+PA6=fd44:1::10
 
 # pod_bridge NODE_NS POD_NS CIDR_PREFIX (10.244.1) POD_ADDR NET6 (fd44:1):
 # a pod behind the node's bridge br0 (made on first use, .1 and ::1 on the
@@ -74,18 +76,22 @@ for ns in "$NS_C" "$NS_S"; do
 	ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1
 	ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.forwarding=1
 done
-# With br_netfilter calling iptables for bridged packets (Kubernetes'
-# usual net.bridge.bridge-nf-call-iptables=1), the PREROUTING hooks run in
+# br_netfilter calling iptables for bridged packets (Kubernetes' usual
+# net.bridge.bridge-nf-call-iptables=1) runs the PREROUTING hooks inside
 # the bridge, before ip_rcv(), which drops the socket TPROXY assigned: the
-# SYN is delivered here and reset. Node A turns it off (per netns) for
-# its bridge; node B keeps it on, and its routed pod (no bridge) is taken
-# all the same.
-if [ -e /proc/sys/net/bridge/bridge-nf-call-iptables ]; then
-	ip netns exec "$NS_C" sysctl -qw net.bridge.bridge-nf-call-iptables=0 \
-		net.bridge.bridge-nf-call-ip6tables=0 >/dev/null ||
-		it_fail "cannot turn bridge-nf-call-iptables off on node A"
-	ip netns exec "$NS_S" sysctl -qw net.bridge.bridge-nf-call-iptables=1
-fi
+# helper REDIRECTs those packets instead. Node A turns it off (per netns):
+# its bridged pods are TPROXY'd; node B turns it on: its bridged pod is
+# REDIRECTed, its routed pod (no bridge) TPROXY'd all the same. Both
+# settings are under test, so br_netfilter must be there.
+modprobe br_netfilter 2>/dev/null
+[ -e /proc/sys/net/bridge/bridge-nf-call-iptables ] ||
+	it_fail "br_netfilter is not available (modprobe br_netfilter): bridged pods under it cannot be tested"
+ip netns exec "$NS_C" sysctl -qw net.bridge.bridge-nf-call-iptables=0 \
+	net.bridge.bridge-nf-call-ip6tables=0 >/dev/null ||
+	it_fail "cannot turn bridge-nf-call-iptables off on node A"
+ip netns exec "$NS_S" sysctl -qw net.bridge.bridge-nf-call-iptables=1 \
+	net.bridge.bridge-nf-call-ip6tables=1 >/dev/null ||
+	it_fail "cannot turn bridge-nf-call-iptables on on node B"
 pod_bridge "$NS_C" "$NS_PA" 10.244.1 "$PA" fd44:1
 pod_bridge "$NS_C" "$NS_PA2" 10.244.1 "$PA2" fd44:1
 pod_bridge "$NS_S" "$NS_PB" 10.244.2 "$PB" fd44:2
@@ -120,11 +126,12 @@ out=$(pa_run --connect "$PB:$SPORT" --flows 2 --size 64KiB) ||
 it_peer_config transport='"auto"' control="\"[::]:$CPORT\"" \
 	tproxy="[\"0.0.0.0:$TPORT\", \"[::]:$TPORT\"]" serve='["10.244.2.0/24", "fd44:2::/64"]' \
 	peers="[{\"prefix\": \"$C4/32\", \"allow\": $ALLOW}, {\"prefix\": \"$C6/128\", \"allow\": $ALLOW},
-		{\"prefix\": \"10.244.1.0/24\", \"via\": \"$C4\", \"control_port\": $CPORT}]"
+		{\"prefix\": \"10.244.1.0/24\", \"via\": \"$C4\", \"control_port\": $CPORT},
+		{\"prefix\": \"fd44:1::/64\", \"via\": \"$C6\", \"control_port\": $CPORT}]"
 it_peer_start
 # Node A's daemon.
 it_config transport='"auto"' control="\"[::]:$CPORT\"" \
-	tproxy="[\"0.0.0.0:$TPORT\", \"[::]:$TPORT\"]" serve='["10.244.1.0/24"]' \
+	tproxy="[\"0.0.0.0:$TPORT\", \"[::]:$TPORT\"]" serve='["10.244.1.0/24", "fd44:1::/64"]' \
 	peers="[{\"prefix\": \"fd44:2::/64\", \"via\": \"$S6\", \"control_port\": $CPORT},
 		{\"prefix\": \"$S6/128\", \"allow\": $ALLOW},
 		{\"prefix\": \"$PR/32\", \"via\": \"$S4\", \"control_port\": 7999},
@@ -138,7 +145,8 @@ grep -q "listening on 0.0.0.0:$TPORT (tproxy)" "$IT_DIR/daemon.log" ||
 ip netns exec "$NS_C" "$HELPER" tproxy add --port "$SPORT" --dest 10.244.2.0/24 \
 	--dest 10.244.3.0/24 --dest fd44:2::/64 >/dev/null ||
 	it_fail "tproxy add on node A"
-ip netns exec "$NS_S" "$HELPER" tproxy add --port "$SPORT" --dest 10.244.1.0/24 >/dev/null ||
+ip netns exec "$NS_S" "$HELPER" tproxy add --port "$SPORT" --dest 10.244.1.0/24 \
+	--dest fd44:1::/64 >/dev/null ||
 	it_fail "tproxy add on node B"
 list=$(ip netns exec "$NS_C" "$HELPER" tproxy list)
 grep -q "tproxy tcp to 10.244.2.0/24 port $SPORT -> local port $TPORT" <<<"$list" ||
@@ -164,6 +172,39 @@ kill "$hold" 2>/dev/null
 wait "$hold" 2>/dev/null
 it_wait_stat flows.active.shm -eq 0 5 || it_fail "the held flow did not end"
 
+# The route back on node B (route add, then a reload): node B's daemon
+# connects from the client pod's own address, and the server pod's
+# replies to it, bridged (through br_netfilter) or routed, are marked by
+# the tproxy chain's socket rule and delivered to the daemon. Every flow
+# from here on goes so.
+said() { grep -c "IPv4: servers here see the clients' own addresses" "$IT_DIR/peer.log"; }
+said0=$(said)
+ip netns exec "$NS_S" env SMCPROXY_IPTABLES_STATE="$IT_DIR/fwmark.state" "$HELPER" route add \
+	>/dev/null || it_fail "route add on node B"
+kill -HUP "$PEER_PID"
+for ((i = 0; i < 50; i++)); do
+	[ "$(said)" -gt "$said0" ] && break
+	sleep 0.1
+done
+[ "$(said)" -gt "$said0" ] || it_fail "node B's daemon does not use the clients' addresses after route add"
+read -r caddr0 < <(it_peer_stat connect_client_addr)
+ip netns exec "$NS_PA" "$FLOWCHECK" hold --connect "$PB:$SPORT" --count 1 --seconds 30 \
+	>/dev/null 2>&1 &
+hold=$!
+IT_PIDS+=("$hold")
+it_wait_stat flows.active.shm -eq 1 5 || it_fail "the second held pod flow is not on shm"
+for ((i = 0; i < 50; i++)); do
+	seen=$(ip netns exec "$NS_PB" ss -Htn state established "( sport = :$SPORT )")
+	[ -n "$seen" ] && break
+	sleep 0.1
+done
+grep -q " $PA:" <<<"$seen" || it_fail "the server pod does not see the client pod's address: $seen"
+kill "$hold" 2>/dev/null
+wait "$hold" 2>/dev/null
+it_wait_stat flows.active.shm -eq 0 5 || it_fail "the second held flow did not end"
+read -r caddr1 < <(it_peer_stat connect_client_addr)
+it_eq "node B's connections from the client pod's address" "$((caddr1 - caddr0))" 1
+
 # Many flows, random sizes, sha256 both ways, normal (FIN) ends.
 seed=${IT_SEED:-$$}
 out=$(pa_run --connect "$PB:$SPORT" --flows 1000 --concurrency 100 --max-size 128KiB \
@@ -177,17 +218,45 @@ for m in half-client half-server reset client-reset; do
 done
 it_wait_stat flows.active.shm -eq 0 10 || it_fail "flows still active after the runs"
 read -r shm tcp < <(it_stat flows.closed.shm flows.closed.tcp | tr '\n' ' ')
-it_eq "node A flows over shm (the held one, 1000, 40 half-close and reset)" "$shm" 1041
+it_eq "node A flows over shm (the two held, 1000, 40 half-close and reset)" "$shm" 1042
 SOCK=$PSOCK it_wait_stat flows.active.shm -eq 0 10 || it_fail "node B's flows still active"
-read -r pshm < <(it_peer_stat flows.closed.shm)
-it_eq "node B flows over shm" "$pshm" 1041
+read -r pshm caddr2 < <(it_peer_stat flows.closed.shm connect_client_addr | tr '\n' ' ')
+it_eq "node B flows over shm" "$pshm" 1042
+it_eq "node B's flows from the client pod's address" "$((caddr2 - caddr0))" 1041
 
-# The other way, node B's routed pod to node A's pod.
+# The other way, node B's routed pod (TPROXY) and its bridged pod
+# (br_netfilter on: REDIRECT) to node A's pod, IPv4 and IPv6, sha256 both
+# ways, FIN and RST.
 serve_in "$NS_PA" pa.log
-out=$(ip netns exec "$NS_PR" "$FLOWCHECK" run --connect "$PA:$SPORT" --flows 20 --size 64KiB) ||
+out=$(ip netns exec "$NS_PR" "$FLOWCHECK" run --connect "$PA:$SPORT" --flows 20 --size 64KiB --timeout 30) ||
 	it_fail "routed pod on node B to pod on node A: $out"
 read -r pshm2 < <(it_peer_stat flows.closed.shm)
 [ "$pshm2" -ge $((pshm + 20)) ] || it_fail "the routed pod's flows did not go over the link ($pshm -> $pshm2)"
+pb_run() { ip netns exec "$NS_PB" "$FLOWCHECK" run "$@"; }
+ip netns exec "$NS_PB" "$FLOWCHECK" hold --connect "$PA:$SPORT" --count 1 --seconds 30 \
+	>/dev/null 2>&1 &
+hold=$!
+IT_PIDS+=("$hold")
+SOCK=$PSOCK it_wait_stat flows.active.shm -eq 1 5 ||
+	it_fail "the bridged pod's flow under br_netfilter is not on shm: $(it_peer_ctl flows)"
+json=$(it_peer_ctl --json flows) || it_fail "flows: $json"
+grep -q "\"$PB:" <<<"$json" || it_fail "node B's flows does not show the bridged client pod: $json"
+grep -q "\"$PA:$SPORT\"" <<<"$json" || it_fail "node B's flows does not show the server pod: $json"
+kill "$hold" 2>/dev/null
+wait "$hold" 2>/dev/null
+SOCK=$PSOCK it_wait_stat flows.active.shm -eq 0 5 || it_fail "the bridged pod's held flow did not end"
+out=$(pb_run --connect "$PA:$SPORT" --flows 200 --concurrency 50 --max-size 128KiB \
+	--seed "$seed" --timeout 60) ||
+	it_fail "bridged pod on node B (br_netfilter) to pod on node A (seed $seed): $(grep -E '^FAIL' <<<"$out" | head -5)"
+for m in half-client half-server reset client-reset; do
+	out=$(pb_run --connect "$PA:$SPORT" --flows 5 --size 128KiB --mode "$m" --timeout 30) ||
+		it_fail "mode $m, bridged pod under br_netfilter: $out"
+done
+out=$(pb_run --connect "[$PA6]:$SPORT" --flows 20 --size 64KiB --timeout 30) ||
+	it_fail "IPv6 bridged pod under br_netfilter to pod on node A: $out"
+SOCK=$PSOCK it_wait_stat flows.active.shm -eq 0 10 || it_fail "node B's flows still active"
+read -r pshm3 < <(it_peer_stat flows.closed.shm)
+it_eq "node B's flows over shm from its bridged pod" "$((pshm3 - pshm2))" 241
 
 # The routed pod: its via names a port where no daemon answers, so node A's
 # daemon carries the flows over TCP to the pod's own address.
@@ -196,10 +265,10 @@ out=$(pa_run --connect "$PR:$SPORT" --flows 10 --size 64KiB --timeout 30) ||
 read -r tcp2 < <(it_stat flows.closed.tcp)
 [ "$tcp2" -ge $((tcp + 10)) ] || it_fail "the routed pod's flows did not fall back to TCP ($tcp -> $tcp2)"
 
-# Node B's daemon took only its routed pod's connections (20): its own
+# Node B's daemon took only its pods' connections (20 + 1 + 240): its own
 # connections to its pods, for node A's flows, were never taken again.
 read -r pacc < <(it_peer_stat flows.accepted)
-[ "$pacc" -eq 20 ] || it_fail "node B's daemon took $pacc connections, not 20: its own were taken again"
+it_eq "connections node B's daemon took (its own would be more)" "$pacc" 261
 
 # IPv6: pod to pod over a group to node B's daemon at its IPv6 address.
 read -r shm6 < <(it_stat flows.closed.shm)
@@ -243,8 +312,10 @@ ip netns exec "$NS_C" "$HELPER" tproxy del --port "$SPORT" --dest 10.244.2.0/24 
 	it_fail "tproxy del on node A"
 ip netns exec "$NS_S" "$HELPER" tproxy del --all >/dev/null || it_fail "tproxy del --all on node B"
 for ns in "$NS_C" "$NS_S"; do
-	left=$({ ip netns exec "$ns" iptables -t mangle -S; ip netns exec "$ns" ip6tables -t mangle -S; } |
-		grep -c SMCPROXY_TP)
+	left=$(for t in mangle nat; do
+		ip netns exec "$ns" iptables -t $t -S
+		ip netns exec "$ns" ip6tables -t $t -S
+	done | grep -c SMCPROXY_TP)
 	[ "$left" -eq 0 ] || it_fail "tproxy rules left on $ns"
 	ip -n "$ns" rule list | grep -q "lookup 5460" && it_fail "policy rule left on $ns"
 	ip -n "$ns" -6 rule list | grep -q "lookup 5460" && it_fail "IPv6 policy rule left on $ns"
