@@ -121,7 +121,7 @@ out=$(pa_run --connect "$PB:$SPORT" --flows 2 --size 64KiB) ||
 	it_fail "pods do not reach each other without the proxy: $out"
 
 # Node B's daemon: link groups from node A, flows into its pods (serve).
-# The routed pod's /32 comes first (flow_route takes the first match) and
+# The routed pod's /32 (the longest prefix holding it, so flow_route takes it)
 # names a control port where nothing listens: its flows fall back.
 it_peer_config transport='"auto"' control="\"[::]:$CPORT\"" \
 	tproxy="[\"0.0.0.0:$TPORT\", \"[::]:$TPORT\"]" serve='["10.244.2.0/24", "fd44:2::/64"]' \
