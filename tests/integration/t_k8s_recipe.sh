@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guards contrib/kubernetes/ as far as a machine without a cluster can: the manifests parse as YAML and hold what the recipe promises (host network, NET_ADMIN and IPC_LOCK only, the RDMA device-plugin resource, readiness on /ready and the scrape annotations on the metrics port the ConfigMap's config listens on), that config passes smcproxyd --check-config, the pods' set-up (a service account that may only read nodes, the init container that renders peers[].via and serve from the nodes and adds the TPROXY rules, preStop removing both kinds of rules) and smcproxy-k8s-nodes' output for a canned NodeList, and every metric the Grafana dashboard queries is one the daemon exports. Not tested: building the image, and any cluster (see contrib/kubernetes/README.md).
+# Guards contrib/kubernetes/ as far as a machine without a cluster can: the manifests parse as YAML and hold what the recipe promises (host network, NET_ADMIN and IPC_LOCK only, the RDMA device-plugin resource, readiness on /ready and the scrape annotations on the metrics port the ConfigMap's config listens on), that config passes smcproxyd --check-config, the pods' set-up (a service account that may only read nodes, the init container that renders peers[].via and serve from the nodes and adds the TPROXY rules, preStop removing both kinds of rules), the init containers' and preStop's commands run in a namespace: every rule they add (REDIRECT, TPROXY and its bridged twin, the policy rules of route and tproxy, IPv4 and IPv6) is there after the init and gone after preStop, and smcproxy-k8s-nodes' output for a canned NodeList, and every metric the Grafana dashboard queries is one the daemon exports. Not tested: building the image, and any cluster (see contrib/kubernetes/README.md).
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
 PY=/usr/bin/python3
@@ -113,8 +113,59 @@ NODE_NAME=nx NODES_JSON=$IT_DIR/nodes.json "$NODES" dests >/dev/null 2>&1 &&
 	it_fail "smcproxy-k8s-nodes accepted a node that is not in the list"
 echo "  smcproxy-k8s-nodes: peers (via), serve and tproxy dests from a NodeList; config valid"
 
-# --- the dashboard queries only metrics the daemon exports
+# --- the set-up and the tear-down, run: the init containers' commands and
+# preStop's, as the manifest has them (the image's paths mapped to this
+# tree's), in a network namespace of their own
 it_hosts
+"$PY" - "$K8S/daemonset.yaml" "$IT_DIR" <<'EOF' || it_fail "cannot read the commands from the manifest"
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+spec = [d for d in docs if d["kind"] == "DaemonSet"][0]["spec"]["template"]["spec"]
+def script(cmd):
+    if cmd[:2] in (["/bin/sh", "-c"], ["/bin/sh", "-ec"]):
+        return ("set -e\n" if cmd[1] == "-ec" else "") + " ".join(cmd[2:])
+    return " ".join("'%s'" % w for w in cmd)
+with open(sys.argv[2] + "/init.sh", "w") as f:
+    for c in spec["initContainers"]:
+        f.write("( %s ) || exit 1\n" % script(c.get("command", []) + c.get("args", [])))
+stop = spec["containers"][0]["lifecycle"]["preStop"]["exec"]["command"]
+open(sys.argv[2] + "/prestop.sh", "w").write(script(stop) + "\n")
+EOF
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+mkdir -p "$IT_DIR/run" "$IT_DIR/etc"
+cp "$IT_DIR/cm.json" "$IT_DIR/etc/smcproxyd.json"
+for f in init.sh prestop.sh; do
+	sed -i -e "s|/usr/sbin/smcproxy-iptables|$ROOT/contrib/smcproxy-iptables|g" \
+		-e "s|/usr/local/bin/smcproxy-k8s-nodes|$NODES|g" -e "s|/usr/sbin/smcproxyd|$SMCPROXYD|g" \
+		-e "s|/run/smcproxy/|$IT_DIR/run/|g" -e "s|/etc/smcproxy-config/|$IT_DIR/etc/|g" "$IT_DIR/$f"
+done
+# What the helper set up in the client host: REDIRECT rules, TPROXY rules,
+# lines naming the tproxy chains, policy rules of route and tproxy.
+# IPv4 and IPv6 together.
+k8s_rules() {
+	{ it_c iptables -t nat -S; it_c ip6tables -t nat -S; } | grep -c -- '^-A SMCPROXY .*-j REDIRECT'
+	{ it_c iptables -t mangle -S; it_c ip6tables -t mangle -S; } | grep -c -- '-j TPROXY'
+	for t in iptables ip6tables; do it_c $t -t mangle -S; it_c $t -t nat -S; done | grep -c SMCPROXY_TP
+	{ it_c ip -4 rule list; it_c ip -6 rule list; } | grep -c "lookup 5459\|lookup 5460"
+}
+out=$(it_c env NODE_NAME=n1 NODE_IP=192.168.1.1 NODES_JSON="$IT_DIR/nodes.json" \
+	SMCPROXY_IPTABLES_STATE="$IT_DIR/fwmark.state" sh "$IT_DIR/init.sh" 2>&1) ||
+	it_fail "the init containers' commands failed: $out"
+read -r redir tp tpchain prules < <(k8s_rules | tr '\n' ' ')
+echo "  init: $redir REDIRECT, $tp TPROXY rules, $prules policy rules"
+it_eq "TPROXY rules after the init containers (6379 to n2's and n3's pods)" "$tp" 3
+it_eq "REDIRECT rules after the init containers (6379 to 10.0.0.0/16)" "$redir" 1
+it_eq "policy rules after the init containers (route add and tproxy add, IPv4 and IPv6)" "$prules" 4
+[ -s "$IT_DIR/run/smcproxyd.json" ] || it_fail "the init container did not render the config"
+out=$(it_c env SMCPROXY_IPTABLES_STATE="$IT_DIR/fwmark.state" sh "$IT_DIR/prestop.sh" 2>&1) ||
+	it_fail "preStop failed: $out"
+read -r redir tp tpchain prules < <(k8s_rules | tr '\n' ' ')
+it_eq "REDIRECT rules after preStop" "$redir" 0
+it_eq "TPROXY rules and chains after preStop" "$((tp + tpchain))" 0
+it_eq "policy rules after preStop" "$prules" 0
+echo "  preStop: every rule gone"
+
+# --- the dashboard queries only metrics the daemon exports
 it_config
 it_daemon_start
 {
