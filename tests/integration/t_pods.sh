@@ -1,8 +1,10 @@
 #!/bin/bash
-# Guards pods behind a node daemon, IPv4 and IPv6: connections that pods (network namespaces behind a bridge, and one behind a routed veth) open to pods of another node are taken by the node's daemon (smcproxy-iptables tproxy: TPROXY, or REDIRECT for bridged pods under br_netfilter), carried over the link group to the other node's daemon (peers[].via), which connects to the pod (serve), from the client pod's own address once `route add` is set up: sha256 both ways over many flows, FIN and RST, a pod prefix whose daemon does not answer falls back to TCP, an address outside serve is declined, same-node pod traffic is left alone, the daemon's own connections to its pods are never taken again, and after `tproxy del` pods talk directly.
+# Guards pods behind a node daemon, IPv4 and IPv6: connections that pods (network namespaces behind a bridge, and on each node one behind a routed veth) open to pods of another node are taken by the node's daemon (smcproxy-iptables tproxy: TPROXY, or REDIRECT for bridged pods under br_netfilter), carried over the link group to the other node's daemon (peers[].via), which connects to the pod (serve), from the client pod's own address once `route add` is set up: sha256 both ways over many flows, FIN and RST, a pod prefix whose daemon does not answer falls back to TCP, an address outside serve is declined, same-node pod traffic is left alone, the daemon's own connections to its pods are never taken again, and after `tproxy del` pods talk directly.
 #
 #   pod pa (10.244.1.10)            pod pb (10.244.2.10)  pod pr (10.244.2.20)
 #      | bridge br0 10.244.1.1         | bridge br0 10.244.2.1   | routed veth
+#   (and pa2 .11 on it; par .20      (and px 10.244.3.10 on a routed veth)
+#    on a routed veth)
 #   node A (NS_C) 10.66.1.1 ------------ node B (NS_S) 10.66.1.2
 #     smcproxyd: tproxy :7003,            smcproxyd: tproxy :7003,
 #     peers 10.244.2.0/24 via 10.66.1.2   peers 10.244.1.0/24 via 10.66.1.1,
@@ -21,12 +23,14 @@ NS_PB=smcp-pb-$$
 NS_PR=smcp-pr-$$
 NS_PX=smcp-px-$$
 NS_PA2=smcp-pa2-$$
-IT_NS_EXTRA+=("$NS_PA" "$NS_PB" "$NS_PR" "$NS_PX" "$NS_PA2")
+NS_PAR=smcp-par-$$
+IT_NS_EXTRA+=("$NS_PA" "$NS_PB" "$NS_PR" "$NS_PX" "$NS_PA2" "$NS_PAR")
 PA=10.244.1.10
 PB=10.244.2.10
 PR=10.244.2.20
 PX=10.244.3.10		# behind node B, but not in its serve
 PA2=10.244.1.11		# a second pod on node A's bridge
+PAR=10.244.1.20		# node A's pod on a routed veth (its /32 beats br0's /24)
 PB6=fd44:2::10
 PA6=fd44:1::10
 
@@ -96,6 +100,7 @@ pod_bridge "$NS_C" "$NS_PA" 10.244.1 "$PA" fd44:1
 pod_bridge "$NS_C" "$NS_PA2" 10.244.1 "$PA2" fd44:1
 pod_bridge "$NS_S" "$NS_PB" 10.244.2 "$PB" fd44:2
 pod_routed "$NS_S" "$NS_PR" "$PR"
+pod_routed "$NS_C" "$NS_PAR" "$PAR"
 pod_routed "$NS_S" "$NS_PX" "$PX"
 ip -n "$NS_C" route add 10.244.2.0/24 via "$S4"
 ip -n "$NS_C" route add 10.244.3.0/24 via "$S4"
@@ -257,6 +262,13 @@ out=$(pb_run --connect "[$PA6]:$SPORT" --flows 20 --size 64KiB --timeout 30) ||
 SOCK=$PSOCK it_wait_stat flows.active.shm -eq 0 10 || it_fail "node B's flows still active"
 read -r pshm3 < <(it_peer_stat flows.closed.shm)
 it_eq "node B's flows over shm from its bridged pod" "$((pshm3 - pshm2))" 241
+
+# Node A's routed pod to node B's bridged pod, over the link.
+read -r shm8 < <(it_stat flows.closed.shm)
+out=$(ip netns exec "$NS_PAR" "$FLOWCHECK" run --connect "$PB:$SPORT" --flows 20 --size 64KiB --timeout 30) ||
+	it_fail "routed pod on node A to pod on node B: $out"
+read -r shm9 < <(it_stat flows.closed.shm)
+it_eq "node A's routed pod's flows over shm" "$((shm9 - shm8))" 20
 
 # The routed pod: its via names a port where no daemon answers, so node A's
 # daemon carries the flows over TCP to the pod's own address.
