@@ -317,6 +317,80 @@ static void prom_rings_by_size(FILE *out, const json_t *by_size)
 	}
 }
 
+/*
+ * intercept: the mode (and, in ebpf mode, the cgroup) as an info gauge,
+ * the programs attached as a gauge, and what the programs counted as
+ * counters. A member this list does not know comes out untyped, named
+ * smcproxy_intercept_<member>, as the stats reply's own unknown members do.
+ */
+static void prom_intercept(FILE *out, const json_t *ic)
+{
+	static const struct {
+		const char *key, *name, *help;
+	} counters[] = {
+		{ "redirected", "smcproxy_intercept_redirected_total",
+		  "TCP connects the eBPF connect hooks sent to the daemon's listener." },
+		{ "established", "smcproxy_intercept_established_total",
+		  "Redirected connects that reached the listener (their original destination recorded)." },
+		{ "self_skipped", "smcproxy_intercept_self_skipped_total",
+		  "Connects to intercepted destinations left alone: the daemon's own." },
+		{ "no_listener", "smcproxy_intercept_no_listener_total",
+		  "Connects left alone: the daemon has no listener of their address family." },
+		{ "map_full", "smcproxy_intercept_map_full_total",
+		  "Connects left alone: their original destination could not be recorded." },
+	};
+	const json_t *mode = json_object_get(ic, "mode");
+	const json_t *cgroup = json_object_get(ic, "cgroup");
+	const json_t *attached = json_object_get(ic, "attached");
+	const json_t *v;
+	const char *key;
+	size_t i;
+
+	if (!json_is_object(ic))
+		return;
+	if (json_is_string(mode)) {
+		prom_family(out, "smcproxy_intercept_info", "gauge",
+			    "How connections reach the daemon (intercept.mode) and, in ebpf mode, the "
+			    "cgroup the programs are attached to; the value is always 1.");
+		fputs("smcproxy_intercept_info{mode=\"", out);
+		prom_label_value(out, json_string_value(mode));
+		if (json_is_string(cgroup)) {
+			fputs("\",cgroup=\"", out);
+			prom_label_value(out, json_string_value(cgroup));
+		}
+		fputs("\"} 1\n", out);
+	}
+	if (json_is_array(attached)) {
+		prom_family(out, "smcproxy_intercept_programs_attached", "gauge",
+			    "eBPF programs attached to the intercept cgroup (0 once detached).");
+		fprintf(out, "smcproxy_intercept_programs_attached %zu\n", json_array_size(attached));
+	}
+	for (i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
+		v = json_object_get(ic, counters[i].key);
+		if (json_is_number(v))
+			prom_scalar(out, counters[i].name, "counter", counters[i].help, v);
+	}
+	json_object_foreach((json_t *)ic, key, v) {
+		bool known = false;
+
+		for (i = 0; !known && i < sizeof(counters) / sizeof(counters[0]); i++)
+			known = !strcmp(key, counters[i].key);
+		if (known || !json_is_number(v))
+			continue;
+		fputs("# HELP smcproxy_intercept_", out);
+		prom_name(out, key);
+		fputs(" smcproxyd stats field intercept.", out);
+		prom_help_text(out, key);
+		fputs(".\n# TYPE smcproxy_intercept_", out);
+		prom_name(out, key);
+		fputs(" untyped\nsmcproxy_intercept_", out);
+		prom_name(out, key);
+		fputc(' ', out);
+		prom_number(out, v);
+		fputc('\n', out);
+	}
+}
+
 static int render_stats_prometheus(FILE *out, const json_t *st)
 {
 	const json_t *flows = json_object_get(st, "flows");
@@ -360,6 +434,7 @@ static int render_stats_prometheus(FILE *out, const json_t *st)
 	prom_per_worker(out, json_object_get(st, "per_worker"));
 	prom_cq(out, json_object_get(st, "cq"));
 	prom_rings_by_size(out, json_object_get(json_object_get(st, "rings"), "by_size"));
+	prom_intercept(out, json_object_get(st, "intercept"));
 	for (i = 0; i < sizeof(prom_stats_scalars) / sizeof(prom_stats_scalars[0]); i++) {
 		v = json_object_get(st, prom_stats_scalars[i].key);
 		if (json_is_number(v))
@@ -372,7 +447,7 @@ static int render_stats_prometheus(FILE *out, const json_t *st)
 	 * left out on purpose: it is not a measurement. */
 	json_object_foreach((json_t *)st, key, v) {
 		bool known = ctl_stats_key_in_header(key) || !strcmp(key, "bytes") ||
-			     !strcmp(key, "pid");
+			     !strcmp(key, "pid") || !strcmp(key, "intercept");
 
 		for (i = 0; !known && i < sizeof(prom_stats_scalars) /
 						sizeof(prom_stats_scalars[0]); i++)

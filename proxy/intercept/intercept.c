@@ -426,6 +426,30 @@ int intercept_origdst(struct intercept *ic, const struct sockaddr *local,
 	return 0;
 }
 
+int intercept_local(const struct intercept *ic, const struct sockaddr *peer,
+		    struct sockaddr_storage *local)
+{
+	const struct sockaddr_in6 *p6 = (const struct sockaddr_in6 *)peer;
+	const struct sockaddr_in *to4 = (const struct sockaddr_in *)&ic->to4;
+	struct sockaddr_in6 *l6 = (struct sockaddr_in6 *)local;
+	bool v6 = peer->sa_family == AF_INET6 && !IN6_IS_ADDR_V4MAPPED(&p6->sin6_addr);
+
+	if (peer->sa_family != AF_INET && peer->sa_family != AF_INET6)
+		return -ENOENT;
+	if (v6 ? !ic->has_to6 : !ic->has_to4)
+		return -ENOENT;
+	if (v6 || peer->sa_family == AF_INET) {
+		*local = v6 ? ic->to6 : ic->to4;
+		return 0;
+	}
+	/* A dual-stack listener's view of an IPv4 connection. */
+	memset(local, 0, sizeof(*local));
+	l6->sin6_family = AF_INET6;
+	l6->sin6_port = to4->sin_port;
+	icpt_addr16(l6->sin6_addr.s6_addr, AF_INET, &to4->sin_addr);
+	return 0;
+}
+
 void intercept_stats(const struct intercept *ic, struct intercept_stats *st)
 {
 	uint64_t sum[ICPT_ST_MAX] = { 0 }, v[512];

@@ -36,6 +36,17 @@ int intercept_open(struct intercept *ic, const struct cfg *cfg, char *errbuf, si
 int intercept_origdst(struct intercept *ic, const struct sockaddr *local,
 		      const struct sockaddr *peer, struct sockaddr_storage *dst);
 
+/*
+ * Our end of a connection the connect hooks redirected from peer, into
+ * *local: the listener they send peer's family to (the IPv4 one for a
+ * v4-mapped peer, in peer's form), as getsockname() on the accepted socket
+ * would say, without the system call. -ENOENT when they send that family
+ * nowhere, or peer is not IP (then the connection was not theirs: ask the
+ * socket).
+ */
+int intercept_local(const struct intercept *ic, const struct sockaddr *peer,
+		    struct sockaddr_storage *local);
+
 void intercept_stats(const struct intercept *ic, struct intercept_stats *st);
 
 /* The names of the attached programs, for listings: NULL-terminated. */

@@ -363,6 +363,57 @@ static void test_peers_prometheus(void **state)
 		"smcproxy_peers 2\n");
 }
 
+/* The intercept member of stats, in ebpf mode: the mode and cgroup as an
+ * info gauge, the programs attached as a gauge, the programs' counts as
+ * counters, and a member a newer daemon added untyped. */
+static const char intercept_reply[] =
+	"{\"v\":1,\"ok\":true,\"stats\":{\"intercept\":{\"mode\":\"ebpf\","
+	"\"cgroup\":\"/sys/fs/cgroup/app\\\"s\",\"attached\":[\"connect4\",\"connect6\","
+	"\"sock_ops\",\"getpeername4\",\"getpeername6\"],\"redirected\":1000,"
+	"\"established\":998,\"self_skipped\":7,\"no_listener\":0,\"map_full\":2,"
+	"\"future\":5}}}";
+
+static void test_intercept_prometheus(void **state)
+{
+	(void)state;
+	check_golden(intercept_reply, CTL_FORMAT_PROMETHEUS, CTL_CMD_STATS,
+		"# HELP smcproxy_intercept_info How connections reach the daemon (intercept.mode) and, in ebpf mode, the cgroup the programs are attached to; the value is always 1.\n"
+		"# TYPE smcproxy_intercept_info gauge\n"
+		"smcproxy_intercept_info{mode=\"ebpf\",cgroup=\"/sys/fs/cgroup/app\\\"s\"} 1\n"
+		"# HELP smcproxy_intercept_programs_attached eBPF programs attached to the intercept cgroup (0 once detached).\n"
+		"# TYPE smcproxy_intercept_programs_attached gauge\n"
+		"smcproxy_intercept_programs_attached 5\n"
+		"# HELP smcproxy_intercept_redirected_total TCP connects the eBPF connect hooks sent to the daemon's listener.\n"
+		"# TYPE smcproxy_intercept_redirected_total counter\n"
+		"smcproxy_intercept_redirected_total 1000\n"
+		"# HELP smcproxy_intercept_established_total Redirected connects that reached the listener (their original destination recorded).\n"
+		"# TYPE smcproxy_intercept_established_total counter\n"
+		"smcproxy_intercept_established_total 998\n"
+		"# HELP smcproxy_intercept_self_skipped_total Connects to intercepted destinations left alone: the daemon's own.\n"
+		"# TYPE smcproxy_intercept_self_skipped_total counter\n"
+		"smcproxy_intercept_self_skipped_total 7\n"
+		"# HELP smcproxy_intercept_no_listener_total Connects left alone: the daemon has no listener of their address family.\n"
+		"# TYPE smcproxy_intercept_no_listener_total counter\n"
+		"smcproxy_intercept_no_listener_total 0\n"
+		"# HELP smcproxy_intercept_map_full_total Connects left alone: their original destination could not be recorded.\n"
+		"# TYPE smcproxy_intercept_map_full_total counter\n"
+		"smcproxy_intercept_map_full_total 2\n"
+		"# HELP smcproxy_intercept_future smcproxyd stats field intercept.future.\n"
+		"# TYPE smcproxy_intercept_future untyped\n"
+		"smcproxy_intercept_future 5\n");
+}
+
+/* In iptables mode the member holds the mode alone: the info gauge. */
+static void test_intercept_iptables_prometheus(void **state)
+{
+	(void)state;
+	check_golden("{\"v\":1,\"ok\":true,\"stats\":{\"intercept\":{\"mode\":\"iptables\"}}}",
+		     CTL_FORMAT_PROMETHEUS, CTL_CMD_STATS,
+		"# HELP smcproxy_intercept_info How connections reach the daemon (intercept.mode) and, in ebpf mode, the cgroup the programs are attached to; the value is always 1.\n"
+		"# TYPE smcproxy_intercept_info gauge\n"
+		"smcproxy_intercept_info{mode=\"iptables\"} 1\n");
+}
+
 static const char debug_reply[] =
 	"{\"v\":1,\"ok\":true,\"debug\":{\"op\":\"fail-link\",\"worker\":1,"
 	"\"lgr\":\"0011223344556677\",\"link\":0,\"flows_moved\":3}}";
@@ -404,6 +455,8 @@ int main(void)
 		cmocka_unit_test(test_links_prometheus),
 		cmocka_unit_test(test_peers_table),
 		cmocka_unit_test(test_peers_prometheus),
+		cmocka_unit_test(test_intercept_prometheus),
+		cmocka_unit_test(test_intercept_iptables_prometheus),
 		cmocka_unit_test(test_debug_table),
 		cmocka_unit_test(test_debug_json),
 	};

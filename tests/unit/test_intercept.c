@@ -177,6 +177,62 @@ static void test_bad_family(void **state)
 	assert_int_equal(n_lookup + n_lookup_and_delete, 0);
 }
 
+/* Our end of a redirected connection without getsockname(): the listener
+ * the hooks send the peer's family to, in the peer's form; nothing for a
+ * family they send nowhere. The key intercept_origdst() builds from it is
+ * the one the sock_ops program wrote. */
+static void test_local_v4(void **state)
+{
+	struct intercept ic = { .by_tuple_fd = 7, .lookup_and_delete = true, .has_to4 = true };
+	struct sockaddr_storage peer = sa(AF_INET, "127.0.0.1", 40004);
+	struct sockaddr_storage local, dst, want = sa(AF_INET, "127.0.0.1", 7001);
+	struct icpt_tuple k = { 0 };
+
+	ic.to4 = sa(AF_INET, "127.0.0.1", 7001);
+	ic.to6 = sa(AF_INET6, "::1", 7002);
+	assert_int_equal(intercept_local(&ic, (struct sockaddr *)&peer, &local), 0);
+	assert_true(addr_equal((struct sockaddr *)&local, (struct sockaddr *)&want));
+	answer.family = AF_INET;
+	assert_int_equal(intercept_origdst(&ic, (struct sockaddr *)&local, (struct sockaddr *)&peer,
+					   &dst), 0);
+	addr16(k.src, "::ffff:127.0.0.1");
+	addr16(k.dst, "::ffff:127.0.0.1");
+	k.sport = htons(40004);
+	k.dport = htons(7001);
+	assert_memory_equal(&seen_key, &k, sizeof(k));
+}
+
+static void test_local_v6_and_mapped(void **state)
+{
+	struct intercept ic = { .has_to4 = true, .has_to6 = true };
+	struct sockaddr_storage peer6 = sa(AF_INET6, "::1", 40005);
+	struct sockaddr_storage mapped = sa(AF_INET6, "::ffff:127.0.0.1", 40006);
+	struct sockaddr_storage local, want6 = sa(AF_INET6, "::1", 7002);
+	struct sockaddr_storage want_mapped = sa(AF_INET6, "::ffff:127.0.0.1", 7001);
+
+	ic.to4 = sa(AF_INET, "127.0.0.1", 7001);
+	ic.to6 = sa(AF_INET6, "::1", 7002);
+	assert_int_equal(intercept_local(&ic, (struct sockaddr *)&peer6, &local), 0);
+	assert_true(addr_equal((struct sockaddr *)&local, (struct sockaddr *)&want6));
+	assert_int_equal(intercept_local(&ic, (struct sockaddr *)&mapped, &local), 0);
+	assert_int_equal(local.ss_family, AF_INET6);
+	assert_true(addr_equal((struct sockaddr *)&local, (struct sockaddr *)&want_mapped));
+}
+
+static void test_local_none(void **state)
+{
+	struct intercept ic = { .has_to4 = true };
+	struct sockaddr_storage peer6 = sa(AF_INET6, "::1", 40007);
+	struct sockaddr_storage unix_peer = { .ss_family = AF_UNIX }, local;
+
+	ic.to4 = sa(AF_INET, "127.0.0.1", 7001);
+	assert_int_equal(intercept_local(&ic, (struct sockaddr *)&peer6, &local), -ENOENT);
+	assert_int_equal(intercept_local(&ic, (struct sockaddr *)&unix_peer, &local), -ENOENT);
+	ic.has_to4 = false;
+	peer6 = sa(AF_INET, "127.0.0.1", 40008);
+	assert_int_equal(intercept_local(&ic, (struct sockaddr *)&peer6, &local), -ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -185,6 +241,9 @@ int main(void)
 		cmocka_unit_test_setup(test_lookup_then_delete, setup),
 		cmocka_unit_test_setup(test_no_entry, setup),
 		cmocka_unit_test_setup(test_bad_family, setup),
+		cmocka_unit_test_setup(test_local_v4, setup),
+		cmocka_unit_test_setup(test_local_v6_and_mapped, setup),
+		cmocka_unit_test_setup(test_local_none, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
