@@ -128,6 +128,31 @@ static void conn_common_init(struct conn *c, struct lgr *lgr, int fd,
 	c->last_active_ms = uv_now(lgr->net->loop);
 }
 
+/*
+ * A loopback client of a destination elsewhere came through the eBPF
+ * intercept: its connect hook sent the app to our loopback listener
+ * before the kernel chose a source, so the app's socket is loopback to
+ * loopback. Without the hook the kernel would have chosen this host's
+ * address toward the destination's host; the one our control connection
+ * to that host's daemon leaves from stands for it (known since the
+ * handshake: no system call per flow), with the app's port. A group whose
+ * control connection is of the other family has none: the loopback
+ * client stays, and the acceptor connects from its own address.
+ */
+static void conn_client_host(struct conn *c, const struct sockaddr *dest)
+{
+	const struct sockaddr_storage *local = &c->lgr->local;
+
+	if (!addr_is_loopback((const struct sockaddr *)&c->client) || addr_is_loopback(dest) ||
+	    local->ss_family != c->client.ss_family)
+		return;
+	if (local->ss_family == AF_INET)
+		((struct sockaddr_in *)&c->client)->sin_addr = ((const struct sockaddr_in *)local)->sin_addr;
+	else
+		((struct sockaddr_in6 *)&c->client)->sin6_addr =
+			((const struct sockaddr_in6 *)local)->sin6_addr;
+}
+
 int conn_open(struct conn *c, struct lgr *lgr, int fd, const struct sockaddr *dest,
 	      const struct sockaddr *client, const struct conn_ops *ops)
 {
@@ -141,6 +166,7 @@ int conn_open(struct conn *c, struct lgr *lgr, int fd, const struct sockaddr *de
 	if (client) {
 		memcpy(&c->client, client, addr_len(client));
 		addr_unmap_v4(&c->client);
+		conn_client_host(c, dest);
 		if (c->client.ss_family != dest->sa_family)
 			c->client.ss_family = 0;
 	}

@@ -67,6 +67,10 @@ struct lgr {
 	/* The peer daemon: its control address (client), or the address its
 	 * proposal came from (server). */
 	struct sockaddr_storage peer;
+	/* Our end of the control connection (v4-mapped unmapped): the
+	 * address this host reaches the peer from, which a loopback client
+	 * stands for in FLOW_OPEN (conn_open()). */
+	struct sockaddr_storage local;
 	uint8_t id[CLC_LGR_ID_LEN];
 	uint8_t peer_host_id[CLC_HOST_ID_LEN];
 	const struct smc_transport_ops *ops;

@@ -82,19 +82,20 @@ static void hs_refused(struct smc_net *net, const struct sockaddr *peer, enum sm
 		net->ops->peer_refused(net, peer, why);
 }
 
-/* The two ends of the control connection fd, ours local: 0 or -errno. */
+/* The two ends of the control connection fd, ours also in *local
+ * (unmapped): 0 or -errno. */
 static int hs_endpoints(int fd, const struct sockaddr *remote, bool client,
-			struct clc_endpoints *ep)
+			struct clc_endpoints *ep, struct sockaddr_storage *local)
 {
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
+	socklen_t len = sizeof(*local);
 	int err;
 
-	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+	if (getsockname(fd, (struct sockaddr *)local, &len) < 0)
 		return -errno;
-	err = clc_endpoint_put((const struct sockaddr *)&ss, client ? ep->client : ep->server);
+	err = clc_endpoint_put((const struct sockaddr *)local, client ? ep->client : ep->server);
 	if (!err)
 		err = clc_endpoint_put(remote, client ? ep->server : ep->client);
+	addr_unmap_v4(local);
 	return err;
 }
 
@@ -224,7 +225,8 @@ static void hs_client_propose(struct lgr *lgr)
 		hs_fail(lgr, FB_DECL_INTERNAL);
 		return;
 	}
-	if (hs_endpoints(lgr->hs.fd, (const struct sockaddr *)&lgr->peer, true, &lgr->hs.ep)) {
+	if (hs_endpoints(lgr->hs.fd, (const struct sockaddr *)&lgr->peer, true, &lgr->hs.ep,
+			 &lgr->local)) {
 		hs_fail(lgr, FB_DECL_INTERNAL);
 		return;
 	}
@@ -679,7 +681,7 @@ static void hs_on_control(uv_poll_t *h, int status, int events)
 		lgr->hs.fd = fd;
 		lgr->hs.ev.cb = hs_on_event;
 		lgr->hs.step = HS_WAIT_PROPOSAL;
-		if (hs_endpoints(fd, (struct sockaddr *)&ss, false, &lgr->hs.ep)) {
+		if (hs_endpoints(fd, (struct sockaddr *)&ss, false, &lgr->hs.ep, &lgr->local)) {
 			lgr__handshake_failed(lgr, FB_DECL_INTERNAL);
 			continue;
 		}

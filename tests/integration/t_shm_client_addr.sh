@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guards that a server on the destination host sees the client host's own address and port through a link group, as over plain TCP (smcproxyd(8), "The client's address"): an ACL that allows only the client host (peer_acl.py, and nginx's allow/deny: 200, not 403) answers through the link over IPv4 and IPv6 once `smcproxy-iptables route add` set the host up; without the rules the daemon says so once (at start or reload), connects from its own address (nginx: 403) and counts it; the helper's route add is idempotent, its route del leaves nothing behind, and the daemon's reload and stop add or remove no rule or route.
+# Guards that a server on the destination host sees the client host's own address and port through a link group, as over plain TCP (smcproxyd(8), "The client's address"): an ACL that allows only the client host (peer_acl.py, and nginx's allow/deny: 200, not 403) answers through the link over IPv4, IPv6 and a dual-stack socket's v4-mapped connect once `smcproxy-iptables route add` set the host up; without the rules the daemon says so once (at start or reload), connects from its own address (nginx: 403) and counts it; the helper's route add is idempotent, its route del leaves nothing behind, and the daemon's reload and stop add or remove no rule or route.
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
 
@@ -37,7 +37,7 @@ wait_reloaded() {
 http() {
 	local url=http://$1:$HPORT/
 	[[ $1 != *:* ]] || url="http://[$1]:$HPORT/"
-	it_c curl -gsS -o /dev/null --max-time 10 -w '%{http_code} %{local_port}\n' "$url"
+	it_app -- curl -gsS -o /dev/null --max-time 10 -w '%{http_code} %{local_port}\n' "$url"
 }
 
 it_hosts
@@ -100,11 +100,12 @@ it_shm_daemons control="\"[::]:$CPORT\"" --
 grep -q "IPv4: servers here see the clients' own addresses" "$IT_DIR/peer.log" ||
 	it_fail "the peer daemon did not say it uses the clients' addresses: $(grep -i client "$IT_DIR/peer.log")"
 
-# The client's address, and its port, at the server.
-for dst in "$S4" "[$S6]"; do
+# The client's address, and its port, at the server; also from a
+# dual-stack socket's connect to a v4-mapped address (IPv4 on the wire).
+for dst in "$S4" "[$S6]" "[::ffff:$S4]"; do
 	host=${dst#[}
 	host=${host%]}
-	out=$(it_c python3 "$IT_LIB_DIR/peer_acl.py" ask "$host" $APORT) || it_fail "ask $host: $out"
+	out=$(it_app -- python3 "$IT_LIB_DIR/peer_acl.py" ask "$host" $APORT) || it_fail "ask $host: $out"
 	echo "  $host: $out; server: $(tail -1 "$IT_DIR/acl.log")"
 	[ "${out##* }" = allowed ] || it_fail "the ACL denied the client through the link ($out)"
 	lport=$(awk '{ print $2 }' <<<"$out")
@@ -121,13 +122,13 @@ for dst in "$S4" "$S6"; do
 		it_fail "nginx did not see the client's address and port $lport: $(tail -1 "$IT_DIR/nginx-access.log")"
 done
 # The flows' ends are counted once both legs closed: wait for them.
-it_wait_stat flows.closed.shm -ge 4 5 || it_fail "the four flows did not go over shm"
+it_wait_stat flows.closed.shm -ge 5 5 || it_fail "the five flows did not go over shm"
 read -r shm ctcp < <(it_stat flows.closed.shm flows.closed.tcp | tr '\n' ' ')
 read -r caddr haddr < <(it_peer_stat connect_client_addr connect_host_addr | tr '\n' ' ')
 echo "  client daemon: closed.shm $shm closed.tcp $ctcp; peer: connect_client_addr $caddr connect_host_addr $haddr"
 it_eq "client flows.closed.tcp" "$ctcp" 0
-it_eq "peer connect_client_addr" "$caddr" 4
-it_eq "client flows.closed.shm" "$shm" 4
+it_eq "peer connect_client_addr" "$caddr" 5
+it_eq "client flows.closed.shm" "$shm" 5
 it_eq "peer connect_host_addr" "$haddr" 0
 
 # A reload with the rules in place: nothing said again, nothing changed.
@@ -153,7 +154,7 @@ kill -HUP "$PEER_PID"
 wait_reloaded 2
 it_eq "notices of the host's address after the reload" "$(said_host)" 2
 for dst in "$S4" "$S6" "$S4" "$S6"; do
-	out=$(it_c python3 "$IT_LIB_DIR/peer_acl.py" ask "$dst" $APORT) || it_fail "ask $dst: $out"
+	out=$(it_app -- python3 "$IT_LIB_DIR/peer_acl.py" ask "$dst" $APORT) || it_fail "ask $dst: $out"
 	[ "${out##* }" = denied ] || it_fail "the server saw the client without the rules ($out)"
 done
 grep -q "^peer $S4 " "$IT_DIR/acl.log" || it_fail "the server did not see the host's IPv4 address"
@@ -167,7 +168,7 @@ for dst in "$S4" "$S6"; do
 done
 read -r caddr haddr < <(it_peer_stat connect_client_addr connect_host_addr | tr '\n' ' ')
 echo "  without the rules: connect_client_addr $caddr connect_host_addr $haddr"
-it_eq "peer connect_client_addr" "$caddr" 4
+it_eq "peer connect_client_addr" "$caddr" 5
 it_eq "peer connect_host_addr" "$haddr" 6
 it_eq "notices after six flows (IPv4, IPv6: once each)" "$(said_host)" 2
 routing >"$IT_DIR/routing.4"
