@@ -108,6 +108,24 @@ bool addr_is_local(const struct sockaddr *sa)
 	return r == 0;
 }
 
+int addr_route_src(const struct sockaddr *dest, struct sockaddr_storage *src)
+{
+	socklen_t len = sizeof(*src);
+	int fd, err = 0;
+
+	fd = socket(dest->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, dest, addr_len(dest)) < 0 || getsockname(fd, (struct sockaddr *)src, &len) < 0)
+		err = -errno;
+	close(fd);
+	if (!err && src->ss_family == AF_INET)
+		((struct sockaddr_in *)src)->sin_port = 0;
+	else if (!err)
+		((struct sockaddr_in6 *)src)->sin6_port = 0;
+	return err;
+}
+
 void addr_unmap_v4(struct sockaddr_storage *ss)
 {
 	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;

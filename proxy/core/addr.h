@@ -24,6 +24,10 @@ bool addr_is_loopback(const struct sockaddr *sa);
 /* Whether sa's address is one of this host's (in our network namespace):
  * bind() to it succeeds. Costs a socket; not for every packet. */
 bool addr_is_local(const struct sockaddr *sa);
+/* The source address the kernel's route to dest leaves from (a connected
+ * UDP socket's own, port 0), into *src: 0 or -errno. Costs a socket and
+ * three system calls; not for every packet. */
+int addr_route_src(const struct sockaddr *dest, struct sockaddr_storage *src);
 /* Rewrites a v4-mapped IPv6 address (::ffff:a.b.c.d) as the AF_INET one it
  * stands for, so that checks made per family see what the kernel will use. */
 void addr_unmap_v4(struct sockaddr_storage *ss);

@@ -136,16 +136,24 @@ static void conn_common_init(struct conn *c, struct lgr *lgr, int fd,
  * address toward the destination's host; the one our control connection
  * to that host's daemon leaves from stands for it (known since the
  * handshake: no system call per flow), with the app's port. A group whose
- * control connection is of the other family has none: the loopback
- * client stays, and the acceptor connects from its own address.
+ * control connection is of the other family asks the kernel its route's
+ * source toward the first such destination, once; where that fails the
+ * loopback client stays, and the acceptor connects from its own address.
  */
 static void conn_client_host(struct conn *c, const struct sockaddr *dest)
 {
-	const struct sockaddr_storage *local = &c->lgr->local;
+	struct lgr *lgr = c->lgr;
+	struct sockaddr_storage *local = &lgr->local;
 
-	if (!addr_is_loopback((const struct sockaddr *)&c->client) || addr_is_loopback(dest) ||
-	    local->ss_family != c->client.ss_family)
+	if (!addr_is_loopback((const struct sockaddr *)&c->client) || addr_is_loopback(dest))
 		return;
+	if (local->ss_family != c->client.ss_family) {
+		local = &lgr->local_other;
+		if (local->ss_family != c->client.ss_family && addr_route_src(dest, local) < 0)
+			local->ss_family = 0;
+		if (local->ss_family != c->client.ss_family || addr_is_loopback((struct sockaddr *)local))
+			return;
+	}
 	if (local->ss_family == AF_INET)
 		((struct sockaddr_in *)&c->client)->sin_addr = ((const struct sockaddr_in *)local)->sin_addr;
 	else

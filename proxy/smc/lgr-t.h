@@ -71,6 +71,10 @@ struct lgr {
 	 * address this host reaches the peer from, which a loopback client
 	 * stands for in FLOW_OPEN (conn_open()). */
 	struct sockaddr_storage local;
+	/* The same for destinations of the other family (a via of the
+	 * other family): this host's route source toward the first such
+	 * destination, looked up once (family 0: not yet). */
+	struct sockaddr_storage local_other;
 	uint8_t id[CLC_LGR_ID_LEN];
 	uint8_t peer_host_id[CLC_HOST_ID_LEN];
 	const struct smc_transport_ops *ops;
