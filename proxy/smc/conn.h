@@ -70,9 +70,9 @@ void conn_on_deadline(struct conn *c);
  * been idle for CONN_SHRINK_IDLE_MS with its ring empty, offers the peer
  * a ring of ring_init bytes through the same move as growing (LLC
  * RMB_MOVE), and the large ring goes back to the budget at the switch.
- * Busy or not, a flow holding more than twice its part of the growth
- * share (it grew while few others had) is offered a ring of its part
- * (rmb_get_fair()).
+ * Busy or not, a flow holding more than its part of the growth share
+ * by over a quarter (it grew while few others had) is offered a ring of
+ * its part (rmb_get_fair()).
  */
 void conn_maybe_shrink(struct conn *c, uint64_t now);
 

@@ -20,6 +20,7 @@
 #define RMB_GROW_SHIFT	2		/* a full ring grows 4x (16 KiB -> 1 MiB: 3 moves) */
 #define RMB_RESERVE_SHIFT 3		/* the budget's last eighth: see struct rmb_budget */
 #define RMB_GROWN_SHIFT	2		/* grown rings share a quarter: see struct rmb_budget */
+#define RMB_FAIR_SLACK_SHIFT 2		/* a grown ring a quarter above its part gives back */
 #define RMB_PEER_KEY	17		/* an address family byte and up to 16 address bytes */
 
 /* One ring, carved once from a link group's region and reused after. */
@@ -98,7 +99,12 @@ struct rmb_peer {
  * each group's region, as TCP's memory pressure shares tcp_mem: each flow
  * with a grown ring an equal part, all of them together no more than the
  * quarter; a flow that grew while few others had gives back what is more
- * than twice its part (rmb_get_fair()). A lone bulk flow still reaches
+ * than its part, with a quarter of slack (rmb_get_fair()), so that the
+ * flows that grew late reach the same ring as the early ones: rings are
+ * what a flow's share of the link goes by (a socket read fills at most
+ * the ring), and 1000 bulk flows where early ones kept 512 KiB rings
+ * while late ones stayed at 64 KiB got shares from 1 to 10 MB in 5 s
+ * (Jain's index 0.81). A lone bulk flow still reaches
  * buffers.ring; a thousand get smaller rings that, with the smaller ones
  * they grew through and the new flows' 16 KiB ones, stay inside the
  * budget and the region. Past them, warm free rings would be dropped and

@@ -463,7 +463,11 @@ struct rmb *rmb_get_fair(struct rmb_pool *p, const struct rmb *from, uint32_t mi
 	enum rmb_short why;
 	int c, lowest = rmb_class(min);
 
-	if (lowest < 0 || !from->grown || from->size <= 2 * cap || from->size <= min)
+	/* A quarter above the part is slack: while flows move, their old and
+	 * new rings both count and the part dips for a moment, and a flow at
+	 * its part's class must not be shrunk for that and grow again. */
+	if (lowest < 0 || !from->grown || from->size <= cap + (cap >> RMB_FAIR_SLACK_SHIFT) ||
+	    from->size <= min)
 		return NULL;
 	c = rmb_class_within(from->size >> 1, lowest, cap);
 	if (c < 0)

@@ -42,8 +42,9 @@ struct rmb *rmb_get(struct rmb_pool *p, uint32_t want);
  */
 struct rmb *rmb_get_spare(struct rmb_pool *p, const struct rmb *from, uint32_t want);
 /*
- * A smaller ring for a flow whose grown ring from is more than twice its
- * part of the growth share (rmb-t.h, "Growth"): it grew while few others
+ * A smaller ring for a flow whose grown ring from is more than its part
+ * of the growth share by over a quarter (RMB_FAIR_SLACK_SHIFT; rmb-t.h,
+ * "Growth"): it grew while few others
  * had, and gives back what the many now need, as TCP under memory
  * pressure shrinks what it gave. Of the part's class, no less than min
  * (the flows' first ring, which then does not count as grown). NULL when

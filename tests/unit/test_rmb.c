@@ -592,6 +592,64 @@ static void test_fair_gives_back(void **state)
 	rmb_pool_close(&fx.pool);
 }
 
+/*
+ * The starvation of late growers: 1000 bulk flows, the early ones on
+ * 512 KiB rings (twice their 256 KiB part, which the old rule of "more
+ * than twice" let them keep) while the growth share was spent and late
+ * ones stayed at 64 KiB, got shares from 1 to 10 MB in 5 s. A grown ring
+ * more than a quarter above its part is offered the part's class; one at
+ * its part's class is not, even while the part dips a little (flows that
+ * move count two rings for a moment).
+ */
+static void test_fair_no_hoard(void **state)
+{
+	struct rmb *early, *small[GROWERS], *r[GROWERS], *fair;
+	struct fx fx;
+	int i;
+
+	fx_init(&fx, 1024 * MIB - BASE, 64 * MIB);	/* growth share 16 MiB */
+	small[0] = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+	early = rmb_get_spare(&fx.pool, small[0], 1 * MIB);
+	assert_non_null(early);
+	rmb_put(&fx.pool, small[0]);
+	/* 16 grown flows: a part of 1 MiB, early keeps its 1 MiB. */
+	for (i = 1; i < 16; i++) {
+		small[i] = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+		r[i] = rmb_get_spare(&fx.pool, small[i], 64 * KIB);
+		assert_non_null(r[i]);
+		rmb_put(&fx.pool, small[i]);
+	}
+	assert_null(rmb_get_fair(&fx.pool, early, 16 * KIB));
+	/* 18 grown: the part dips to 910 KiB, within the slack. */
+	for (; i < 18; i++) {
+		small[i] = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+		r[i] = rmb_get_spare(&fx.pool, small[i], 64 * KIB);
+		assert_non_null(r[i]);
+		rmb_put(&fx.pool, small[i]);
+	}
+	assert_null(rmb_get_fair(&fx.pool, early, 16 * KIB));
+	/* 32 grown: a part of 512 KiB; 1 MiB is twice it, and gives back. */
+	for (; i < 32; i++) {
+		small[i] = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+		r[i] = rmb_get_spare(&fx.pool, small[i], 64 * KIB);
+		assert_non_null(r[i]);
+		rmb_put(&fx.pool, small[i]);
+	}
+	fair = rmb_get_fair(&fx.pool, early, 16 * KIB);
+	assert_non_null(fair);
+	assert_int_equal(fair->size, 512 * KIB);
+	assert_true(fair->grown);
+	rmb_put(&fx.pool, early);
+	/* At its part's class now: offered nothing more. */
+	assert_null(rmb_get_fair(&fx.pool, fair, 16 * KIB));
+	rmb_put(&fx.pool, fair);
+	for (i = 1; i < 32; i++)
+		rmb_put(&fx.pool, r[i]);
+	assert_int_equal(fx.budget.n_grown, 0);
+	assert_int_equal(fx.budget.grown_bytes, 0);
+	rmb_pool_close(&fx.pool);
+}
+
 /* The region bounds growth as the budget does: with a budget to spare,
  * 8 flows growing 4x at a time in a 16 MiB region share its quarter. */
 static void test_grow_share_region(void **state)
@@ -817,6 +875,7 @@ int main(void)
 		cmocka_unit_test(test_grow_share),
 		cmocka_unit_test(test_grow_share_region),
 		cmocka_unit_test(test_fair_gives_back),
+		cmocka_unit_test(test_fair_no_hoard),
 		cmocka_unit_test(test_split_larger_ring),
 		cmocka_unit_test(test_split_smallest_first),
 		cmocka_unit_test(test_region_short_keeps_warm),
