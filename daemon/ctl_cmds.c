@@ -163,12 +163,14 @@ static json_t *flows_json(struct proxy *p)
 
 	for (f = flow_next(p, NULL); f; f = flow_next(p, f)) {
 		uint64_t in, out;
+		uint32_t rx, tx;
 
 		if (json_array_size(arr) > FLOWS_LIST_MAX)
 			break;
 		flow_bytes(f, &in, &out);
+		flow_rings(f, &rx, &tx);
 		json_array_append_new(arr, json_pack(
-			"{s:I, s:i, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I}",
+			"{s:I, s:i, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I}",
 			"id", (json_int_t)f->id,
 			"worker", (int)p->worker,
 			"mode", flow_mode_name(f->mode),
@@ -178,6 +180,8 @@ static json_t *flows_json(struct proxy *p)
 			"dest", addr_format((const struct sockaddr *)&f->dest, dest, sizeof(dest)),
 			"bytes_in", (json_int_t)in,
 			"bytes_out", (json_int_t)out,
+			"rx_ring", (json_int_t)rx,
+			"tx_ring", (json_int_t)tx,
 			"age_ms", (json_int_t)(now - f->created_ms)));
 	}
 	return arr;

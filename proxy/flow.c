@@ -78,6 +78,12 @@ void flow_bytes(const struct flow *f, uint64_t *in, uint64_t *out)
 	}
 }
 
+void flow_rings(const struct flow *f, uint32_t *rx, uint32_t *tx)
+{
+	*rx = f->conn_carries && f->conn.rmb ? f->conn.rmb->size : 0;
+	*tx = f->conn_carries && f->conn.tx_ring ? f->conn.tx_size : 0;
+}
+
 uint64_t flow_last_active(const struct flow *f)
 {
 	if (f->lgr)

@@ -37,6 +37,11 @@ int flow_accept_peer(struct proxy *p, struct link *lnk, const struct llc_flow_op
 const struct flow *flow_next(const struct proxy *p, const struct flow *prev);
 /* Bytes from the client toward the destination, and back. */
 void flow_bytes(const struct flow *f, uint64_t *in, uint64_t *out);
+/* The sizes of a link-carried flow's rings: ours, which the peer writes
+ * (rx), and the peer's, which we write (tx); 0 where there is none (a
+ * relayed flow, a flow not yet accepted). Rings grow and shrink while a
+ * flow runs, and what a flow gets of its link goes by them. */
+void flow_rings(const struct flow *f, uint32_t *rx, uint32_t *tx);
 uint64_t flow_last_active(const struct flow *f);
 /* Whether the flow has ended and only waits for its parts to close. */
 bool flow_is_ending(const struct flow *f);

@@ -16,6 +16,9 @@ it_wait_stat flows.active.shm -eq 1 5 || it_fail "the held flow is not on shm"
 json=$(it_ctl --json flows) || it_fail "flows --json: $json"
 grep -Eq '"mode": *"shm"' <<<"$json" && grep -Eq '"reason": *"none"' <<<"$json" ||
 	it_fail "flows does not show the flow as shm: $json"
+# An idle flow on its first rings: ring_initial's 16 KiB both ways.
+grep -Eq '"rx_ring": *16384' <<<"$json" && grep -Eq '"tx_ring": *16384' <<<"$json" ||
+	it_fail "flows does not show the held flow's 16 KiB rings: $json"
 links=$(it_ctl --json links) || it_fail "links: $links"
 [ "$(grep -c '"transport": *"shm"' <<<"$links")" -eq 2 ] ||
 	it_fail "links does not show 2 shm links: $links"
