@@ -104,7 +104,10 @@ struct rmb_peer {
  * what a flow's share of the link goes by (a socket read fills at most
  * the ring), and 1000 bulk flows where early ones kept 512 KiB rings
  * while late ones stayed at 64 KiB got shares from 1 to 10 MB in 5 s
- * (Jain's index 0.81). A lone bulk flow still reaches
+ * (Jain's index 0.81). A flow that finds the share spent by flows that
+ * grew before it still grows to its part, into an overdraft of up to
+ * twice the share, which the sweep takes back from the early ones. A lone
+ * bulk flow still reaches
  * buffers.ring; a thousand get smaller rings that, with the smaller ones
  * they grew through and the new flows' 16 KiB ones, stay inside the
  * budget and the region. Past them, warm free rings would be dropped and

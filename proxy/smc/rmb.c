@@ -401,8 +401,14 @@ struct rmb *rmb_get(struct rmb_pool *p, uint32_t want)
  * The flow's part of one growth share of hot bytes that n rings of bytes
  * hold already, besides from's (rmb-t.h, "Growth"): an equal part of
  * hot and, unless only the equal part counts (fair), no more than what
- * the others left of it. While flows move, old and new rings both count:
- * what is left may be short for a moment, the equal part is not.
+ * the others left of it, or of twice hot when they left less than the
+ * part. That overdraft is what lets a late flow grow at all: the flows
+ * that grew while few others had hold the share, and give back what is
+ * above their part only once the late ones count among the grown
+ * (rmb_get_fair(), at the next sweep); without it the late flows stayed
+ * on their first rings for good. While flows move, old and new rings
+ * both count: what is left may be short for a moment, the equal part is
+ * not.
  */
 static uint64_t rmb_grow_part(uint64_t hot, unsigned n, uint64_t bytes, const struct rmb *from,
 			      bool fair)
@@ -414,11 +420,11 @@ static uint64_t rmb_grow_part(uint64_t hot, unsigned n, uint64_t bytes, const st
 		bytes -= from->size;
 	}
 	part = hot / (n + 1);
-	if (fair)
+	if (fair || (bytes <= hot && hot - bytes >= part))
 		return part;
-	if (bytes >= hot)
+	if (bytes >= 2 * hot)
 		return 0;
-	return part < hot - bytes ? part : hot - bytes;
+	return part < 2 * hot - bytes ? part : 2 * hot - bytes;
 }
 
 /* The largest ring from's flow may hold by the growth shares of the

@@ -650,6 +650,54 @@ static void test_fair_no_hoard(void **state)
 	rmb_pool_close(&fx.pool);
 }
 
+/*
+ * The deadlock behind the late growers' starvation: 32 flows that grew
+ * alone hold the whole growth share at 512 KiB, their part while only
+ * they count, so no late flow could grow, so none counted, so the early
+ * ones never gave back. A late flow now grows into an overdraft of up
+ * to twice the share, to its equal part; once enough did, the early
+ * ones are above their part and give back (rmb_get_fair()).
+ */
+static void test_grow_late(void **state)
+{
+	struct rmb *early[32], *late[32], *small, *fair;
+	struct fx fx;
+	int i;
+
+	fx_init(&fx, 1024 * MIB - BASE, 64 * MIB);	/* growth share 16 MiB */
+	for (i = 0; i < 32; i++) {
+		small = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+		early[i] = rmb_get_spare(&fx.pool, small, 1 * MIB);
+		assert_non_null(early[i]);
+		rmb_put(&fx.pool, small);
+	}
+	/* The first ones took 1 MiB while few had grown, the last ones
+	 * what was left: the share is spent. */
+	assert_true(fx.budget.grown_bytes >= 16 * MIB - 512 * KIB);
+	for (i = 0; i < 32; i++) {
+		small = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+		late[i] = rmb_get_spare(&fx.pool, small, 64 * KIB);
+		assert_non_null(late[i]);		/* the overdraft */
+		assert_int_equal(late[i]->size, 64 * KIB);
+		rmb_put(&fx.pool, small);
+	}
+	assert_true(fx.budget.grown_bytes <= 32 * MIB);
+	/* 64 grown: a part of 256 KiB; an early 1 MiB or 512 KiB ring is
+	 * well above it and gives back. */
+	fair = rmb_get_fair(&fx.pool, early[0], 16 * KIB);
+	assert_non_null(fair);
+	assert_int_equal(fair->size, 256 * KIB);
+	rmb_put(&fx.pool, early[0]);
+	early[0] = fair;
+	for (i = 0; i < 32; i++) {
+		rmb_put(&fx.pool, early[i]);
+		rmb_put(&fx.pool, late[i]);
+	}
+	assert_int_equal(fx.budget.n_grown, 0);
+	assert_int_equal(fx.budget.grown_bytes, 0);
+	rmb_pool_close(&fx.pool);
+}
+
 /* The region bounds growth as the budget does: with a budget to spare,
  * 8 flows growing 4x at a time in a 16 MiB region share its quarter. */
 static void test_grow_share_region(void **state)
@@ -876,6 +924,7 @@ int main(void)
 		cmocka_unit_test(test_grow_share_region),
 		cmocka_unit_test(test_fair_gives_back),
 		cmocka_unit_test(test_fair_no_hoard),
+		cmocka_unit_test(test_grow_late),
 		cmocka_unit_test(test_split_larger_ring),
 		cmocka_unit_test(test_split_smallest_first),
 		cmocka_unit_test(test_region_short_keeps_warm),
