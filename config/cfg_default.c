@@ -37,7 +37,7 @@ static const char default_json[] =
 	"  \"debug\": {\"fail_link\": false},\n"
 	"  \"metrics\": {\"listen\": \"\", \"max_clients\": 16, \"timeout\": \"10s\"},\n"
 	"  \"intercept\": {\"mode\": \"iptables\", \"cgroup\": \"/\", \"destinations\": [],\n"
-	"                \"ports\": [\"1-65535\"]}\n"
+	"                \"ports\": [\"1-65535\"], \"bypass\": false, \"bypass_credit\": \"1MiB\"}\n"
 	"}\n";
 
 const char *cfg_default_json(void)

@@ -107,6 +107,15 @@ static json_t *stats_intercept(struct smcd *d)
 		      "self_skipped", (json_int_t)st.self,
 		      "no_listener", (json_int_t)st.no_listener,
 		      "map_full", (json_int_t)st.map_full);
+	json_object_set_new(o, "bypass", json_pack("{s:b, s:s, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"on", d->intercept.bypass.on,
+		"why_off", d->intercept.bypass.why,
+		"joined", (json_int_t)st.byp_joined,
+		"late", (json_int_t)st.byp_late,
+		"credit_out", (json_int_t)st.byp_credit,
+		"peer_gone", (json_int_t)st.byp_gone,
+		"msgs", (json_int_t)st.byp_msgs,
+		"bytes", (json_int_t)st.byp_bytes));
 	return o;
 }
 

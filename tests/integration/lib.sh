@@ -26,7 +26,9 @@
 # removed at exit: cgroups are per host, not per network namespace),
 # it_config points the client host's daemon's "intercept" at it, and
 # it_run, it_probe and it_app run the client in it. IT_INTERCEPT=iptables
-# (the default) is REDIRECT as described below.
+# (the default) is REDIRECT as described below. IT_BYPASS=1 (ebpf mode
+# only) turns intercept.bypass on as well, the sk_msg bypass of the local
+# hop: the test fails unless its self-test passed and the daemon runs it.
 #
 # What this library shares with tests/rdma/lib.sh is in tests/common.sh;
 # the it_* names above wrap it.
@@ -314,7 +316,9 @@ it_config() {
 	local order=(listen control transport mark workers user stats shm fallback log)
 	# ebpf: only the client host's daemon intercepts, the app's cgroup.
 	if [ -n "$IT_CG_PATH" ] && [ "$IT_CFG" = "$IT_DIR/smcproxyd.json" ]; then
-		cfg[intercept]="{\"mode\": \"ebpf\", \"cgroup\": \"$IT_CG_PATH\", \"destinations\": [\"$NET4\", \"$NET6\"]}"
+		local byp=
+		[ "${IT_BYPASS:-0}" = 1 ] && byp=', "bypass": true'
+		cfg[intercept]="{\"mode\": \"ebpf\", \"cgroup\": \"$IT_CG_PATH\", \"destinations\": [\"$NET4\", \"$NET6\"]$byp}"
 		order+=(intercept)
 	fi
 	tc_write_config "$IT_CFG" cfg order "$@"
