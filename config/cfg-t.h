@@ -187,6 +187,9 @@ struct cfg {
 	} rdma;
 	struct {
 		bool fail_link;		/* allow `smcproxyctl debug fail-link` */
+		/* The bypass's self-test skips its blocking-read check, which
+		 * this host's kernel fails (tests of the rest of the bypass). */
+		bool bypass_skip_blocking_read;
 	} debug;
 	/* The HTTP endpoint for Prometheus and readiness probes
 	 * (daemon/metrics.c). */

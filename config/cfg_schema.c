@@ -133,6 +133,8 @@ static const struct cfg__key rdma_keys[] = {
 /* Test hooks, off by default: a production daemon refuses them. */
 static const struct cfg__key debug_keys[] = {
 	{ "fail_link", CFG__BOOL, true, 0, F(debug.fail_link), 0, 1, "false", NULL },
+	{ "bypass_skip_blocking_read", CFG__BOOL, false, 0, F(debug.bypass_skip_blocking_read), 0, 1,
+	  "false", NULL },
 	{ 0 },
 };
 

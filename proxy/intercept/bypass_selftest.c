@@ -21,7 +21,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -475,15 +478,109 @@ out:
 	return err;
 }
 
+/* The app writes until TCP pushes back (its credit runs out first). */
+static int st_fill(struct st *t, struct st_pair *p)
+{
+	unsigned char buf[16384] = { 0 };
+	uint64_t sent = 0;
+	ssize_t n;
+
+	while (sent < ST_FLOOD_MAX) {
+		n = send(p->app, buf, sizeof(buf), MSG_NOSIGNAL);
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n < 0)
+			return st_fail(t, -errno, "a write failed: %s", strerror(errno));
+		sent += (uint64_t)n;
+	}
+	return st_fail(t, 0, "%u MiB written without EAGAIN", ST_FLOOD_MAX >> 20);
+}
+
+/* Our end reads what is there. */
+static int st_drain(struct st *t, struct st_pair *p)
+{
+	unsigned char buf[65536];
+	ssize_t n;
+
+	while ((n = recv(p->daemon, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+		;
+	if (n < 0 && errno != EAGAIN)
+		return st_fail(t, -errno, "reading: %s", strerror(errno));
+	return 0;
+}
+
+/*
+ * A blocking read goes on waiting through wake-ups that bring nothing to
+ * read, and ends with what TCP's read would: 0 at the FIN, not EAGAIN.
+ * The reader's own writes went over TCP (its credit ran out) and fill
+ * the way; as the peer reads them, the window updates wake the reader's
+ * socket (write space) with nothing to read. Seen on Linux 6.18.44:
+ * tcp_bpf's wait then returns -EAGAIN to the blocking reader, which
+ * breaks every application that reads with blocking calls (the daemon's
+ * sockets are non-blocking: it is the application's side that suffers).
+ * The reader is a child process, blocked in recv() when the wake-ups
+ * come (if it is not blocked yet, the check passes without having tried:
+ * it never fails wrongly).
+ */
+static int st_blocking_read(struct st *t)
+{
+	struct timespec pause = { 0, 100 * 1000 * 1000 };
+	struct st_pair p;
+	int err, status;
+	pid_t child;
+
+	t->check = "blocking read";
+	err = st_open(t, &p, ST_CREDIT, false);
+	if (err)
+		goto out;
+	err = st_fill(t, &p);
+	if (err)
+		goto out;
+	child = fork();
+	if (child < 0) {
+		err = st_fail(t, -errno, "fork: %s", strerror(errno));
+		goto out;
+	}
+	if (child == 0) {
+		char c;
+		ssize_t n;
+
+		alarm(ST_WAIT_MS / 1000);
+		fcntl(p.app, F_SETFL, 0);
+		n = recv(p.app, &c, 1, 0);
+		_exit(n == 0 ? 0 : n < 0 && errno == EAGAIN ? 1 : 2);
+	}
+	nanosleep(&pause, NULL);
+	err = st_drain(t, &p);
+	if (!err)
+		nanosleep(&pause, NULL);
+	if (!err && shutdown(p.daemon, SHUT_WR) < 0)
+		err = st_fail(t, -errno, "shutdown: %s", strerror(errno));
+	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+		;
+	if (err)
+		goto out;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		err = st_fail(t, 0, "a blocking recv() returned %s instead of waiting for the FIN "
+			      "(the kernel's tcp_bpf returns EAGAIN to a blocking reader woken with "
+			      "nothing redirected to read; applications would fail)",
+			      WIFEXITED(status) && WEXITSTATUS(status) == 1 ? "EAGAIN" :
+			      WIFSIGNALED(status) ? "nothing (it hung)" : "an error");
+out:
+	st_close(t, &p);
+	return err;
+}
+
 int bypass_selftest(struct intercept *ic, char *why, size_t len)
 {
 	struct st t = { .ic = ic, .why = why, .len = len };
 	int (*const checks[])(struct st *) = {
-		st_redirect, st_fin, st_rst, st_backpressure, st_late_peer,
+		st_redirect, st_fin, st_rst, st_backpressure, st_late_peer, st_blocking_read,
 	};
 	int err = 0;
 
 	for (size_t i = 0; !err && i < sizeof(checks) / sizeof(checks[0]); i++)
-		err = checks[i](&t);
+		if (checks[i] != st_blocking_read || !ic->bypass.skip_blocking_read)
+			err = checks[i](&t);
 	return err;
 }

@@ -21,6 +21,7 @@ struct bypass {
 	int socks_fd, flows_fd, allow_fd;
 	uint64_t netns;			/* our network namespace's cookie */
 	uint64_t credit;		/* intercept.bypass_credit */
+	bool skip_blocking_read;	/* debug.bypass_skip_blocking_read */
 	/* Why it is off although asked for: the self-test's failed check. */
 	char why[512];
 };

@@ -334,6 +334,7 @@ int intercept_open(struct intercept *ic, const struct cfg *cfg, char *errbuf, si
 	ic->cgroup_fd = ic->by_tuple_fd = ic->stats_fd = -1;
 	ic->bypass.socks_fd = ic->bypass.flows_fd = ic->bypass.allow_fd = -1;
 	ic->bypass.credit = cfg->intercept.bypass_credit;
+	ic->bypass.skip_blocking_read = cfg->debug.bypass_skip_blocking_read;
 	libbpf_set_print(icpt_quiet);
 	ic->has_to4 = icpt_target(cfg, AF_INET, &ic->to4);
 	ic->has_to6 = icpt_target(cfg, AF_INET6, &ic->to6);
