@@ -26,6 +26,10 @@ echo "  bypass: $flows of $accepted flows, $joined joined, $bytes bytes redirect
 it_eq "flows accepted joined in the bypass" "$flows" "$accepted"
 it_eq "flows joined by byp_sockops" "$joined" "$accepted"
 [ "$bytes" -gt $((50 * 1024)) ] || it_fail "only $bytes bytes went through the bypass"
+prom=$(it_ctl --prometheus stats) || it_fail "stats --prometheus: $prom"
+grep -qx "smcproxy_intercept_bypass_on 1" <<<"$prom" &&
+	grep -qx "smcproxy_intercept_bypass_bytes_total $bytes" <<<"$prom" ||
+	it_fail "the Prometheus view lacks the bypass: $(grep bypass <<<"$prom")"
 
 # --- `flows` marks a bypassed flow
 "${IT_APP[@]}" "$FLOWCHECK" hold --connect "$S4:$SPORT" --count 1 --seconds 30 \
