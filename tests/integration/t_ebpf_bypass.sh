@@ -1,5 +1,6 @@
 #!/bin/bash
 # Guards the sk_msg bypass of the local hop (intercept.bypass): every intercepted flow is joined and its bytes bypass the loopback hop (sha256 both ways, counters, `flows` marks it); a reader that stalls behind a fast writer: the credit runs out, the writer blocks (memory bounded) and every byte arrives in order; an app that writes before the daemon's end is in keeps that way on TCP, in order; the full self-test passes or names its failed check in one line (this kernel fails "blocking read": the rest runs with the test hook that skips it); with the key off nothing of it is attached.
+# it-timeout: 480
 IT_INTERCEPT=ebpf
 IT_BYPASS=1
 . "$(dirname "$0")/lib.sh"
