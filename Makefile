@@ -111,7 +111,7 @@ $(B)/%.bpf.o: %.bpf.c proxy/intercept/maps-t.h
 	$(BPF_CLANG) $(BPF_CFLAGS) -c $< -o $@
 $(B)/proxy/intercept/intercept.skel.h: $(B)/proxy/intercept/intercept.bpf.o
 	$(BPFTOOL) gen skeleton $< name intercept_bpf > $@.tmp && mv $@.tmp $@
-$(B)/proxy/intercept/intercept.o: $(B)/proxy/intercept/intercept.skel.h
+$(B)/proxy/intercept/intercept.o $(B)/proxy/intercept/bypass.o: $(B)/proxy/intercept/intercept.skel.h
 
 $(B)/libsmcproxy.a: $(LIB_OBJ) $(CTLLIB_OBJ)
 	$(AR) rcs $@ $^

@@ -162,6 +162,11 @@ struct cfg {
 		size_t n_dests;
 		struct cfg_allow *ports;
 		size_t n_ports;
+		/* The sk_msg bypass of the local hop, once its start-time
+		 * self-test passed; bypass_credit bounds what one flow may
+		 * hold outside TCP's accounting, each way. */
+		bool bypass;
+		uint64_t bypass_credit;
 	} intercept;
 
 	/* Tuning keys: the relay, the drain, rdma queues and inline sends, debug
@@ -182,6 +187,9 @@ struct cfg {
 	} rdma;
 	struct {
 		bool fail_link;		/* allow `smcproxyctl debug fail-link` */
+		/* The bypass's self-test skips its blocking-read check, which
+		 * this host's kernel fails (tests of the rest of the bypass). */
+		bool bypass_skip_blocking_read;
 	} debug;
 	/* The HTTP endpoint for Prometheus and readiness probes
 	 * (daemon/metrics.c). */

@@ -34,10 +34,10 @@ static const char default_json[] =
 	"  \"relay\": {\"buffer\": \"1MiB\", \"keepalive\": \"60s\", \"idle_timeout\": \"0\"},\n"
 	"  \"shutdown\": {\"drain_timeout\": \"10s\"},\n"
 	"  \"rdma\": {\"inline\": true, \"sq_depth\": 256, \"rq_depth\": 256},\n"
-	"  \"debug\": {\"fail_link\": false},\n"
+	"  \"debug\": {\"fail_link\": false, \"bypass_skip_blocking_read\": false},\n"
 	"  \"metrics\": {\"listen\": \"\", \"max_clients\": 16, \"timeout\": \"10s\"},\n"
 	"  \"intercept\": {\"mode\": \"iptables\", \"cgroup\": \"/\", \"destinations\": [],\n"
-	"                \"ports\": [\"1-65535\"]}\n"
+	"                \"ports\": [\"1-65535\"], \"bypass\": false, \"bypass_credit\": \"1MiB\"}\n"
 	"}\n";
 
 const char *cfg_default_json(void)

@@ -133,6 +133,8 @@ static const struct cfg__key rdma_keys[] = {
 /* Test hooks, off by default: a production daemon refuses them. */
 static const struct cfg__key debug_keys[] = {
 	{ "fail_link", CFG__BOOL, true, 0, F(debug.fail_link), 0, 1, "false", NULL },
+	{ "bypass_skip_blocking_read", CFG__BOOL, false, 0, F(debug.bypass_skip_blocking_read), 0, 1,
+	  "false", NULL },
 	{ 0 },
 };
 
@@ -159,6 +161,9 @@ static const struct cfg__key intercept_keys[] = {
 	{ "cgroup", CFG__PATH, false, 0, F(intercept.cgroup), 0, 4096, "\"/\"", NULL },
 	{ "destinations", CFG__PREFIXES, false, 0, 0, 0, 4096, "[]", NULL },
 	{ "ports", CFG__PORTS, false, 0, 0, 1, 256, "[\"1-65535\"]", NULL },
+	{ "bypass", CFG__BOOL, false, 0, F(intercept.bypass), 0, 1, "false", NULL },
+	{ "bypass_credit", CFG__SIZE, false, 0, F(intercept.bypass_credit), 16 * KiB, 1 * GiB,
+	  "\"1MiB\"", NULL },
 	{ 0 },
 };
 

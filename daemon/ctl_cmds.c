@@ -87,7 +87,7 @@ static json_t *ctl_workers_list(struct smcd *d, const char *name, ctl_list_fn fn
 
 /* "intercept": the mode and, in ebpf mode, what is attached where and
  * what the programs counted. */
-static json_t *stats_intercept(struct smcd *d)
+static json_t *stats_intercept(struct smcd *d, const struct proxy_stats *sum)
 {
 	struct intercept_stats st;
 	json_t *o, *progs;
@@ -107,6 +107,16 @@ static json_t *stats_intercept(struct smcd *d)
 		      "self_skipped", (json_int_t)st.self,
 		      "no_listener", (json_int_t)st.no_listener,
 		      "map_full", (json_int_t)st.map_full);
+	json_object_set_new(o, "bypass", json_pack("{s:b, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"on", d->intercept.bypass.on,
+		"why_off", d->intercept.bypass.why,
+		"flows", (json_int_t)sum->flows_bypassed,
+		"joined", (json_int_t)st.byp_joined,
+		"late", (json_int_t)st.byp_late,
+		"credit_out", (json_int_t)st.byp_credit,
+		"peer_gone", (json_int_t)st.byp_gone,
+		"msgs", (json_int_t)st.byp_msgs,
+		"bytes", (json_int_t)st.byp_bytes));
 	return o;
 }
 
@@ -148,7 +158,7 @@ static json_t *stats_body(struct smcd *d)
 		ctl_lgr_policy_ports(body, &d->workers.workers[r].proxy.smc.policy_ports);
 	ctl_pools_add(&d->pools, &d->workers, body);
 	if (body)
-		json_object_set_new(body, "intercept", stats_intercept(d));
+		json_object_set_new(body, "intercept", stats_intercept(d, st));
 	return body;
 }
 
@@ -170,12 +180,13 @@ static json_t *flows_json(struct proxy *p)
 		flow_bytes(f, &in, &out);
 		flow_rings(f, &rx, &tx);
 		json_array_append_new(arr, json_pack(
-			"{s:I, s:i, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I}",
+			"{s:I, s:i, s:s, s:s, s:s, s:b, s:s, s:s, s:I, s:I, s:I, s:I, s:I}",
 			"id", (json_int_t)f->id,
 			"worker", (int)p->worker,
 			"mode", flow_mode_name(f->mode),
 			"reason", fallback_reason_name(f->reason),
 			"state", flow_state_name(f),
+			"bypass", f->bypass,
 			"client", addr_format((const struct sockaddr *)&f->client, client, sizeof(client)),
 			"dest", addr_format((const struct sockaddr *)&f->dest, dest, sizeof(dest)),
 			"bytes_in", (json_int_t)in,

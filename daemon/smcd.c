@@ -362,6 +362,15 @@ static int smcd_intercept_open(struct smcd *d, const struct cfg *cfg)
 		 "attached to %s; TCP connects to %zu prefix%s go to %s%s%s", ic->cgroup,
 		 cfg->intercept.n_dests, cfg->intercept.n_dests == 1 ? "" : "es", a4,
 		 ic->has_to4 && ic->has_to6 ? " and " : "", a6);
+	if (ic->bypass.on)
+		log_info("intercept ebpf: bypass of the local hop on (self-test passed%s; sk_msg on "
+			 "the sockets map, byp_sockops on %s); credit %llu bytes a flow",
+			 ic->bypass.skip_blocking_read ? ", its blocking-read check skipped as "
+			 "debug.bypass_skip_blocking_read asks: blocking readers may see EAGAIN" : "",
+			 ic->self_cgroup, (unsigned long long)ic->bypass.credit);
+	else if (cfg->intercept.bypass)
+		log_warn("intercept ebpf: bypass of the local hop off, refused by its %s; "
+			 "flows take the loopback TCP hop", ic->bypass.why);
 	return 0;
 }
 

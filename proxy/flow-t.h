@@ -36,6 +36,11 @@ struct flow {
 	struct lgr_waiter waiter;	/* on lgr->waiting */
 	int fd;				/* the application socket, while parked */
 	bool peer_opened;		/* a peer daemon opened it: we are the acceptor */
+	/* Our accepted socket is joined in the bypass of the local hop
+	 * (intercept/bypass.h): never spliced, its credit refilled as it is
+	 * read; bypass_base is what a declined conn read before the relay. */
+	bool bypass;
+	uint64_t bypass_base;
 	/* The parts that carry it, each freed in its own time: the flow
 	 * goes when neither is live. A flow the peer declined starts on a
 	 * conn and ends on the relay. */

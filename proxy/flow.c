@@ -20,6 +20,7 @@
 #include "smc/lgr.h"
 #include "smc/policy.h"
 #include "core/origdst.h"
+#include "intercept/bypass.h"
 #include "intercept/intercept.h"
 #include "core/sock.h"
 #include "proxy.h"
@@ -182,9 +183,29 @@ static void flow_relay_closed(struct relay *r)
 	flow_maybe_free(f);
 }
 
+/* The credit a bypassed flow's reads give back, in steps of a quarter. */
+static uint64_t flow_bypass_step(const struct flow *f)
+{
+	uint64_t step = f->proxy->intercept->bypass.credit / 4;
+
+	return step ? step : 1;
+}
+
+/* Errors are not ours to act on: a flow whose entry is gone (the app
+ * closed) or that cannot be refilled goes over TCP when its credit ends,
+ * which is safe. */
+static void flow_relay_bypass_read(struct relay *r, uint64_t total)
+{
+	struct flow *f = container_of(r, struct flow, relay);
+
+	(void)bypass_refill(f->proxy->intercept, (struct sockaddr *)&f->client,
+			    f->bypass_base + total);
+}
+
 static const struct relay_ops flow_relay_ops = {
 	.ended = flow_relay_ended,
 	.closed = flow_relay_closed,
+	.bypass_read = flow_relay_bypass_read,
 };
 
 /* Relays fd to the destination over TCP. On failure fd is closed with an
@@ -222,6 +243,11 @@ static int flow_start_relay(struct flow *f, int fd, enum fallback_reason reason)
 	}
 	proxy__port_found(p);
 	f->relay_live = true;
+	if (f->bypass) {
+		/* A declined conn may have read from the socket already. */
+		f->bypass_base = f->conn.bytes_tx;
+		f->relay.bypass_step = f->relay.bypass_next = flow_bypass_step(f);
+	}
 	len = sizeof(f->out_local);
 	if (getsockname(f->relay.fd[RELAY_SERVER], (struct sockaddr *)&f->out_local, &len) == 0)
 		proxy__out_add(p, f);
@@ -272,9 +298,17 @@ static void flow_conn_closed(struct conn *c)
 	flow_maybe_free(f);
 }
 
+static void flow_conn_bypass_read(struct conn *c, uint64_t total)
+{
+	struct flow *f = container_of(c, struct flow, conn);
+
+	(void)bypass_refill(f->proxy->intercept, (struct sockaddr *)&f->client, total);
+}
+
 static const struct conn_ops flow_conn_ops = {
 	.ended = flow_conn_ended,
 	.closed = flow_conn_closed,
+	.bypass_read = flow_conn_bypass_read,
 };
 
 static void flow_start_conn(struct flow *f, struct lgr *lgr)
@@ -296,6 +330,8 @@ static void flow_start_conn(struct flow *f, struct lgr *lgr)
 	}
 	f->conn_live = true;
 	f->conn_carries = true;
+	if (f->bypass)
+		f->conn.bypass_step = f->conn.bypass_next = flow_bypass_step(f);
 	f->mode = lgr->ops->mode;
 	f->reason = FB_NONE;
 	counter_inc(&p->stats.flows_active[f->mode]);
@@ -439,6 +475,14 @@ int flow_open(struct proxy *p, int fd, const struct sockaddr_storage *client,
 		return err;
 	}
 
+	/* Joined in the bypass before we accepted it: it must not be
+	 * spliced. An error leaves it unknown, so it is taken as joined
+	 * (reading it as one costs only speed). */
+	if (p->intercept && p->intercept->bypass.on && !l->transparent) {
+		f->bypass = bypass_joined(p->intercept, fd, (const struct sockaddr *)client) != 0;
+		if (f->bypass)
+			counter_inc(&p->stats.flows_bypassed);
+	}
 	reason = flow_route(p, (struct sockaddr *)&f->dest, &pfx);
 	lgr = reason ? NULL : lgr_for_dest(&p->smc, (struct sockaddr *)&f->dest, pfx, &reason);
 	flow_register(p, f);

@@ -317,6 +317,46 @@ static void prom_rings_by_size(FILE *out, const json_t *by_size)
 	}
 }
 
+/* intercept.bypass: on as a gauge, what the programs and the workers
+ * counted as counters. */
+static void prom_bypass(FILE *out, const json_t *b)
+{
+	static const struct {
+		const char *key, *name, *help;
+	} counters[] = {
+		{ "flows", "smcproxy_intercept_bypass_flows_total",
+		  "Accepted flows whose socket was joined in the bypass of the local hop." },
+		{ "joined", "smcproxy_intercept_bypass_joined_total",
+		  "Flows whose two ends the bypass programs joined." },
+		{ "late", "smcproxy_intercept_bypass_late_total",
+		  "Flows whose app wrote before the daemon's end was in: that way over TCP." },
+		{ "credit_out", "smcproxy_intercept_bypass_credit_out_total",
+		  "Ways of bypassed flows that ran out of credit and went over TCP." },
+		{ "peer_gone", "smcproxy_intercept_bypass_peer_gone_total",
+		  "Writes of bypassed flows whose peer socket had left: that way over TCP." },
+		{ "msgs", "smcproxy_intercept_bypass_msgs_total",
+		  "Writes redirected by the bypass." },
+		{ "bytes", "smcproxy_intercept_bypass_bytes_total",
+		  "Bytes redirected by the bypass." },
+	};
+	const json_t *on = json_object_get(b, "on");
+
+	if (!json_is_object(b))
+		return;
+	if (json_is_boolean(on)) {
+		prom_family(out, "smcproxy_intercept_bypass_on", "gauge",
+			    "1 while the bypass of the local hop runs (intercept.bypass and its "
+			    "self-test passed).");
+		fprintf(out, "smcproxy_intercept_bypass_on %d\n", json_is_true(on));
+	}
+	for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
+		const json_t *v = json_object_get(b, counters[i].key);
+
+		if (json_is_number(v))
+			prom_scalar(out, counters[i].name, "counter", counters[i].help, v);
+	}
+}
+
 /*
  * intercept: the mode (and, in ebpf mode, the cgroup) as an info gauge,
  * the programs attached as a gauge, and what the programs counted as
@@ -389,6 +429,7 @@ static void prom_intercept(FILE *out, const json_t *ic)
 		prom_number(out, v);
 		fputc('\n', out);
 	}
+	prom_bypass(out, json_object_get(ic, "bypass"));
 }
 
 static int render_stats_prometheus(FILE *out, const json_t *st)

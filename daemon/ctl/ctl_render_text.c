@@ -327,14 +327,15 @@ static int render_flows_table(FILE *out, const json_t *reply, const json_t *flow
 		{ "mode", "MODE", COL_TEXT },
 		{ "reason", "REASON", COL_TEXT },
 		{ "state", "STATE", COL_TEXT },
+		{ "bypass", "BYPASS", COL_TEXT },
 		{ "client", "CLIENT", COL_TEXT },
 		{ "dest", "DEST", COL_TEXT },
 		{ "bytes_in", "IN", COL_COUNT },
 		{ "bytes_out", "OUT", COL_COUNT },
 		{ "age_ms", "AGE", COL_AGE },
 	};
-	const size_t ncol = sizeof(col) / sizeof(col[0]);
-	size_t i, n = json_array_size(flows);
+	size_t ncol = 0, i, n = json_array_size(flows), pick[sizeof(col) / sizeof(col[0])];
+	bool any_bypass = false;
 	const json_t *f;
 	struct ctl_tbl t;
 	char buf[128];
@@ -344,26 +345,33 @@ static int render_flows_table(FILE *out, const json_t *reply, const json_t *flow
 		fputs("no active flows\n", out);
 		return 0;
 	}
+	/* BYPASS only where a flow is bypassed (intercept.bypass). */
+	json_array_foreach(flows, i, f)
+		any_bypass |= json_is_true(json_object_get(f, "bypass"));
+	for (size_t c = 0; c < sizeof(col) / sizeof(col[0]); c++)
+		if (any_bypass || strcmp(col[c].key, "bypass") != 0)
+			pick[ncol++] = c;
 	ctl_tbl_init(&t, ncol);
 	ctl_tbl_row(&t);
-	for (size_t c = 0; c < ncol; c++) {
-		t.right[c] = col[c].kind != COL_TEXT;
-		ctl_tbl_set(&t, c, "%s", col[c].head);
+	for (size_t k = 0; k < ncol; k++) {
+		t.right[k] = col[pick[k]].kind != COL_TEXT;
+		ctl_tbl_set(&t, k, "%s", col[pick[k]].head);
 	}
 	json_array_foreach(flows, i, f) {
 		ctl_tbl_row(&t);
-		for (size_t c = 0; c < ncol; c++) {
+		for (size_t k = 0; k < ncol; k++) {
+			size_t c = pick[k];
 			const json_t *v = json_object_get(f, col[c].key);
 
 			if (json_is_integer(v) && col[c].kind == COL_AGE)
-				ctl_tbl_set(&t, c, "%s",
+				ctl_tbl_set(&t, k, "%s",
 					    ctl_fmt_duration(buf, sizeof(buf),
 							     json_integer_value(v)));
 			else if (json_is_integer(v) && col[c].kind == COL_ID)
-				ctl_tbl_set(&t, c, "%" JSON_INTEGER_FORMAT,
+				ctl_tbl_set(&t, k, "%" JSON_INTEGER_FORMAT,
 					json_integer_value(v));
 			else
-				ctl_tbl_set(&t, c, "%s", ctl_fmt_value(buf, sizeof(buf), v));
+				ctl_tbl_set(&t, k, "%s", ctl_fmt_value(buf, sizeof(buf), v));
 		}
 	}
 	rc = ctl_tbl_print(out, &t, "");

@@ -15,6 +15,20 @@
  *                  of a connect that failed) both entries go
  *   getpeername4/6 the app sees the address it connected to, not ours
  *
+ * And, once bypass.c's self-test passed and set byp_enabled, the bypass
+ * of the local hop (maps-t.h, struct byp_flow):
+ *
+ *   sock_ops       ACTIVE_ESTABLISHED: the app's socket into byp_socks,
+ *                  its flow into byp_flows with its credit in byp_allow;
+ *                  at close both entries go
+ *   byp_sockops    (attached to the daemon's own cgroup) PASSIVE_ESTABLISHED
+ *                  of our end of such a flow: into byp_socks, before the
+ *                  handshake's last ACK is acknowledged to anyone
+ *   byp_msg        (attached to byp_socks) each sendmsg of either end goes
+ *                  to the other's receive queue, skipping TCP, while the
+ *                  peer is in and the direction has credit; else over TCP,
+ *                  and from then on over TCP for good
+ *
  * The daemon's own connects are never redirected: they carry its mark, and
  * its cgroup (which the loader makes sure is not the target) is skipped.
  * Compiled with clang -target bpf against the UAPI headers only.
@@ -45,6 +59,14 @@ const volatile __u16 icpt_to4_port;
 const volatile __u32 icpt_to6[4];	/* our IPv6 listener */
 const volatile __u16 icpt_to6_port;
 const volatile __u8 icpt_has_to4, icpt_has_to6;
+/* The bypass: the credit of a flow's app-to-daemon direction (bytes in
+ * flight, refilled by the daemon as it reads) and the budget of the
+ * daemon-to-app one (bytes in all: nothing can tell us what the app has
+ * read). */
+const volatile __u64 byp_credit;
+
+/* Set by the loader (a writable global) once the self-test passed. */
+volatile __u32 byp_enabled;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
@@ -82,12 +104,51 @@ struct {
 	__type(value, __u64);
 } icpt_stats SEC(".maps");
 
-static __always_inline void stat_inc(__u32 which)
+struct {
+	__uint(type, BPF_MAP_TYPE_SOCKHASH);
+	__uint(max_entries, 2 * ICPT_FLOWS_MAX);
+	__type(key, struct byp_key);
+	__type(value, __u64);
+} byp_socks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ICPT_FLOWS_MAX);
+	__type(key, struct byp_key);
+	__type(value, struct byp_flow);
+} byp_flows SEC(".maps");
+
+/* App-to-daemon bytes a flow may redirect in all (cumulative), written by
+ * the daemon as it reads (bypass_refill()), created by sock_ops. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ICPT_FLOWS_MAX);
+	__type(key, struct byp_key);
+	__type(value, __u64);
+} byp_allow SEC(".maps");
+
+static __always_inline void stat_add(__u32 which, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&icpt_stats, &which);
 
 	if (v)
-		*v += 1;
+		*v += n;
+}
+
+static __always_inline void stat_inc(__u32 which)
+{
+	stat_add(which, 1);
+}
+
+/* A port read from a context's remote_port: the kernel stores the
+ * network-order port in its upper 16 bits on little-endian machines. */
+static __always_inline __u16 ctx_remote_port(__u32 v)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	return (__u16)(v >> 16);
+#else
+	return (__u16)v;
+#endif
 }
 
 static __always_inline void v4_mapped(__u8 *out, __u32 a)
@@ -248,6 +309,46 @@ static __always_inline void ops_tuple(struct bpf_sock_ops *skops, const struct i
 	t->dport = o->to_port;
 }
 
+/* The app's end of a redirected flow into the bypass: its socket first,
+ * then the flow and its credit, so that whoever finds the flow finds the
+ * socket. Not when a byte already left (a fast-open SYN's): it went over
+ * TCP, and the bypass would overtake it. */
+static __always_inline void byp_join_app(struct bpf_sock_ops *skops, const struct icpt_tuple *t)
+{
+	struct byp_key k = { .side = BYP_APP };
+	struct byp_flow f = { .app_in = 1 };
+	__u64 credit = byp_credit;
+
+	if (!byp_enabled || skops->data_segs_out)
+		return;
+	k.netns = bpf_get_netns_cookie(skops);
+	__builtin_memcpy(k.addr, t->src, 16);
+	k.port = t->sport;
+	if (bpf_sock_hash_update(skops, &byp_socks, &k, BPF_NOEXIST))
+		return;
+	k.side = BYP_FLOW;
+	if (bpf_map_update_elem(&byp_allow, &k, &credit, BPF_ANY) == 0 &&
+	    bpf_map_update_elem(&byp_flows, &k, &f, BPF_ANY) == 0)
+		return;
+	/* No flow: the socket stays a plain one. */
+	bpf_map_delete_elem(&byp_allow, &k);
+	k.side = BYP_APP;
+	bpf_map_delete_elem(&byp_socks, &k);
+}
+
+/* The app's socket closed: its flow goes (the sockets leave byp_socks by
+ * themselves when they close). */
+static __always_inline void byp_leave(struct bpf_sock_ops *skops, const struct icpt_tuple *t)
+{
+	struct byp_key k = { .side = BYP_FLOW };
+
+	k.netns = bpf_get_netns_cookie(skops);
+	__builtin_memcpy(k.addr, t->src, 16);
+	k.port = t->sport;
+	bpf_map_delete_elem(&byp_flows, &k);
+	bpf_map_delete_elem(&byp_allow, &k);
+}
+
 SEC("sockops")
 int icpt_sockops(struct bpf_sock_ops *skops)
 {
@@ -275,12 +376,147 @@ int icpt_sockops(struct bpf_sock_ops *skops)
 		 * entry is there before our accept() can return. */
 		if (bpf_map_update_elem(&icpt_by_tuple, &t, o, BPF_ANY) == 0)
 			stat_inc(ICPT_ST_ESTABLISHED);
+		byp_join_app(skops, &t);
 		return 1;
 	}
 	/* Closed: the daemon took its entry long ago, or never will. */
 	bpf_map_delete_elem(&icpt_by_tuple, &t);
 	bpf_map_delete_elem(&icpt_by_cookie, &cookie);
+	byp_leave(skops, &t);
 	return 1;
+}
+
+/*
+ * Our end of a flow whose app end is in the bypass, as it establishes:
+ * into byp_socks. This runs under the new socket's lock, so a system call
+ * of ours that takes that lock after accept() finds it done
+ * (bypass_joined()). The app may have written already: then its
+ * direction is over TCP for good (byp_msg), ours still may bypass.
+ */
+SEC("sockops")
+int byp_sockops(struct bpf_sock_ops *skops)
+{
+	struct byp_key k = { .side = BYP_FLOW };
+	struct byp_flow *f;
+	__u32 a[4];
+
+	if (skops->op != BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB || !byp_enabled)
+		return 1;
+	k.netns = bpf_get_netns_cookie(skops);
+	if (skops->family == AF_INET) {
+		v4_mapped(k.addr, skops->remote_ip4);
+	} else {
+		a[0] = CTX32(skops->remote_ip6[0]);
+		a[1] = CTX32(skops->remote_ip6[1]);
+		a[2] = CTX32(skops->remote_ip6[2]);
+		a[3] = CTX32(skops->remote_ip6[3]);
+		__builtin_memcpy(k.addr, a, 16);
+	}
+	k.port = ctx_remote_port(CTX32(skops->remote_port));
+	f = bpf_map_lookup_elem(&byp_flows, &k);
+	if (!f || !f->app_in || f->daemon_in)
+		return 1;
+	k.side = BYP_DAEMON;
+	if (bpf_sock_hash_update(skops, &byp_socks, &k, BPF_NOEXIST) == 0) {
+		f->daemon_in = 1;
+		stat_inc(ICPT_ST_BYP_JOINED);
+	}
+	return 1;
+}
+
+/* The flow key of a socket's own address (remote: its peer's). */
+static __always_inline void msg_key(struct sk_msg_md *msg, struct byp_key *k, int remote)
+{
+	__u32 a[4];
+
+	k->netns = bpf_get_netns_cookie(msg);
+	k->side = BYP_FLOW;
+	if (msg->family == AF_INET) {
+		v4_mapped(k->addr, remote ? msg->remote_ip4 : msg->local_ip4);
+	} else if (remote) {
+		a[0] = CTX32(msg->remote_ip6[0]);
+		a[1] = CTX32(msg->remote_ip6[1]);
+		a[2] = CTX32(msg->remote_ip6[2]);
+		a[3] = CTX32(msg->remote_ip6[3]);
+		__builtin_memcpy(k->addr, a, 16);
+	} else {
+		a[0] = CTX32(msg->local_ip6[0]);
+		a[1] = CTX32(msg->local_ip6[1]);
+		a[2] = CTX32(msg->local_ip6[2]);
+		a[3] = CTX32(msg->local_ip6[3]);
+		__builtin_memcpy(k->addr, a, 16);
+	}
+	k->port = remote ? ctx_remote_port(CTX32(msg->remote_port))
+			 : bpf_htons((__u16)CTX32(msg->local_port));
+}
+
+/*
+ * Every sendmsg of a socket in byp_socks. The app's socket has the flow
+ * under its own address, ours under its peer's. A direction is
+ * redirected while it never went over TCP, the peer is in the map and
+ * the credit holds; the first time one of these fails it goes over TCP,
+ * and stays there (the peer reads what was redirected first, then TCP's
+ * queue: order holds one way only).
+ */
+SEC("sk_msg")
+int byp_msg(struct sk_msg_md *msg)
+{
+	struct byp_key k = {};
+	struct byp_flow *f;
+	__u64 size = msg->size, limit, *allow;
+	__u8 *tcp;
+
+	if (!byp_enabled)
+		return SK_PASS;
+	msg_key(msg, &k, 0);
+	f = bpf_map_lookup_elem(&byp_flows, &k);
+	if (f) {
+		tcp = &f->a2d_tcp;
+		if (*tcp)
+			return SK_PASS;
+		if (!f->daemon_in) {
+			stat_inc(ICPT_ST_BYP_LATE);
+			goto to_tcp;
+		}
+		allow = bpf_map_lookup_elem(&byp_allow, &k);
+		limit = allow ? *allow : 0;
+		if (f->a2d_bytes + size > limit) {
+			stat_inc(ICPT_ST_BYP_CREDIT);
+			goto to_tcp;
+		}
+		k.side = BYP_DAEMON;
+		if (bpf_msg_redirect_hash(msg, &byp_socks, &k, BPF_F_INGRESS) != SK_PASS) {
+			stat_inc(ICPT_ST_BYP_GONE);
+			goto to_tcp;
+		}
+		f->a2d_bytes += size;
+	} else {
+		msg_key(msg, &k, 1);
+		f = bpf_map_lookup_elem(&byp_flows, &k);
+		if (!f)
+			return SK_PASS;
+		tcp = &f->d2a_tcp;
+		if (*tcp)
+			return SK_PASS;
+		if (f->d2a_bytes + size > byp_credit) {
+			stat_inc(ICPT_ST_BYP_CREDIT);
+			goto to_tcp;
+		}
+		k.side = BYP_APP;
+		if (!f->app_in ||
+		    bpf_msg_redirect_hash(msg, &byp_socks, &k, BPF_F_INGRESS) != SK_PASS) {
+			stat_inc(ICPT_ST_BYP_GONE);
+			goto to_tcp;
+		}
+		f->d2a_bytes += size;
+	}
+	stat_inc(ICPT_ST_BYP_MSGS);
+	stat_add(ICPT_ST_BYP_BYTES, size);
+	return SK_PASS;
+
+to_tcp:
+	*tcp = 1;
+	return SK_PASS;
 }
 
 /* getpeername() of a redirected socket: the address the app connected

@@ -22,6 +22,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "bypass.h"
 #include "intercept.h"
 #include "proxy/intercept/intercept.skel.h"
 
@@ -181,6 +182,7 @@ static void icpt_set_rodata(struct intercept *ic, const struct cfg *cfg)
 	struct intercept_bpf__rodata *ro = ic->skel->rodata;
 
 	ro->icpt_mark = cfg->mark;
+	ro->byp_credit = cfg->intercept.bypass_credit;
 	ro->icpt_self_cgroup = ic->self_cgroup_id;
 	if (ic->has_to4) {
 		const struct sockaddr_in *in = (const struct sockaddr_in *)&ic->to4;
@@ -246,7 +248,7 @@ static bool icpt_has_lookup_and_delete(int fd)
 static int icpt_open_cgroup(struct intercept *ic, const struct cfg *cfg, char *errbuf,
 			    size_t errlen)
 {
-	char mnt[2048], self[2048], self_dir[4096];
+	char mnt[2048], self[2048];
 	int err;
 
 	err = icpt_cgroup2_mount(mnt, sizeof(mnt));
@@ -273,11 +275,11 @@ static int icpt_open_cgroup(struct intercept *ic, const struct cfg *cfg, char *e
 	err = icpt_cgroup_id(ic->cgroup, &ic->cgroup_id);
 	if (!err)
 		err = icpt_self_cgroup(self, sizeof(self));
-	if (!err && (size_t)snprintf(self_dir, sizeof(self_dir), "%s%s", mnt,
-				     strcmp(self, "/") ? self : "") >= sizeof(self_dir))
+	if (!err && (size_t)snprintf(ic->self_cgroup, sizeof(ic->self_cgroup), "%s%s", mnt,
+				     strcmp(self, "/") ? self : "") >= sizeof(ic->self_cgroup))
 		err = -ENAMETOOLONG;
 	if (!err)
-		err = icpt_cgroup_id(self_dir, &ic->self_cgroup_id);
+		err = icpt_cgroup_id(ic->self_cgroup, &ic->self_cgroup_id);
 	if (err)
 		return icpt_fail(errbuf, errlen, "finding the cgroups' ids", err);
 	/* The daemon's connects are told by its cgroup too: one shared with
@@ -330,6 +332,9 @@ int intercept_open(struct intercept *ic, const struct cfg *cfg, char *errbuf, si
 
 	memset(ic, 0, sizeof(*ic));
 	ic->cgroup_fd = ic->by_tuple_fd = ic->stats_fd = -1;
+	ic->bypass.socks_fd = ic->bypass.flows_fd = ic->bypass.allow_fd = -1;
+	ic->bypass.credit = cfg->intercept.bypass_credit;
+	ic->bypass.skip_blocking_read = cfg->debug.bypass_skip_blocking_read;
 	libbpf_set_print(icpt_quiet);
 	ic->has_to4 = icpt_target(cfg, AF_INET, &ic->to4);
 	ic->has_to6 = icpt_target(cfg, AF_INET6, &ic->to6);
@@ -361,6 +366,11 @@ int intercept_open(struct intercept *ic, const struct cfg *cfg, char *errbuf, si
 	ic->by_tuple_fd = bpf_map__fd(ic->skel->maps.icpt_by_tuple);
 	ic->stats_fd = bpf_map__fd(ic->skel->maps.icpt_stats);
 	ic->lookup_and_delete = icpt_has_lookup_and_delete(ic->by_tuple_fd);
+	/* Before the connect hooks attach: no application's flow is joined
+	 * while the self-test runs, or by a bypass that failed it. Its
+	 * failure leaves the rest as it is (ic->bypass.why). */
+	if (cfg->intercept.bypass)
+		(void)bypass_open(ic, ic->self_cgroup);
 	err = icpt_attach(ic, errbuf, errlen);
 	if (err)
 		goto out_close;
@@ -468,6 +478,12 @@ void intercept_stats(const struct intercept *ic, struct intercept_stats *st)
 	st->established = sum[ICPT_ST_ESTABLISHED];
 	st->no_listener = sum[ICPT_ST_NO_LISTENER];
 	st->map_full = sum[ICPT_ST_MAP_FULL];
+	st->byp_joined = sum[ICPT_ST_BYP_JOINED];
+	st->byp_late = sum[ICPT_ST_BYP_LATE];
+	st->byp_credit = sum[ICPT_ST_BYP_CREDIT];
+	st->byp_gone = sum[ICPT_ST_BYP_GONE];
+	st->byp_msgs = sum[ICPT_ST_BYP_MSGS];
+	st->byp_bytes = sum[ICPT_ST_BYP_BYTES];
 }
 
 void intercept_detach(struct intercept *ic)
@@ -480,6 +496,7 @@ void intercept_detach(struct intercept *ic)
 
 	if (!ic->skel)
 		return;
+	bypass_detach(ic);
 	/* The connect hooks first: no connect may be redirected once the
 	 * others, which remember it, are gone. */
 	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
@@ -499,4 +516,6 @@ void intercept_close(struct intercept *ic)
 	if (ic->cgroup_fd >= 0)
 		close(ic->cgroup_fd);
 	ic->cgroup_fd = ic->by_tuple_fd = ic->stats_fd = -1;
+	ic->bypass.socks_fd = ic->bypass.flows_fd = ic->bypass.allow_fd = -1;
+	ic->bypass.on = false;
 }

@@ -76,6 +76,9 @@ struct relay_ops {
 	void (*ended)(struct relay *r, enum relay_end how, int err);
 	/* Called once when every handle is closed: the owner may free. */
 	void (*closed)(struct relay *r);
+	/* A bypassed client socket (bypass_step): bytes read from it so
+	 * far, every bypass_step of them. */
+	void (*bypass_read)(struct relay *r, uint64_t total);
 };
 
 struct relay {
@@ -84,6 +87,11 @@ struct relay {
 	struct relay_dir dir[2];	/* dir[i] reads leg i, writes leg !i */
 	uv_timer_t connect_timer;
 	enum relay_state state;
+	/* The client socket is joined in the bypass of the local hop
+	 * (intercept/bypass.h): never spliced (splice sees TCP's queue
+	 * only), and ops->bypass_read told at bypass_next, every
+	 * bypass_step bytes. 0: a plain socket. */
+	uint64_t bypass_step, bypass_next;
 	uint64_t last_active_ms;
 	const struct relay_ops *ops;
 	const struct relay_env *env;

@@ -184,12 +184,12 @@ static int relay_fill_none(struct relay_dir *d, int fd, ssize_t n)
 }
 
 /*
- * The way through when no pipe can be had (fd exhaustion): peek, send what
- * the output takes, then drop exactly that much from the input without
- * copying it (MSG_TRUNC). Bytes not sent stay in the input socket, so
- * nothing is lost and nothing waits on a timer; it costs a copy into and
- * out of a stack buffer, which only this emergency pays. Same contract as
- * relay_pump().
+ * The way through when no pipe can be had (fd exhaustion), and for a client
+ * socket in the bypass of the local hop, which splice cannot read: peek,
+ * send what the output takes, then drop exactly that much from the input
+ * (MSG_TRUNC). Bytes not sent stay in the input socket, so nothing is lost
+ * and nothing waits on a timer; it costs a copy into and out of a stack
+ * buffer. Same contract as relay_pump().
  */
 static int relay_pump_copy(struct relay *r, int i)
 {
@@ -222,6 +222,10 @@ static int relay_pump_copy(struct relay *r, int i)
 			counter_add(r->env->bytes_in, w);
 		else
 			counter_add(r->env->bytes_out, w);
+		if (i == RELAY_CLIENT && r->bypass_step && d->bytes >= r->bypass_next) {
+			r->bypass_next = d->bytes + r->bypass_step;
+			r->ops->bypass_read(r, d->bytes);
+		}
 		if (w < n) {
 			d->out_blocked = true;
 			return 0;
@@ -249,6 +253,8 @@ static int relay_pump(struct relay *r, int i)
 	int p;
 
 	assert(r->state == RELAY_ESTABLISHED || r->state == RELAY_HALF_CLOSED);
+	if (i == RELAY_CLIENT && r->bypass_step)
+		return relay_pump_copy(r, i);
 	if (d->pipe.rd < 0 && !d->eof) {
 		p = pipe_pool_get(r->env->pipes, &d->pipe);
 		if (p == -EMFILE || p == -ENFILE || p == -ENOMEM)

@@ -53,6 +53,9 @@ struct conn_ops {
 	/* Once, when the conn may be freed (no event of this batch can
 	 * still reach it). */
 	void (*closed)(struct conn *c);
+	/* A bypassed socket (bypass_step): total bytes read from it so
+	 * far, every bypass_step of them. */
+	void (*bypass_read)(struct conn *c, uint64_t total);
 };
 
 struct conn {
@@ -64,6 +67,11 @@ struct conn {
 	uint32_t peer_token;
 	enum conn_state state;
 	int fd;				/* the application (or destination) socket */
+	/* The socket is joined in the bypass of the local hop
+	 * (intercept/bypass.h): read to EAGAIN, as a short read says nothing
+	 * of TCP's queue behind the redirected one, and ops->bypass_read
+	 * told at bypass_next, every bypass_step bytes. 0: a plain socket. */
+	uint64_t bypass_step, bypass_next;
 	struct epset_entry ev;
 	uint64_t deadline_ms;		/* OPENING / CONNECTING */
 	struct sockaddr_storage dest;	/* the flow's original destination */

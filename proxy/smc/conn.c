@@ -1050,7 +1050,11 @@ void conn_fill(struct conn *c)
 			c->write_blocked = false;
 			conn_account(c, len, true);
 			c->last_active_ms = uv_now(conn_net(c)->loop);
-			if (len < space && !c->rdhup && !c->urgent) {
+			if (c->bypass_step && c->bytes_tx >= c->bypass_next) {
+				c->bypass_next = c->bytes_tx + c->bypass_step;
+				c->ops->bypass_read(c, c->bytes_tx);
+			}
+			if (len < space && !c->rdhup && !c->urgent && !c->bypass_step) {
 				c->in_pending = false;
 				break;
 			}

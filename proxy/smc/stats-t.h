@@ -32,6 +32,7 @@ struct proxy_stats {
 	counter_t resets;		/* flows ended by an RST on either leg */
 	counter_t accept_pauses;		/* accept paused on EMFILE/ENFILE/ENOBUFS */
 	counter_t loops_refused;		/* not redirected, or aimed at ourselves */
+	counter_t flows_bypassed;	/* accepted joined in the bypass of the local hop */
 	counter_t idle_timeouts;		/* flows closed by relay.idle_timeout */
 
 	/* Link groups and the SMC data plane. */

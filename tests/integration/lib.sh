@@ -26,7 +26,12 @@
 # removed at exit: cgroups are per host, not per network namespace),
 # it_config points the client host's daemon's "intercept" at it, and
 # it_run, it_probe and it_app run the client in it. IT_INTERCEPT=iptables
-# (the default) is REDIRECT as described below.
+# (the default) is REDIRECT as described below. IT_BYPASS=1 (ebpf mode
+# only) turns intercept.bypass on as well, the sk_msg bypass of the local
+# hop: the test fails unless its self-test passed and the daemon runs it.
+# It also sets debug.bypass_skip_blocking_read: this host's kernel fails
+# that check (a blocking read may return EAGAIN), and the tests' own
+# readers do not block, so the rest of the bypass is what they test.
 #
 # What this library shares with tests/rdma/lib.sh is in tests/common.sh;
 # the it_* names above wrap it.
@@ -314,8 +319,14 @@ it_config() {
 	local order=(listen control transport mark workers user stats shm fallback log)
 	# ebpf: only the client host's daemon intercepts, the app's cgroup.
 	if [ -n "$IT_CG_PATH" ] && [ "$IT_CFG" = "$IT_DIR/smcproxyd.json" ]; then
-		cfg[intercept]="{\"mode\": \"ebpf\", \"cgroup\": \"$IT_CG_PATH\", \"destinations\": [\"$NET4\", \"$NET6\"]}"
+		local byp=
+		[ "${IT_BYPASS:-0}" = 1 ] && byp=', "bypass": true'
+		cfg[intercept]="{\"mode\": \"ebpf\", \"cgroup\": \"$IT_CG_PATH\", \"destinations\": [\"$NET4\", \"$NET6\"]$byp}"
 		order+=(intercept)
+		if [ -n "$byp" ]; then
+			cfg[debug]='{"bypass_skip_blocking_read": true}'
+			order+=(debug)
+		fi
 	fi
 	tc_write_config "$IT_CFG" cfg order "$@"
 }
@@ -334,6 +345,14 @@ it_stat() {
 # Starts smcproxyd on the client host with $IT_CFG (it_config first), in
 # the foreground, and waits until its stats socket answers. Arguments, if
 # any, are a launcher put in front of it (e.g. prlimit --nofile=64:64).
+# IT_BYPASS=1: a daemon asked for the bypass must run it (its self-test
+# passed), or the test would pass without testing it.
+it_bypass_check() {
+	[ "${IT_BYPASS:-0}" = 1 ] && grep -q '"bypass": true' "$IT_CFG" || return 0
+	[ "$(it_stat intercept.bypass.on)" = true ] ||
+		it_fail "IT_BYPASS=1 but the bypass is off: $(it_stat intercept.bypass.why_off)"
+}
+
 it_daemon_start() {
 	[ -f "$IT_CFG" ] || it_config
 	# Not through it_c: $! must be the daemon itself (ip netns exec, env and
@@ -348,7 +367,10 @@ it_daemon_start() {
 			wait "$DAEMON_PID"
 			it_fail "smcproxyd exited at start (status $?)"
 		fi
-		[ -S "$SOCK" ] && it_ctl --json stats >/dev/null 2>&1 && return 0
+		if [ -S "$SOCK" ] && it_ctl --json stats >/dev/null 2>&1; then
+			it_bypass_check
+			return 0
+		fi
 		sleep 0.1
 	done
 	it_fail "smcproxyd did not answer on $SOCK within 10 s"

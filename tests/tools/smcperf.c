@@ -64,7 +64,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_LISTEN	8
+#define MAX_LISTEN	16
 #define MAX_THREADS	64
 #define MAX_CONNS	10000	/* bw --threads: connections over epoll threads */
 #define MAX_SIZE	(16u << 20)
