@@ -638,28 +638,44 @@ void rl_established(struct rdma_link *rl, uint32_t peer_qpn)
 		lgr__established(lgr);
 }
 
+/*
+ * fn(rl, arg) on each link of each active rdma group of net, up or not:
+ * the sweeps' keepalives, a port that went down. A group's links[] is
+ * read again at each step: fn may take a link down, and a live link's
+ * drain can take another down with it (a failed completion).
+ */
+void rdma__each_link(struct smc_net *net, void (*fn)(struct rdma_link *rl, void *arg), void *arg)
+{
+	struct list_head *next;
+	struct lgr *lgr;
+	unsigned i;
+
+	lgr_for_each_active(lgr, next, net, &rdma_ops) {
+		struct rdma_lgr *rg = lgr->tp;
+
+		for (i = 0; rg && i < lgr->n_links; i++)
+			if (rg->links[i])
+				fn(rg->links[i], arg);
+	}
+}
+
+/* An up link idle for RDMA_KEEPALIVE_MS gets a TEST_LINK (arg: now). */
+static void rl_keepalive(struct rdma_link *rl, void *arg)
+{
+	uint64_t now = *(const uint64_t *)arg;
+
+	if (rl->state != RL_UP || now - rl->last_tx_ms < RDMA_KEEPALIVE_MS)
+		return;
+	rl->last_tx_ms = now;	/* once per period even if it found no room */
+	link_post_test(rl->lnk, (uint32_t)now);
+}
+
 /* Idle links get a TEST_LINK now and then (link_post_test()). */
 void rdma__keepalive(struct smc_net *net)
 {
 	uint64_t now = uv_now(net->loop);
-	struct list_head *next;
-	struct lgr *lgr;
 
-	lgr_for_each_active(lgr, next, net, &rdma_ops) {
-		struct rdma_lgr *rg = lgr->tp;
-		unsigned i;
-
-		if (!rg)
-			continue;
-		for (i = 0; i < lgr->n_links; i++) {
-			struct rdma_link *rl = rg->links[i];
-
-			if (!rl || rl->state != RL_UP || now - rl->last_tx_ms < RDMA_KEEPALIVE_MS)
-				continue;
-			rl->last_tx_ms = now;	/* once per period even if it found no room */
-			link_post_test(rl->lnk, (uint32_t)now);
-		}
-	}
+	rdma__each_link(net, rl_keepalive, &now);
 }
 
 /*
