@@ -209,22 +209,36 @@ static void rl_marker_done(struct rdma_link *rl)
 		rdma__link_free(rl);
 }
 
+/*
+ * What every completion of rl says first: a teardown marker came back, the
+ * link drains (what it still completes is dropped), or the work request
+ * failed (the link goes down: the peer stopped answering, -ETIMEDOUT, or
+ * anything else, -EIO; a receive never completes with a retry error).
+ * True when none of these: the slot's work is there to be taken.
+ */
+static bool rl_completion_live(struct rdma_link *rl, bool marker, const struct ibv_wc *wc)
+{
+	if (marker) {
+		rl_marker_done(rl);
+		return false;
+	}
+	if (rl->state == RL_DRAINING)
+		return false;
+	if (wc->status != IBV_WC_SUCCESS) {
+		rdma__link_down(rl, wc->status == IBV_WC_RETRY_EXC_ERR ? -ETIMEDOUT : -EIO);
+		return false;
+	}
+	return true;
+}
+
 static void rdma_on_send(struct cq_entry *e, const struct ibv_wc *wc)
 {
 	struct rdma_tx_slot *s = (struct rdma_tx_slot *)e;
 	struct rdma_link *rl = s->rl;
 	struct link *lnk;
 
-	if (s->marker) {
-		rl_marker_done(rl);
+	if (!rl_completion_live(rl, s->marker, wc))
 		return;
-	}
-	if (rl->state == RL_DRAINING)
-		return;
-	if (wc->status != IBV_WC_SUCCESS) {
-		rdma__link_down(rl, wc->status == IBV_WC_RETRY_EXC_ERR ? -ETIMEDOUT : -EIO);
-		return;
-	}
 	rl->sq_done = s->idx + 1;
 	/* Messages complete in order, and a completion covers every
 	 * unsignalled work request before it. */
@@ -283,16 +297,8 @@ static void rdma_on_recv(struct cq_entry *e, const struct ibv_wc *wc)
 	struct rdma_rx_slot *s = (struct rdma_rx_slot *)e;
 	struct rdma_link *rl = s->rl;
 
-	if (s->marker) {
-		rl_marker_done(rl);
+	if (!rl_completion_live(rl, s->marker, wc))
 		return;
-	}
-	if (rl->state == RL_DRAINING)
-		return;
-	if (wc->status != IBV_WC_SUCCESS) {
-		rdma__link_down(rl, -EIO);
-		return;
-	}
 	/* This link may have had its event already and another not yet. */
 	if (rl->rg->lgr->state == LGR_RENDEZVOUS && rl->rg->lgr->role == LGR_ROLE_SERVER)
 		rg_implicit_up(rl->rg);
