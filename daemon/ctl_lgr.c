@@ -60,6 +60,34 @@ static const char *link_state_name(enum link_state s)
 }
 
 /*
+ * A row of `links` or `peers`: which worker, peer, role and group, then
+ * rest (taken; NULL gives NULL, as json_pack() failing does).
+ */
+static json_t *ctl_lgr_row(const struct proxy *p, const struct lgr *lgr, json_t *rest)
+{
+	char peer[ADDR_STRLEN], id[17];
+	json_t *row;
+
+	if (!rest)
+		return NULL;
+	row = json_pack("{s:i, s:s, s:s, s:s}",
+		"worker", (int)p->worker,
+		"peer", addr_format((const struct sockaddr *)&lgr->peer, peer, sizeof(peer)),
+		"role", lgr_role_name(lgr->role),
+		"lgr", ctl_lgr_id(lgr, id));
+	if (!row) {
+		json_decref(rest);
+		return NULL;
+	}
+	/* rest goes either way; its keys follow ours, in its order. */
+	if (json_object_update_new(row, rest)) {
+		json_decref(row);
+		return NULL;
+	}
+	return row;
+}
+
+/*
  * Every link of the active groups, the down ones too: a group keeps a
  * failed link's slot, and an operator checking a failover wants to see it.
  * Each adds what its transport reports of it (ctl_link_fields(): an rdma
@@ -71,7 +99,6 @@ json_t *ctl_links_json(struct proxy *p)
 	const struct lgr *lgr;
 
 	for (lgr = lgr_next(&p->smc, NULL); lgr; lgr = lgr_next(&p->smc, lgr)) {
-		char peer[ADDR_STRLEN], id[17];
 		unsigned i;
 
 		if (lgr->state != LGR_ACTIVE)
@@ -80,12 +107,8 @@ json_t *ctl_links_json(struct proxy *p)
 			const struct link *lnk = &lgr->links[i];
 			json_t *e;
 
-			e = json_pack(
-				"{s:i, s:s, s:s, s:s, s:i, s:s, s:s, s:i, s:I, s:I, s:I, s:I}",
-				"worker", (int)p->worker,
-				"peer", addr_format((const struct sockaddr *)&lgr->peer, peer, sizeof(peer)),
-				"role", lgr_role_name(lgr->role),
-				"lgr", ctl_lgr_id(lgr, id),
+			e = ctl_lgr_row(p, lgr, json_pack(
+				"{s:i, s:s, s:s, s:i, s:I, s:I, s:I, s:I}",
 				"link", (int)i,
 				"transport", lgr_transport_name(lgr),
 				"state", link_state_name(lnk->state),
@@ -93,7 +116,7 @@ json_t *ctl_links_json(struct proxy *p)
 				"msgs_tx", (json_int_t)lnk->msgs_tx,
 				"msgs_rx", (json_int_t)lnk->msgs_rx,
 				"bytes_tx", (json_int_t)lnk->bytes_tx,
-				"bytes_rx", (json_int_t)lnk->bytes_rx);
+				"bytes_rx", (json_int_t)lnk->bytes_rx));
 			ctl_link_fields(e, lnk);
 			json_array_append_new(arr, e);
 		}
@@ -130,15 +153,10 @@ json_t *ctl_peers_json(struct proxy *p)
 	const struct lgr *lgr;
 
 	for (lgr = lgr_next(&p->smc, NULL); lgr; lgr = lgr_next(&p->smc, lgr)) {
-		char peer[ADDR_STRLEN], id[17];
 		bool neg = lgr->state == LGR_NEGATIVE;
 
-		json_array_append_new(arr, json_pack(
-			"{s:i, s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:I, s:I, s:s, s:I, s:I}",
-			"worker", (int)p->worker,
-			"peer", addr_format((const struct sockaddr *)&lgr->peer, peer, sizeof(peer)),
-			"role", lgr_role_name(lgr->role),
-			"lgr", ctl_lgr_id(lgr, id),
+		json_array_append_new(arr, ctl_lgr_row(p, lgr, json_pack(
+			"{s:s, s:s, s:i, s:i, s:I, s:I, s:I, s:s, s:I, s:I}",
 			"state", lgr_state_name(lgr->state),
 			"transport", lgr_transport_name(lgr),
 			"links", (int)lgr->n_links,
@@ -149,7 +167,7 @@ json_t *ctl_peers_json(struct proxy *p)
 			"reason", neg ? fallback_reason_name(lgr->neg_reason) : "none",
 			"retry_in_ms", (json_int_t)(neg && lgr->neg_until_ms > now ?
 						    lgr->neg_until_ms - now : 0),
-			"age_ms", (json_int_t)(now - lgr->created_ms)));
+			"age_ms", (json_int_t)(now - lgr->created_ms))));
 		ctl_peer_rings(json_array_get(arr, json_array_size(arr) - 1), lgr);
 	}
 	return arr;

@@ -341,6 +341,26 @@ static void close_fds(const int *fds, size_t n)
 }
 
 /*
+ * -EADDRINUSE, with errbuf saying "WHAT ADDRESS: why", when a bind of ca
+ * (flags as sock_bind()'s) finds the address held; 0 when it is free, or
+ * when the bind fails otherwise: the real bind reports that.
+ */
+static int worker_port_free(const struct cfg_addr *ca, int flags, const char *what,
+			    char *errbuf, size_t errlen)
+{
+	char a[ADDR_STRLEN];
+	int fd = sock_bind((const struct sockaddr *)&ca->ss, ca->len, flags);
+
+	if (fd >= 0)
+		close(fd);
+	if (fd != -EADDRINUSE)
+		return 0;
+	snprintf(errbuf, errlen, "%s %s: %s", what,
+		 addr_format((const struct sockaddr *)&ca->ss, a, sizeof(a)), strerror(-fd));
+	return fd;
+}
+
+/*
  * With SO_REUSEPORT any socket of our user may bind our ports too, so a
  * second daemon would share them silently, each getting some of the
  * connections. Before our sockets take the listen addresses, make sure
@@ -352,10 +372,9 @@ static int worker_check_ports_free(const struct cfg *cfg, const int *adopt_fds,
 				   size_t n_adopt, char *errbuf, size_t errlen)
 {
 	struct sockaddr_storage ss;
-	char a[ADDR_STRLEN];
-	int fd, err;
 	socklen_t len;
 	size_t i, k;
+	int err;
 
 	for (i = 0; i < cfg->n_listen; i++) {
 		const struct cfg_addr *ca = &cfg->listen[i];
@@ -366,34 +385,15 @@ static int worker_check_ports_free(const struct cfg *cfg, const int *adopt_fds,
 			adopted = getsockname(adopt_fds[k], (struct sockaddr *)&ss, &len) == 0 &&
 				  addr_equal((struct sockaddr *)&ss, (const struct sockaddr *)&ca->ss);
 		}
-		if (adopted)
-			continue;
 		/* As proxy.c's listener_open() binds, without SO_REUSEPORT. */
-		fd = sock_bind((const struct sockaddr *)&ca->ss, ca->len, 0);
-		if (fd >= 0)
-			close(fd);
-		err = fd < 0 ? fd : 0;
-		if (err == -EADDRINUSE) {
-			snprintf(errbuf, errlen, "listen on %s: %s",
-				 addr_format((const struct sockaddr *)&ca->ss, a, sizeof(a)),
-				 strerror(-err));
+		err = adopted ? 0 : worker_port_free(ca, 0, "listen on", errbuf, errlen);
+		if (err)
 			return err;
-		}
 	}
 	/* The control port, which every worker binds too (lgr_listen()). */
-	if (cfg->has_control && cfg->n_peers) {
-		fd = sock_bind((const struct sockaddr *)&cfg->control.ss, cfg->control.len,
-			       SOCK_BIND_DUALSTACK_ANY);
-		if (fd >= 0)
-			close(fd);
-		err = fd < 0 ? fd : 0;
-		if (err == -EADDRINUSE) {
-			snprintf(errbuf, errlen, "control port %s: %s",
-				 addr_format((const struct sockaddr *)&cfg->control.ss, a, sizeof(a)),
-				 strerror(-err));
-			return err;
-		}
-	}
+	if (cfg->has_control && cfg->n_peers)
+		return worker_port_free(&cfg->control, SOCK_BIND_DUALSTACK_ANY, "control port",
+					errbuf, errlen);
 	return 0;
 }
 

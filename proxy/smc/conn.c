@@ -108,6 +108,16 @@ static int conn_init_rx(struct conn *c, struct lgr *lgr)
 	return 0;
 }
 
+/* c waits on its group's deadline list (lgr_sweep()) for the peer's
+ * answer, times fallback.connect_timeout from now. */
+static void conn_await_answer(struct conn *c, unsigned times)
+{
+	struct smc_net *net = conn_net(c);
+
+	c->deadline_ms = uv_now(net->loop) + times * net->cfg->fallback.connect_timeout_ms;
+	list_add_tail(&c->wait_node, &c->lgr->connecting);
+}
+
 static void conn_common_init(struct conn *c, struct lgr *lgr, int fd,
 			     const struct conn_ops *ops)
 {
@@ -184,8 +194,7 @@ int conn_open(struct conn *c, struct lgr *lgr, int fd, const struct sockaddr *de
 	err = lgr_conn_add(lgr, c);
 	if (err)
 		goto out_put_rmb;
-	c->deadline_ms = uv_now(lgr->net->loop) + lgr->net->cfg->fallback.connect_timeout_ms;
-	list_add_tail(&c->wait_node, &lgr->connecting);
+	conn_await_answer(c, 1);
 	link_conn_work(c, CONN_TX_OPEN);
 	return 0;
 
@@ -342,8 +351,7 @@ int conn_accept(struct conn *c, struct link *lnk, const struct llc_flow_open *m,
 	err = epset_add(&conn_net(c)->core->epset, c->fd, CONN_EVENTS, &c->ev);
 	if (err)
 		goto out_close;
-	c->deadline_ms = uv_now(lgr->net->loop) + lgr->net->cfg->fallback.connect_timeout_ms;
-	list_add_tail(&c->wait_node, &lgr->connecting);
+	conn_await_answer(c, 1);
 	link_conn_work(c, CONN_TX_ACCEPT);
 	return 0;
 
@@ -467,9 +475,7 @@ void conn_reset(struct conn *c, enum conn_end how, int err)
 			/* conn_end() took it off the deadline list: its ring
 			 * waits for the answer, but not for ever. */
 			c->late = true;
-			c->deadline_ms = uv_now(conn_net(c)->loop) +
-					 CONN_OPEN_GRACE * conn_net(c)->cfg->fallback.connect_timeout_ms;
-			list_add_tail(&c->wait_node, &c->lgr->connecting);
+			conn_await_answer(c, CONN_OPEN_GRACE);
 		}
 		return;
 	}
@@ -605,9 +611,7 @@ void conn_on_deadline(struct conn *c)
 		return;
 	}
 	c->late = true;
-	c->deadline_ms = uv_now(lgr->net->loop) +
-			 CONN_OPEN_GRACE * lgr->net->cfg->fallback.connect_timeout_ms;
-	list_add_tail(&c->wait_node, &lgr->connecting);
+	conn_await_answer(c, CONN_OPEN_GRACE);
 	if (c->state == CONN_OPENING) {
 		c->state = CONN_CLOSED;
 		c->abort_pending = true;

@@ -8,7 +8,9 @@
  * The same holds when the failure is local: `smcproxyctl debug fail-link`
  * (the transport's link_fail) and a port that went down, seen by the
  * device's async handler and acted on at the next sweep (rdma__sweep):
- * what completed before is taken, then the link goes down.
+ * what completed before is taken, then the link goes down. The same
+ * sweep sends the keepalives (a TEST_LINK on an up link idle for five
+ * seconds), which go over the same walk of every link of every group.
  *
  * The order is forced here, which no guest can do: one link of the rdma
  * transport (proxy/transport/rdma/rdma_link.c, rdma_cm.c, cq.c) on fakes.
@@ -331,6 +333,12 @@ void __wrap_lgr_link_down_sched(struct link *lnk, int err)
 	tracef("down:%d ", err);
 }
 
+void __wrap_link_post_test(struct link *lnk, uint32_t cookie)
+{
+	assert_ptr_equal(lnk, &w.lgr.links[0]);
+	tracef("test ");
+}
+
 void __wrap_loop_defer(struct loop *l, struct loop_defer *d, void (*fn)(struct loop_defer *d))
 {
 	assert_null(w.deferred);	/* a link is freed once */
@@ -458,6 +466,36 @@ static void test_port_down_keeps_receives(void **state)
 	list_del(&w.lgr.node);
 }
 
+/*
+ * The sweep's keepalive: an up link idle for five seconds gets one
+ * TEST_LINK, then none until it is idle that long again; a link not up
+ * gets none however long it was idle.
+ */
+static void test_keepalive_idle_links(void **state)
+{
+	uint64_t now = uv_now(w.net.loop);
+
+	w.dev.ctx = &w.ctx;
+	w.net.tp[smc_transport_slot(&rdma_ops)] = &w.dev;
+	w.port_state = IBV_PORT_ACTIVE;
+	list_add_tail(&w.lgr.node, &w.net.lgrs);
+	w.rl->last_tx_ms = now - 4999;
+	rdma__sweep(&w.net, now);
+	assert_string_equal(w.trace, "");
+	w.rl->last_tx_ms = now - 5000;
+	rdma__sweep(&w.net, now);
+	assert_string_equal(w.trace, "test ");
+	assert_int_equal(w.rl->last_tx_ms, now);
+	rdma__sweep(&w.net, now);
+	assert_string_equal(w.trace, "test ");
+	w.rl->last_tx_ms = now - 60000;
+	w.rl->state = RL_CONNECTING;
+	rdma__sweep(&w.net, now);
+	assert_string_equal(w.trace, "test ");
+	w.rl->state = RL_UP;
+	list_del(&w.lgr.node);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -467,6 +505,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_disconnect_idle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fail_link_keeps_receives, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_port_down_keeps_receives, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_keepalive_idle_links, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

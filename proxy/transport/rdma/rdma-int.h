@@ -57,6 +57,7 @@ void rl_free_now(struct rdma_link *rl);
 void rdma__link_free(struct rdma_link *rl);
 void rdma__link_down(struct rdma_link *rl, int err);
 void rdma__link_fail(struct rdma_link *rl, int err);
+void rdma__each_link(struct smc_net *net, void (*fn)(struct rdma_link *rl, void *arg), void *arg);
 void rdma__keepalive(struct smc_net *net);
 void rdma__reap_stuck(struct rdma_dev *dev, uint64_t now);
 

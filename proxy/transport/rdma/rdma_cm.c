@@ -51,13 +51,31 @@ static int rl_fill_pd(const struct rdma_link *rl, uint8_t out[RDMA_PD_LEN])
 	return 0;
 }
 
-static void rl_conn_param(struct rdma_conn_param *cp, const uint8_t *pd)
+/*
+ * rl's side of the connection, once rdma_cm knows the route (a client) or
+ * the request was admitted (a server): its queue pair, then our private
+ * data, then rdma_connect() or rdma_accept(). 0, or -errno; on failure the
+ * queue pair may exist, for the caller to undo.
+ */
+static int rl_offer(struct rdma_link *rl, bool accept)
 {
-	memset(cp, 0, sizeof(*cp));
-	cp->private_data = pd;
-	cp->private_data_len = RDMA_PD_LEN;
-	cp->retry_count = 7;
-	cp->rnr_retry_count = 7;	/* receives come back quickly: wait */
+	uint8_t mine[RDMA_PD_LEN];
+	struct rdma_conn_param cp = {
+		.private_data = mine,
+		.private_data_len = RDMA_PD_LEN,
+		.retry_count = 7,
+		.rnr_retry_count = 7,	/* receives come back quickly: wait */
+	};
+	int err;
+
+	err = rl_create_qp(rl);
+	if (!err)
+		err = rl_fill_pd(rl, mine);
+	if (err)
+		return err;
+	if (accept ? rdma_accept(rl->id, &cp) : rdma_connect(rl->id, &cp))
+		return -errno;
+	return 0;
 }
 
 /* The peer's region, the same for every link of the group. */
@@ -135,8 +153,6 @@ static int rdma_on_connect_request(struct rdma_dev *dev, struct rdma_cm_id *id,
 				   const void *data, size_t len, uint32_t peer_qpn)
 {
 	struct smc_net *net = dev->net;
-	struct rdma_conn_param cp;
-	uint8_t mine[RDMA_PD_LEN];
 	struct rdma_link *rl;
 	struct rdma_lgr *rg;
 	struct rdma_pd pd;
@@ -169,14 +185,7 @@ static int rdma_on_connect_request(struct rdma_dev *dev, struct rdma_cm_id *id,
 	rl->id = id;
 	rl->peer_qpn = peer_qpn;
 	id->context = rl;
-	err = rl_create_qp(rl);
-	if (!err)
-		err = rl_fill_pd(rl, mine);
-	if (!err) {
-		rl_conn_param(&cp, mine);
-		if (rdma_accept(id, &cp))
-			err = -errno;
-	}
+	err = rl_offer(rl, true);
 	if (err) {
 		/* The caller rejects and destroys the id. */
 		rl->id = NULL;
@@ -249,22 +258,11 @@ static void rdma_on_cm_event(struct rdma_dev *dev, struct rdma_cm_event *ev)
 		if (rdma_resolve_route(id, RDMA_RESOLVE_MS))
 			rl_connect_failed(rl, -errno);
 		return;
-	case RDMA_CM_EVENT_ROUTE_RESOLVED: {
-		struct rdma_conn_param cp;
-		uint8_t mine[RDMA_PD_LEN];
-
-		err = rl_create_qp(rl);
-		if (!err)
-			err = rl_fill_pd(rl, mine);
-		if (!err) {
-			rl_conn_param(&cp, mine);
-			if (rdma_connect(id, &cp))
-				err = -errno;
-		}
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		err = rl_offer(rl, false);
 		if (err)
 			rl_connect_failed(rl, err);
 		return;
-	}
 	case RDMA_CM_EVENT_ESTABLISHED:
 		if (rl->state == RL_UP)
 			return;		/* a message said so already */

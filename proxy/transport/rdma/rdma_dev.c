@@ -84,6 +84,16 @@ void rdma__on_async(struct epset_entry *e, uint32_t events)
 	}
 }
 
+/* Our port went down: a live link fails (what completed is taken first),
+ * one still coming up goes down. */
+static void rl_port_down(struct rdma_link *rl, void *arg)
+{
+	if (rl->state == RL_UP)
+		rdma__link_fail(rl, -ENETDOWN);
+	else
+		rdma__link_down(rl, -ENETDOWN);
+}
+
 /*
  * Every lgr sweep: keepalives, links stuck draining, and port events the
  * async handler saw: on a port that went down, every link of this worker
@@ -94,8 +104,6 @@ void rdma__sweep(struct smc_net *net, uint64_t now)
 	struct rdma_dev *dev = rdma_dev_of(net);
 	unsigned gen = atomic_load(&rdma_port_gen);
 	struct ibv_port_attr pa;
-	struct list_head *next;
-	struct lgr *lgr;
 
 	if (!dev)
 		return;
@@ -107,23 +115,7 @@ void rdma__sweep(struct smc_net *net, uint64_t now)
 	dev->port_gen = gen;
 	if (ibv_query_port(dev->ctx, dev->port, &pa) == 0 && pa.state == IBV_PORT_ACTIVE)
 		return;
-	lgr_for_each_active(lgr, next, net, &rdma_ops) {
-		struct rdma_lgr *rg = lgr->tp;
-		unsigned i;
-
-		if (!rg)
-			continue;
-		/* rg->links[] read again each time: a live link's drain
-		 * can take another down (a failed completion). */
-		for (i = 0; i < lgr->n_links; i++) {
-			struct rdma_link *rl = rg->links[i];
-
-			if (rl && rl->state == RL_UP)
-				rdma__link_fail(rl, -ENETDOWN);
-			else if (rl)
-				rdma__link_down(rl, -ENETDOWN);
-		}
-	}
+	rdma__each_link(net, rl_port_down, NULL);
 }
 
 static struct ibv_context *rdma_pick_device(uint8_t *port)

@@ -209,22 +209,36 @@ static void rl_marker_done(struct rdma_link *rl)
 		rdma__link_free(rl);
 }
 
+/*
+ * What every completion of rl says first: a teardown marker came back, the
+ * link drains (what it still completes is dropped), or the work request
+ * failed (the link goes down: the peer stopped answering, -ETIMEDOUT, or
+ * anything else, -EIO; a receive never completes with a retry error).
+ * True when none of these: the slot's work is there to be taken.
+ */
+static bool rl_completion_live(struct rdma_link *rl, bool marker, const struct ibv_wc *wc)
+{
+	if (marker) {
+		rl_marker_done(rl);
+		return false;
+	}
+	if (rl->state == RL_DRAINING)
+		return false;
+	if (wc->status != IBV_WC_SUCCESS) {
+		rdma__link_down(rl, wc->status == IBV_WC_RETRY_EXC_ERR ? -ETIMEDOUT : -EIO);
+		return false;
+	}
+	return true;
+}
+
 static void rdma_on_send(struct cq_entry *e, const struct ibv_wc *wc)
 {
 	struct rdma_tx_slot *s = (struct rdma_tx_slot *)e;
 	struct rdma_link *rl = s->rl;
 	struct link *lnk;
 
-	if (s->marker) {
-		rl_marker_done(rl);
+	if (!rl_completion_live(rl, s->marker, wc))
 		return;
-	}
-	if (rl->state == RL_DRAINING)
-		return;
-	if (wc->status != IBV_WC_SUCCESS) {
-		rdma__link_down(rl, wc->status == IBV_WC_RETRY_EXC_ERR ? -ETIMEDOUT : -EIO);
-		return;
-	}
 	rl->sq_done = s->idx + 1;
 	/* Messages complete in order, and a completion covers every
 	 * unsignalled work request before it. */
@@ -283,16 +297,8 @@ static void rdma_on_recv(struct cq_entry *e, const struct ibv_wc *wc)
 	struct rdma_rx_slot *s = (struct rdma_rx_slot *)e;
 	struct rdma_link *rl = s->rl;
 
-	if (s->marker) {
-		rl_marker_done(rl);
+	if (!rl_completion_live(rl, s->marker, wc))
 		return;
-	}
-	if (rl->state == RL_DRAINING)
-		return;
-	if (wc->status != IBV_WC_SUCCESS) {
-		rdma__link_down(rl, -EIO);
-		return;
-	}
 	/* This link may have had its event already and another not yet. */
 	if (rl->rg->lgr->state == LGR_RENDEZVOUS && rl->rg->lgr->role == LGR_ROLE_SERVER)
 		rg_implicit_up(rl->rg);
@@ -638,28 +644,44 @@ void rl_established(struct rdma_link *rl, uint32_t peer_qpn)
 		lgr__established(lgr);
 }
 
+/*
+ * fn(rl, arg) on each link of each active rdma group of net, up or not:
+ * the sweeps' keepalives, a port that went down. A group's links[] is
+ * read again at each step: fn may take a link down, and a live link's
+ * drain can take another down with it (a failed completion).
+ */
+void rdma__each_link(struct smc_net *net, void (*fn)(struct rdma_link *rl, void *arg), void *arg)
+{
+	struct list_head *next;
+	struct lgr *lgr;
+	unsigned i;
+
+	lgr_for_each_active(lgr, next, net, &rdma_ops) {
+		struct rdma_lgr *rg = lgr->tp;
+
+		for (i = 0; rg && i < lgr->n_links; i++)
+			if (rg->links[i])
+				fn(rg->links[i], arg);
+	}
+}
+
+/* An up link idle for RDMA_KEEPALIVE_MS gets a TEST_LINK (arg: now). */
+static void rl_keepalive(struct rdma_link *rl, void *arg)
+{
+	uint64_t now = *(const uint64_t *)arg;
+
+	if (rl->state != RL_UP || now - rl->last_tx_ms < RDMA_KEEPALIVE_MS)
+		return;
+	rl->last_tx_ms = now;	/* once per period even if it found no room */
+	link_post_test(rl->lnk, (uint32_t)now);
+}
+
 /* Idle links get a TEST_LINK now and then (link_post_test()). */
 void rdma__keepalive(struct smc_net *net)
 {
 	uint64_t now = uv_now(net->loop);
-	struct list_head *next;
-	struct lgr *lgr;
 
-	lgr_for_each_active(lgr, next, net, &rdma_ops) {
-		struct rdma_lgr *rg = lgr->tp;
-		unsigned i;
-
-		if (!rg)
-			continue;
-		for (i = 0; i < lgr->n_links; i++) {
-			struct rdma_link *rl = rg->links[i];
-
-			if (!rl || rl->state != RL_UP || now - rl->last_tx_ms < RDMA_KEEPALIVE_MS)
-				continue;
-			rl->last_tx_ms = now;	/* once per period even if it found no room */
-			link_post_test(rl->lnk, (uint32_t)now);
-		}
-	}
+	rdma__each_link(net, rl_keepalive, &now);
 }
 
 /*
