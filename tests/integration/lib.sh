@@ -590,6 +590,29 @@ it_dump_logs() {
 	done
 }
 
+# Runs each TEST again with the environment VARS set (e.g. IT_INTERCEPT=ebpf),
+# a line each with the test's own verdict, and fails naming those that failed
+# (with their last lines); otherwise passes with WHAT.
+it_twins() { # LABEL "VAR=V ..." WHAT TEST...
+	local label=$1 vars=$2 what=$3 t out rc line n=0
+	local -a failed=()
+	shift 3
+	for t in "$@"; do
+		# shellcheck disable=SC2086 # VARS is a list of assignments
+		out=$(env $vars timeout 300 bash "$IT_LIB_DIR/$t.sh" "$B" 2>&1)
+		rc=$?
+		line=$(grep -E '^(PASS|FAIL) ' <<<"$out" | tail -1)
+		echo "  $label $t: ${line:-exit $rc}"
+		if [ $rc -ne 0 ]; then
+			failed+=("$t")
+			printf '%s\n' "$out" | tail -15 | sed 's/^/    | /'
+		fi
+		n=$((n + 1))
+	done
+	[ ${#failed[@]} -eq 0 ] || it_fail "in $label mode: ${failed[*]}"
+	it_pass "$n $what"
+}
+
 it_pass() {
 	echo "PASS $IT_NAME${1:+: $1}"
 	exit 0

@@ -4,18 +4,4 @@
 . "$(dirname "$0")/lib.sh"
 it_init "$@"
 TWINS="t_relay_sha256 t_ipv6 t_half_close t_reset t_shm_flows t_shm_ipv6 t_shm_close t_shm_burst_1000"
-failed=()
-n=0
-for t in $TWINS; do
-	out=$(IT_INTERCEPT=ebpf IT_BYPASS=1 timeout 300 bash "$IT_LIB_DIR/$t.sh" "$B" 2>&1)
-	rc=$?
-	line=$(grep -E '^(PASS|FAIL) ' <<<"$out" | tail -1)
-	echo "  ebpf+bypass $t: ${line:-exit $rc}"
-	if [ $rc -ne 0 ]; then
-		failed+=("$t")
-		printf '%s\n' "$out" | tail -15 | sed 's/^/    | /'
-	fi
-	n=$((n + 1))
-done
-[ ${#failed[@]} -eq 0 ] || it_fail "in ebpf mode with the bypass: ${failed[*]}"
-it_pass "$n REDIRECT tests pass in ebpf mode with the bypass too"
+it_twins ebpf+bypass "IT_INTERCEPT=ebpf IT_BYPASS=1" "REDIRECT tests pass in ebpf mode with the bypass too" $TWINS

@@ -6,18 +6,4 @@ it_init "$@"
 TWINS="t_relay_sha256 t_ipv6 t_half_close t_reset t_urgent t_refused t_kill_mid_transfer
 t_workers t_ctl_views t_privdrop t_shm_flows t_shm_ipv6 t_shm_close t_shm_burst_1000
 t_shm_client_addr"
-failed=()
-n=0
-for t in $TWINS; do
-	out=$(IT_INTERCEPT=ebpf timeout 300 bash "$IT_LIB_DIR/$t.sh" "$B" 2>&1)
-	rc=$?
-	line=$(grep -E '^(PASS|FAIL) ' <<<"$out" | tail -1)
-	echo "  ebpf $t: ${line:-exit $rc}"
-	if [ $rc -ne 0 ]; then
-		failed+=("$t")
-		printf '%s\n' "$out" | tail -15 | sed 's/^/    | /'
-	fi
-	n=$((n + 1))
-done
-[ ${#failed[@]} -eq 0 ] || it_fail "in ebpf mode: ${failed[*]}"
-it_pass "$n REDIRECT tests pass in ebpf mode too"
+it_twins ebpf "IT_INTERCEPT=ebpf" "REDIRECT tests pass in ebpf mode too" $TWINS

@@ -114,6 +114,17 @@ static void on_proxy_closed(struct proxy *p)
 	closed = 1;
 }
 
+/* Closes p, runs its loop until the close completes, and frees cfg. */
+static void proxy_teardown(struct proxy *p, uv_loop_t *loop, struct cfg *cfg)
+{
+	closed = 0;
+	proxy_close(p, on_proxy_closed);
+	uv_run(loop, UV_RUN_DEFAULT);
+	assert_true(closed);
+	assert_int_equal(uv_loop_close(loop), 0);
+	cfg_free(cfg);
+}
+
 static void test_emfile_pauses_without_spinning(void **state)
 {
 	enum { CLIENTS = 8 };
@@ -157,11 +168,7 @@ static void test_emfile_pauses_without_spinning(void **state)
 
 	for (i = 0; i < CLIENTS; i++)
 		close(c[i]);
-	proxy_close(&p, on_proxy_closed);
-	uv_run(&loop, UV_RUN_DEFAULT);
-	assert_true(closed);
-	assert_int_equal(uv_loop_close(&loop), 0);
-	cfg_free(cfg);
+	proxy_teardown(&p, &loop, cfg);
 }
 
 /*
@@ -201,12 +208,7 @@ static void test_listen_skips_past_64(void **state)
 		assert_int_equal(proxy_listen_skipped(&p, i), i >= N_V4);
 	assert_false(proxy_listen_skipped(&p, CFG_LISTEN_MAX));
 
-	closed = 0;
-	proxy_close(&p, on_proxy_closed);
-	uv_run(&loop, UV_RUN_DEFAULT);
-	assert_true(closed);
-	assert_int_equal(uv_loop_close(&loop), 0);
-	cfg_free(cfg);
+	proxy_teardown(&p, &loop, cfg);
 }
 
 static struct sockaddr_storage sa(const char *ip, unsigned port)
@@ -340,12 +342,7 @@ static void test_route_longest_prefix(void **state)
 					 cases[j].dest, via, cases[j].via);
 
 			close(c);
-			closed = 0;
-			proxy_close(&p, on_proxy_closed);
-			uv_run(&loop, UV_RUN_DEFAULT);
-			assert_true(closed);
-			assert_int_equal(uv_loop_close(&loop), 0);
-			cfg_free(cfg);
+			proxy_teardown(&p, &loop, cfg);
 		}
 	}
 }

@@ -46,6 +46,21 @@ static struct rmb *get_ok(struct rmb_pool *p, uint32_t want, uint32_t size)
 	return r;
 }
 
+/* Flows [from, to) each take a 16 KiB ring and grow it to 64 KiB (r[]),
+ * so that they count among the grown ones. */
+static void grow_flows(struct fx *fx, struct rmb **r, int from, int to)
+{
+	struct rmb *small;
+	int i;
+
+	for (i = from; i < to; i++) {
+		small = get_ok(&fx->pool, 16 * KIB, 16 * KIB);
+		r[i] = rmb_get_spare(&fx->pool, small, 64 * KIB);
+		assert_non_null(r[i]);
+		rmb_put(&fx->pool, small);
+	}
+}
+
 static void test_class(void **state)
 {
 	static const uint32_t bad[] = { 0, 1, 4 * KIB, 8 * KIB, 16 * KIB - 1, 16 * KIB + 1,
@@ -570,12 +585,7 @@ static void test_fair_gives_back(void **state)
 	assert_int_equal(early->size, 1 * MIB);
 	rmb_put(&fx.pool, small[0]);
 	assert_null(rmb_get_fair(&fx.pool, early, 16 * KIB));	/* alone: its part */
-	for (i = 1; i < GROWERS; i++) {
-		small[i] = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
-		r[i] = rmb_get_spare(&fx.pool, small[i], 64 * KIB);
-		assert_non_null(r[i]);
-		rmb_put(&fx.pool, small[i]);
-	}
+	grow_flows(&fx, r, 1, GROWERS);
 	/* 64 grown flows: a part of 256 KiB, 1 MiB is more than twice it. */
 	fair = rmb_get_fair(&fx.pool, early, 16 * KIB);
 	assert_non_null(fair);
@@ -613,28 +623,13 @@ static void test_fair_no_hoard(void **state)
 	assert_non_null(early);
 	rmb_put(&fx.pool, small[0]);
 	/* 16 grown flows: a part of 1 MiB, early keeps its 1 MiB. */
-	for (i = 1; i < 16; i++) {
-		small[i] = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
-		r[i] = rmb_get_spare(&fx.pool, small[i], 64 * KIB);
-		assert_non_null(r[i]);
-		rmb_put(&fx.pool, small[i]);
-	}
+	grow_flows(&fx, r, 1, 16);
 	assert_null(rmb_get_fair(&fx.pool, early, 16 * KIB));
 	/* 18 grown: the part dips to 910 KiB, within the slack. */
-	for (; i < 18; i++) {
-		small[i] = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
-		r[i] = rmb_get_spare(&fx.pool, small[i], 64 * KIB);
-		assert_non_null(r[i]);
-		rmb_put(&fx.pool, small[i]);
-	}
+	grow_flows(&fx, r, 16, 18);
 	assert_null(rmb_get_fair(&fx.pool, early, 16 * KIB));
 	/* 32 grown: a part of 512 KiB; 1 MiB is twice it, and gives back. */
-	for (; i < 32; i++) {
-		small[i] = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
-		r[i] = rmb_get_spare(&fx.pool, small[i], 64 * KIB);
-		assert_non_null(r[i]);
-		rmb_put(&fx.pool, small[i]);
-	}
+	grow_flows(&fx, r, 18, 32);
 	fair = rmb_get_fair(&fx.pool, early, 16 * KIB);
 	assert_non_null(fair);
 	assert_int_equal(fair->size, 512 * KIB);
