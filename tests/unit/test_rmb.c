@@ -61,6 +61,18 @@ static void grow_flows(struct fx *fx, struct rmb **r, int from, int to)
 	}
 }
 
+/* The first flow grows alone, to a whole 1 MiB ring. */
+static struct rmb *grow_early(struct fx *fx)
+{
+	struct rmb *small = get_ok(&fx->pool, 16 * KIB, 16 * KIB);
+	struct rmb *early = rmb_get_spare(&fx->pool, small, 1 * MIB);
+
+	assert_non_null(early);
+	assert_int_equal(early->size, 1 * MIB);
+	rmb_put(&fx->pool, small);
+	return early;
+}
+
 static void test_class(void **state)
 {
 	static const uint32_t bad[] = { 0, 1, 4 * KIB, 8 * KIB, 16 * KIB - 1, 16 * KIB + 1,
@@ -574,16 +586,12 @@ static void test_grow_share(void **state)
  */
 static void test_fair_gives_back(void **state)
 {
-	struct rmb *early, *small[GROWERS], *r[GROWERS], *fair;
+	struct rmb *early, *r[GROWERS], *fair;
 	struct fx fx;
 	int i;
 
 	fx_init(&fx, 1024 * MIB - BASE, 64 * MIB);	/* growth share 16 MiB */
-	small[0] = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
-	early = rmb_get_spare(&fx.pool, small[0], 1 * MIB);
-	assert_non_null(early);
-	assert_int_equal(early->size, 1 * MIB);
-	rmb_put(&fx.pool, small[0]);
+	early = grow_early(&fx);
 	assert_null(rmb_get_fair(&fx.pool, early, 16 * KIB));	/* alone: its part */
 	grow_flows(&fx, r, 1, GROWERS);
 	/* 64 grown flows: a part of 256 KiB, 1 MiB is more than twice it. */
@@ -613,15 +621,12 @@ static void test_fair_gives_back(void **state)
  */
 static void test_fair_no_hoard(void **state)
 {
-	struct rmb *early, *small[GROWERS], *r[GROWERS], *fair;
+	struct rmb *early, *r[GROWERS], *fair;
 	struct fx fx;
 	int i;
 
 	fx_init(&fx, 1024 * MIB - BASE, 64 * MIB);	/* growth share 16 MiB */
-	small[0] = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
-	early = rmb_get_spare(&fx.pool, small[0], 1 * MIB);
-	assert_non_null(early);
-	rmb_put(&fx.pool, small[0]);
+	early = grow_early(&fx);
 	/* 16 grown flows: a part of 1 MiB, early keeps its 1 MiB. */
 	grow_flows(&fx, r, 1, 16);
 	assert_null(rmb_get_fair(&fx.pool, early, 16 * KIB));
