@@ -40,6 +40,7 @@ struct proxy_stats {
 	counter_t lgr_accepted;		/* link groups peers proposed and we took */
 	counter_t lgr_failures;		/* link groups lost (peer gone, bad message) */
 	counter_t lgr_peer_closes;	/* link groups the peer closed, stopping (DELETE_LINK) */
+	counter_t lgr_closes;		/* link groups we closed, stopping (not failures) */
 	counter_t negative_cache_hits;	/* flows sent to tcp by the negative cache */
 	counter_t declines_sent[CLC_DECL__MAX];	/* handshake and flow declines */
 	counter_t declines_received[CLC_DECL__MAX];

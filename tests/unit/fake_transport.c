@@ -262,7 +262,7 @@ static void world_lgr_event(struct smc_net *net, enum lgr_event ev,
 {
 	struct world *w = container_of(net, struct world, net);
 
-	if ((unsigned)ev <= LGR_EV_PEER_CLOSED)
+	if ((unsigned)ev < LGR_EVENTS)
 		w->lgr_events[ev]++;
 	w->lgr_event_err = err;
 }

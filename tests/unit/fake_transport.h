@@ -174,7 +174,7 @@ struct world {
 	uint32_t region_size;
 	struct wflow flows[WORLD_FLOWS];
 	/* smc_net_ops.lgr_event: how often each event came, the last err. */
-	unsigned lgr_events[LGR_EV_PEER_CLOSED + 1];
+	unsigned lgr_events[LGR_EVENTS];
 	int lgr_event_err;
 	/* smc_net_ops.flow_open returns this (0: -EPERM, no flow layer). */
 	int flow_open_err;

@@ -6,8 +6,10 @@
  * and knows when each completed; a receiver closes the group at the end
  * of the batch as an orderly close (lgr_peer_closes, LGR_EV_PEER_CLOSED,
  * not a failure), resetting the flows still open; without ORDERLY it is a
- * failure, without ALL only that link goes down and its flows move. On
- * the in-memory transport of fake_transport.h, two links.
+ * failure, without ALL only that link goes down and its flows move. The
+ * stopping daemon counts the groups it closes as its own orderly closes
+ * (lgr_closes, LGR_EV_CLOSED), not as failures. On the in-memory
+ * transport of fake_transport.h, two links.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -98,6 +100,41 @@ static void test_stop_posts_delete(void **state)
 	assert_int_equal(n_deletes(world_fake(w, 0)), 1);
 	assert_int_equal(n_deletes(world_fake(w, 1)), 2);
 	assert_int_equal(world_fake(w, 0)->bad_calls + world_fake(w, 1)->bad_calls, 0);
+}
+
+/* Our stop closes the group: an orderly close of our own, not a
+ * failure, told to the peer or not. */
+static void test_stop_closes_own(void **state)
+{
+	struct world *w = *state;
+
+	assert_int_equal(lgr_delete_all(&w->net), 2);
+	world_complete_link(w, 0);
+	world_complete_link(w, 1);
+	lgr_close_all(&w->net);
+	assert_int_equal(w->stats.lgr_closes, 1);
+	assert_int_equal(w->stats.lgr_failures, 0);
+	assert_int_equal(w->stats.lgr_peer_closes, 0);
+	assert_int_equal(w->lgr_events[LGR_EV_CLOSED], 1);
+	assert_int_equal(w->lgr_events[LGR_EV_FAILED], 0);
+	assert_int_equal(w->lgr_event_err, -ESHUTDOWN);
+	w->lgr = NULL;
+	world_batch_end(w);
+}
+
+/* A failure raised before the stop closes the group stays a failure. */
+static void test_stop_after_failure(void **state)
+{
+	struct world *w = *state;
+
+	lgr_fail_sched(w->lgr, -ECONNRESET);
+	lgr_close_all(&w->net);
+	assert_int_equal(w->stats.lgr_failures, 1);
+	assert_int_equal(w->stats.lgr_closes, 0);
+	assert_int_equal(w->lgr_events[LGR_EV_FAILED], 1);
+	assert_int_equal(w->lgr_event_err, -ECONNRESET);
+	w->lgr = NULL;
+	world_batch_end(w);
 }
 
 /* A peer that did not say it takes DELETE_LINK (an older daemon) gets
@@ -194,6 +231,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_stop_posts_delete),
 		T(test_stop_old_peer),
+		T(test_stop_closes_own),
+		T(test_stop_after_failure),
 		T(test_peer_stops),
 		T(test_peer_stops_then_vanishes),
 		T(test_peer_gives_up),
