@@ -691,7 +691,8 @@ static void lgr_down(struct lgr *lgr, int err, bool stopping)
 		struct conn *c = list_entry(lgr->conn_list.next, struct conn, lgr_node);
 
 		if (c->state != CONN_CLOSED && c->state != CONN_OPENING)
-			counter_inc(&net->stats->flows_reset_link);
+			counter_inc(lgr->peer_stopped ? &net->stats->flows_reset_peer_stopped :
+					&net->stats->flows_reset_link);
 		conn_link_down(c);
 		if (lgr->conn_list.next == &c->lgr_node)	/* not released: cannot be */
 			list_del(&c->lgr_node);

@@ -76,6 +76,7 @@ struct proxy_stats {
 	counter_t rings_shrunk;		/* ... by a small one again, the flow idle */
 	counter_t ring_moves_refused;	/* the peer's new ring not taken (no mirror) */
 	counter_t flows_reset_link;	/* flows reset because their link group failed */
+	counter_t flows_reset_peer_stopped;	/* ... because its peer stopped (DELETE_LINK) */
 	counter_t links_silent;		/* links down: the peer said nothing for links.dead_after */
 	counter_t doorbells_saved;	/* shm: the peer was running, no doorbell needed */
 	/* rdma */

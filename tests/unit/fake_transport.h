@@ -145,6 +145,7 @@ struct wflow {
 	int ended;			/* enum conn_end + 1; 0: not yet */
 	int n_ended;			/* how often ended() came (once) */
 	int end_err;
+	enum fallback_reason fb;	/* ended()'s: why a declined flow goes over TCP */
 	int closed;
 	/* The peer's view of our receive ring. */
 	struct smc_cursor peer_prod;

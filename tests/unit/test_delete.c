@@ -5,7 +5,9 @@
  * whose peer takes it, none to a peer that does not (an older daemon),
  * and knows when each completed; a receiver closes the group at the end
  * of the batch as an orderly close (lgr_peer_closes, LGR_EV_PEER_CLOSED,
- * not a failure), resetting the flows still open; without ORDERLY it is a
+ * not a failure), resetting the flows still open with a reason of their
+ * own (CONN_END_PEER_STOPPED, flows_reset_peer_stopped) and sending those
+ * still opening to TCP as peer_stopped; without ORDERLY it is a
  * failure, without ALL only that link goes down and its flows move. The
  * stopping daemon counts the groups it closes as its own orderly closes
  * (lgr_closes, LGR_EV_CLOSED), not as failures. On the in-memory
@@ -150,22 +152,30 @@ static void test_stop_old_peer(void **state)
 }
 
 /* The peer stops: the group closes at the end of the batch, orderly; the
- * flows still open are reset. */
+ * flows still open are reset because the peer stopped, not as after a
+ * failure, and one still opening goes over TCP saying so. */
 static void test_peer_stops(void **state)
 {
 	struct world *w = *state;
 	struct wflow *a = world_open(w, 0, RING), *b = world_open(w, 1, RING);
+	struct wflow *o = world_open_only(w, 2, 0, 0);
 
 	assert_ptr_not_equal(a->c.link, b->c.link);
+	assert_int_equal(o->c.state, CONN_OPENING);
+	o->take_fd = true;
 	peer_deletes(w, 1, LLC_DEL_ALL | LLC_DEL_ORDERLY);
 	assert_int_equal(w->stats.lgr_peer_closes, 1);
 	assert_int_equal(w->stats.lgr_failures, 0);
 	assert_int_equal(w->lgr_events[LGR_EV_PEER_CLOSED], 1);
 	assert_int_equal(w->lgr_events[LGR_EV_FAILED], 0);
 	assert_int_equal(w->stats.bad_messages, 0);
-	assert_int_equal(a->ended, CONN_END_LINK_DOWN + 1);
-	assert_int_equal(b->ended, CONN_END_LINK_DOWN + 1);
-	assert_int_equal(w->stats.flows_reset_link, 2);
+	assert_int_equal(a->ended, CONN_END_PEER_STOPPED + 1);
+	assert_int_equal(b->ended, CONN_END_PEER_STOPPED + 1);
+	assert_int_equal(w->stats.flows_reset_peer_stopped, 2);
+	assert_int_equal(w->stats.flows_reset_link, 0);
+	assert_int_equal(o->ended, CONN_END_DECLINED + 1);
+	assert_int_equal(o->fb, FB_PEER_STOPPED);
+	assert_true(o->taken_fd >= 0);
 	w->lgr = NULL;
 	world_batch_end(w);
 	assert_app_reset(a);
@@ -192,11 +202,12 @@ static void test_peer_stops_then_vanishes(void **state)
 	world_batch_end(w);
 }
 
-/* Without ORDERLY the peer gave the group up: a failure. */
+/* Without ORDERLY the peer gave the group up: a failure, its flows reset
+ * and sent to TCP as after any failure. */
 static void test_peer_gives_up(void **state)
 {
 	struct world *w = *state;
-	struct wflow *a = world_open(w, 0, RING);
+	struct wflow *a = world_open(w, 0, RING), *o = world_open_only(w, 1, 0, 0);
 
 	peer_deletes(w, 0, LLC_DEL_ALL);
 	assert_int_equal(w->stats.lgr_peer_closes, 0);
@@ -204,6 +215,10 @@ static void test_peer_gives_up(void **state)
 	assert_int_equal(w->lgr_events[LGR_EV_FAILED], 1);
 	assert_int_equal(w->lgr_event_err, -ECONNABORTED);
 	assert_int_equal(a->ended, CONN_END_LINK_DOWN + 1);
+	assert_int_equal(w->stats.flows_reset_link, 1);
+	assert_int_equal(w->stats.flows_reset_peer_stopped, 0);
+	assert_int_equal(o->ended, CONN_END_DECLINED + 1);
+	assert_int_equal(o->fb, FB_NO_LINK);
 	w->lgr = NULL;
 	world_batch_end(w);
 }
