@@ -23,6 +23,9 @@ read -r closes fails < <(it_stat lgr.peer_closes lgr.failures | tr '\n' ' ')
 echo "  peer stopped: $closes groups closed orderly, $fails failures"
 it_eq "lgr.peer_closes" "$closes" "$groups"
 it_eq "lgr.failures" "$fails" 0
+prom=$(it_ctl --prometheus stats) || it_fail "stats --prometheus: $prom"
+grep -qx "smcproxy_lgr_peer_closes $groups" <<<"$prom" && grep -qx 'smcproxy_lgr_failures 0' <<<"$prom" ||
+	it_fail "Prometheus does not show the orderly closes: $(grep '^smcproxy_lgr_' <<<"$prom")"
 it_wait_stat flows.active.shm -eq 0 5 || it_fail "the held flow stays open after the peer stopped"
 read -r reset stop_reset < <(it_stat lgr.flows_reset lgr.flows_reset_peer_stopped | tr '\n' ' ')
 [ $((reset + stop_reset)) -le $((reset0 + 1)) ] || it_fail "more flows reset than were open"
