@@ -130,6 +130,7 @@ struct conn {
 	bool peer_closed;		/* CLOSED or ABORT received */
 	bool closed_pending;		/* post CLOSED: we stopped writing the peer's ring */
 	bool abort_pending;		/* post ABORT and close */
+	bool stop_abort;		/* ... with CDC_CF_STOPPING: our stop resets it */
 	bool write_blocked;		/* peer's ring was full when we had data */
 	bool peer_write_blocked;	/* the peer told us our ring was full */
 	bool out_blocked;		/* socket returned EAGAIN on write */

@@ -485,6 +485,9 @@ void conn_reset(struct conn *c, enum conn_end how, int err)
 
 void conn_abort(struct conn *c)
 {
+	/* A peer that takes it is told the reset is our stop's. */
+	if (conn_net(c)->stopping && c->lgr->peer_stop_abort)
+		c->stop_abort = true;
 	conn_reset(c, CONN_END_ABORTED, 0);
 }
 
@@ -732,11 +735,17 @@ void conn_on_cdc(struct conn *c, const struct cdc_msg *m)
 			return;
 		}
 		if (abort) {
-			/* Tell the peer we stopped writing into its ring. */
+			/* Tell the peer we stopped writing into its ring. A
+			 * reset of the peer daemon's stop has a reason of its
+			 * own, as its DELETE_LINK's resets have. */
+			bool stopped = m->conn_flags & CDC_CF_STOPPING;
+
 			c->closed_pending = true;
 			link_conn_work(c, CONN_TX_CDC);
 			conn_close_fd(c, true);
-			conn_end(c, CONN_END_RESET, -ECONNRESET);
+			if (stopped)
+				counter_inc(&st->flows_reset_peer_stopped);
+			conn_end(c, stopped ? CONN_END_PEER_STOPPED : CONN_END_RESET, -ECONNRESET);
 			return;
 		}
 		/* CLOSED without ABORT before we finished: the peer let go
@@ -890,6 +899,8 @@ void conn_build_msg(struct conn *c, unsigned work, uint8_t msg[LINK_MSG_LEN])
 			m.prod_flags |= CDC_PF_WRITE_BLOCKED;
 		if (c->abort_pending) {
 			m.conn_flags |= CDC_CF_ABORT;
+			if (c->stop_abort)
+				m.conn_flags |= CDC_CF_STOPPING;
 			c->abort_pending = false;
 			c->end_sent = CDC_CF_ABORT;
 		} else if (c->closed_pending) {

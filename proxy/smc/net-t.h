@@ -112,6 +112,9 @@ struct smc_net {
 	bool reuseport;			/* other workers bind the same addresses */
 	uint32_t mark;			/* SO_MARK of our outbound sockets */
 	bool closing;
+	/* This daemon stops: the flows it resets now are reset by its stop
+	 * (an ABORT with CDC_CF_STOPPING where the peer takes it). */
+	bool stopping;
 
 	struct list_head lgrs;
 	unsigned n_lgrs;

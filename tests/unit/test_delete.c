@@ -7,7 +7,9 @@
  * of the batch as an orderly close (lgr_peer_closes, LGR_EV_PEER_CLOSED,
  * not a failure), resetting the flows still open with a reason of their
  * own (CONN_END_PEER_STOPPED, flows_reset_peer_stopped) and sending those
- * still opening to TCP as peer_stopped; without ORDERLY it is a
+ * still opening to TCP as peer_stopped; the resets of a stop's drain (an
+ * ABORT with STOPPING, to a peer that takes it) are counted the same way;
+ * without ORDERLY it is a
  * failure, without ALL only that link goes down and its flows move. The
  * stopping daemon counts the groups it closes as its own orderly closes
  * (lgr_closes, LGR_EV_CLOSED), not as failures. On the in-memory
@@ -202,6 +204,66 @@ static void test_peer_stops_then_vanishes(void **state)
 	world_batch_end(w);
 }
 
+/* The last CDC the link of flow wf posted. */
+static struct cdc_msg last_cdc(struct world *w, const struct wflow *wf)
+{
+	const struct fake *f = world_fake(w, (unsigned)(wf->c.link - w->lgr->links));
+
+	assert_true(f->n_msgs > 0);
+	assert_int_equal(f->msgs[f->n_msgs - 1].b[0], CDC_MSG_TYPE);
+	return fake_cdc(f, f->n_msgs - 1);
+}
+
+/* Our stop resets the flows its drain left (proxy_abort_flows()): the
+ * ABORT says so to a peer that takes it, and only while we stop. */
+static void test_stop_abort_says_so(void **state)
+{
+	struct world *w = *state;
+	struct wflow *a = world_open(w, 0, RING), *b = world_open(w, 1, RING);
+	struct wflow *c = world_open(w, 2, RING);
+	struct cdc_msg m;
+
+	conn_abort(&a->c);		/* not stopping: a plain reset */
+	world_batch_end(w);
+	m = last_cdc(w, a);
+	assert_int_equal(m.token, a->c.peer_token);
+	assert_int_equal(m.conn_flags, CDC_CF_ABORT);
+
+	w->net.stopping = true;
+	w->lgr->peer_stop_abort = true;
+	conn_abort(&b->c);
+	world_batch_end(w);
+	m = last_cdc(w, b);
+	assert_int_equal(m.token, b->c.peer_token);
+	assert_int_equal(m.conn_flags, CDC_CF_ABORT | CDC_CF_STOPPING);
+	assert_int_equal(b->ended, CONN_END_ABORTED + 1);
+
+	w->lgr->peer_stop_abort = false;	/* an older peer: it would reject it */
+	conn_abort(&c->c);
+	world_batch_end(w);
+	m = last_cdc(w, c);
+	assert_int_equal(m.token, c->c.peer_token);
+	assert_int_equal(m.conn_flags, CDC_CF_ABORT);
+}
+
+/* The peer's stop reset a flow (its drain ran out): a reset because the
+ * peer stopped, not one of its application's. */
+static void test_peer_stop_abort(void **state)
+{
+	struct world *w = *state;
+	struct wflow *a = world_open(w, 0, RING), *b = world_open(w, 1, RING);
+
+	world_peer_cdc(w, a, 0, CDC_CF_ABORT | CDC_CF_STOPPING);
+	assert_int_equal(a->ended, CONN_END_PEER_STOPPED + 1);
+	assert_int_equal(w->stats.flows_reset_peer_stopped, 1);
+	world_peer_cdc(w, b, 0, CDC_CF_ABORT);
+	assert_int_equal(b->ended, CONN_END_RESET + 1);
+	assert_int_equal(w->stats.flows_reset_peer_stopped, 1);
+	assert_int_equal(w->stats.bad_messages, 0);
+	assert_app_reset(a);
+	assert_app_reset(b);
+}
+
 /* Without ORDERLY the peer gave the group up: a failure, its flows reset
  * and sent to TCP as after any failure. */
 static void test_peer_gives_up(void **state)
@@ -250,6 +312,8 @@ int main(void)
 		T(test_stop_after_failure),
 		T(test_peer_stops),
 		T(test_peer_stops_then_vanishes),
+		T(test_stop_abort_says_so),
+		T(test_peer_stop_abort),
 		T(test_peer_gives_up),
 		T(test_peer_deletes_one_link),
 	};
