@@ -203,11 +203,12 @@ else
 	$(MAKE) check-systemd
 endif
 
-# The contributor's fast loop: the layer check, the unit tests and the fuzz
+# The contributor's fast loop: the layer and mark checks, the unit tests and the fuzz
 # corpora replayed. No root, no package installed, no network namespace;
 # seconds once built (doc/testing.md).
 check-units:
 	tests/lint/check-layers
+	tests/lint/check-marks
 	$(MAKE) units $(FUZZ_REPLAY)
 	tests/run-units $(B)
 	tests/fuzz/run-replay $(B)

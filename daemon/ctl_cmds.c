@@ -222,8 +222,9 @@ static void ctl_list_job_release(struct worker_job *job)
 /*
  * The members {name: [...]} of a reply: fn's lists of every worker, run on
  * each worker's thread at once, joined in worker order. An object without
- * "worker" gets its worker's index. With max, at most max entries and
- * "truncated". Workers that did not answer within WORKER_ANSWER_MS (or are
+ * "worker" gets its worker's index. With max, at most max entries,
+ * "truncated", and "partial": true when entries are missing for either
+ * reason. Workers that did not answer within WORKER_ANSWER_MS (or are
  * closing) are listed in "workers_not_answering" and their entries are
  * missing; the reply does not wait longer for them.
  */
@@ -269,8 +270,11 @@ static json_t *ctl_workers_list(struct smcd *d, const char *name, ctl_list_fn fn
 		}
 	}
 	body = json_pack("{s:O}", name, all);
-	if (body && max)
+	if (body && max) {
 		json_object_set_new(body, "truncated", json_boolean(truncated));
+		json_object_set_new(body, "partial",
+				    json_boolean(truncated || json_array_size(late)));
+	}
 	if (body && json_array_size(late))
 		json_object_set(body, "workers_not_answering", late);
 out_free_jobs:

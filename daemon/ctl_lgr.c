@@ -191,13 +191,15 @@ void ctl_lgr_stats(json_t *body, const struct proxy_stats *st)
 
 	if (!body)
 		return;
-	json_object_set_new(body, "lgr", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	json_object_set_new(body, "lgr", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"handshakes", (json_int_t)st->lgr_handshakes,
 		"accepted", (json_int_t)st->lgr_accepted,
 		"failures", (json_int_t)st->lgr_failures,
 		"peer_closes", (json_int_t)st->lgr_peer_closes,
+		"closes", (json_int_t)st->lgr_closes,
 		"negative_cache_hits", (json_int_t)st->negative_cache_hits,
 		"flows_reset", (json_int_t)st->flows_reset_link,
+		"flows_reset_peer_stopped", (json_int_t)st->flows_reset_peer_stopped,
 		"link_failovers", (json_int_t)st->link_failovers,
 		"flows_moved", (json_int_t)st->flows_moved,
 		"links_silent", (json_int_t)st->links_silent));

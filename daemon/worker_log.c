@@ -127,18 +127,22 @@ void worker_on_lgr_event(struct proxy *p, enum lgr_event ev,
 		if (lgr->role == LGR_ROLE_SERVER &&
 		    !log_ratelimit_ok(&w->pool->rl_setup, uv_now(p->loop)))
 			break;
-		/* Our own stop closes every group (ESHUTDOWN): expected
-		 * then, not a warning. */
-		if (err == -ESHUTDOWN)
-			log_info("%slink group %s %s closed: this daemon stops%s",
-				 worker_tag(w, t, sizeof(t)),
-				 lgr->role == LGR_ROLE_CLIENT ? "to" : "from", peer,
-				 lgr->peer_delete ? " (the peer was told)" : "");
-		else
-			log_warn("%slink group %s %s failed: %s; its flows were reset",
-				 worker_tag(w, t, sizeof(t)),
-				 lgr->role == LGR_ROLE_CLIENT ? "to" : "from", peer,
-				 worker_link_err(p, err, e, sizeof(e)));
+		log_warn("%slink group %s %s failed: %s; its flows were reset",
+			 worker_tag(w, t, sizeof(t)),
+			 lgr->role == LGR_ROLE_CLIENT ? "to" : "from", peer,
+			 worker_link_err(p, err, e, sizeof(e)));
+		break;
+	case LGR_EV_CLOSED:
+		/* Our own stop closes every group: expected, not a warning.
+		 * Rate-limited as failures are: a peer chooses how many
+		 * groups it proposes. */
+		if (lgr->role == LGR_ROLE_SERVER &&
+		    !log_ratelimit_ok(&w->pool->rl_setup, uv_now(p->loop)))
+			break;
+		log_info("%slink group %s %s closed: this daemon stops%s",
+			 worker_tag(w, t, sizeof(t)),
+			 lgr->role == LGR_ROLE_CLIENT ? "to" : "from", peer,
+			 lgr->peer_delete ? " (the peer was told)" : "");
 		break;
 	case LGR_EV_PEER_CLOSED:
 		/* An orderly stop of the peer (it said so): not a failure. Its

@@ -41,7 +41,7 @@ const char *fallback_reason_name(enum fallback_reason r)
 		[FB_NONE] = "none", [FB_NO_PEER] = "no_peer",
 		[FB_TRANSPORT_TCP] = "transport_tcp", [FB_NO_LINK] = "no_link",
 		[FB_PEER_UNREACHABLE] = "peer_unreachable",
-		[FB_NO_RENDEZVOUS] = "no_rendezvous",
+		[FB_NO_RENDEZVOUS] = "no_rendezvous", [FB_PEER_STOPPED] = "peer_stopped",
 		[FB_DECL_NO_DEVICE] = "no_device", [FB_DECL_VERSION] = "version_mismatch",
 		[FB_DECL_MAX_FLOWS] = "max_flows", [FB_DECL_NO_MEMORY] = "out_of_memory",
 		[FB_DECL_POLICY] = "policy", [FB_DECL_TIMEOUT] = "timeout",
@@ -259,7 +259,7 @@ static int flow_start_relay(struct flow *f, int fd, enum fallback_reason reason)
 /* ------------------------------------------------------------------ */
 /* Over a link group. */
 
-static void flow_conn_ended(struct conn *c, enum conn_end how, int err, unsigned decline)
+static void flow_conn_ended(struct conn *c, enum conn_end how, int err, enum fallback_reason fb)
 {
 	struct flow *f = container_of(c, struct flow, conn);
 	struct proxy_stats *st = &f->proxy->stats;
@@ -270,7 +270,7 @@ static void flow_conn_ended(struct conn *c, enum conn_end how, int err, unsigned
 		counter_dec(&st->flows_active[f->mode]);
 		/* A failure here was reported as FLOW_SETUP_FAILED; the flow
 		 * goes once its conn closed. */
-		flow_start_relay(f, conn_take_fd(c), fallback_of_decline(decline));
+		flow_start_relay(f, conn_take_fd(c), fb);
 		return;
 	case CONN_END_CONNECT_FAILED:
 		break;		/* counted where the connect failed */
@@ -280,6 +280,7 @@ static void flow_conn_ended(struct conn *c, enum conn_end how, int err, unsigned
 	case CONN_END_RESET:
 	case CONN_END_PROTOCOL:
 	case CONN_END_LINK_DOWN:
+	case CONN_END_PEER_STOPPED:
 		counter_inc(&st->resets);
 		break;
 	case CONN_END_CLEAN:

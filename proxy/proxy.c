@@ -706,6 +706,8 @@ void proxy_abort_flows(struct proxy *p)
 {
 	struct list_head *pos, *n;
 
+	p->smc.stopping = true;
+
 	list_for_each_safe(pos, n, &p->flows)
 		flow_abort(list_entry(pos, struct flow, node));
 }

@@ -32,7 +32,8 @@ int proxy_run(struct proxy *p);
 void proxy_stop_accepting(struct proxy *p);
 /* Applies the live keys of a reloaded config. */
 void proxy_set_cfg(struct proxy *p, const struct cfg *cfg);
-/* Resets every flow (RST to both legs). */
+/* Resets every flow (RST to both legs), because the daemon stops: a peer
+ * daemon that takes it is told so (smcproxy-protocol(7), CDC messages). */
 void proxy_abort_flows(struct proxy *p);
 /* Closes everything; close_cb runs when all handles are closed. */
 void proxy_close(struct proxy *p, void (*close_cb)(struct proxy *p));

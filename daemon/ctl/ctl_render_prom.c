@@ -572,6 +572,10 @@ static int render_flows_prometheus(FILE *out, const json_t *reply,
 		    "1 when the daemon had more flows than it lists (10000).");
 	fprintf(out, "smcproxy_flows_listed_truncated %d\n",
 		json_is_true(json_object_get(reply, "truncated")) ? 1 : 0);
+	prom_family(out, "smcproxy_flows_listed_workers_not_answering", "gauge",
+		    "Workers that did not answer in time: their flows are not in the list.");
+	fprintf(out, "smcproxy_flows_listed_workers_not_answering %zu\n",
+		json_array_size(json_object_get(reply, "workers_not_answering")));
 	return 0;
 }
 

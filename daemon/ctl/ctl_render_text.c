@@ -335,14 +335,17 @@ static int render_flows_table(FILE *out, const json_t *reply, const json_t *flow
 		{ "age_ms", "AGE", COL_AGE },
 	};
 	size_t ncol = 0, i, n = json_array_size(flows), pick[sizeof(col) / sizeof(col[0])];
+	size_t late = json_array_size(json_object_get(reply, "workers_not_answering"));
 	bool any_bypass = false;
 	const json_t *f;
 	struct ctl_tbl t;
 	char buf[128];
 	int rc;
 
+	/* A worker that did not answer may have flows: say only what was
+	 * listed (note_not_answering() says whose are missing). */
 	if (n == 0) {
-		fputs("no active flows\n", out);
+		fputs(late ? "no flows listed\n" : "no active flows\n", out);
 		return 0;
 	}
 	/* BYPASS only where a flow is bypassed (intercept.bypass). */
@@ -381,6 +384,8 @@ static int render_flows_table(FILE *out, const json_t *reply, const json_t *flow
 	fprintf(out, "\n%zu flow%s", n, n == 1 ? "" : "s");
 	if (json_is_true(json_object_get(reply, "truncated")))
 		fputs(" listed; more are active (the daemon lists at most 10000)", out);
+	else if (late)
+		fputs(" listed; more may be active", out);
 	fputc('\n', out);
 	return 0;
 }

@@ -25,6 +25,9 @@ struct smc_cursor {
 #define CDC_CF_DONE_WRITING	(1u << 0)	/* FIN: no data after prod */
 #define CDC_CF_CLOSED		(1u << 1)	/* sender released the flow */
 #define CDC_CF_ABORT		(1u << 2)	/* RST */
+/* With ABORT only, to a peer that set CLC_FEAT_STOP_ABORT: the reset is
+ * the sender's stop (its drain ran out), not its application's. */
+#define CDC_CF_STOPPING		(1u << 3)
 
 struct cdc_msg {
 	uint16_t seq;			/* per link, wrapping; for tracing */

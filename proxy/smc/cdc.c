@@ -14,7 +14,7 @@
 #include "core/wire.h"
 
 #define CDC_PF_KNOWN	CDC_PF_WRITE_BLOCKED
-#define CDC_CF_KNOWN	(CDC_CF_DONE_WRITING | CDC_CF_CLOSED | CDC_CF_ABORT)
+#define CDC_CF_KNOWN	(CDC_CF_DONE_WRITING | CDC_CF_CLOSED | CDC_CF_ABORT | CDC_CF_STOPPING)
 #define CDC_RESERVED	sizeof(struct cdc_wire)	/* reserved from here to the slot's end */
 
 #define CDC_AT(field, off) (offsetof(struct cdc_wire, field) == (off))
@@ -69,6 +69,8 @@ int cdc_decode(const uint8_t *buf, size_t len, struct cdc_msg *m)
 		return -EBADMSG;
 	if ((w->prod_flags & ~CDC_PF_KNOWN) || (w->conn_flags & ~CDC_CF_KNOWN))
 		return -EBADMSG;
+	if ((w->conn_flags & CDC_CF_STOPPING) && !(w->conn_flags & CDC_CF_ABORT))
+		return -EBADMSG;	/* says why a reset came: only with one */
 	for (size_t i = CDC_RESERVED; i < LINK_MSG_LEN; i++)
 		if (buf[i])
 			return -EBADMSG;

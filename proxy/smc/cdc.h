@@ -12,7 +12,7 @@ void cdc_encode(const struct cdc_msg *m, uint8_t buf[LINK_MSG_LEN]);
 /*
  * Decodes a slot of len bytes: 0, or -EBADMSG when len is not
  * LINK_MSG_LEN, the type or length byte is wrong, unknown flag bits or
- * reserved bytes are set. Cursor ranges depend on the ring and are the
+ * reserved bytes are set, or STOPPING comes without ABORT. Cursor ranges depend on the ring and are the
  * caller's to check.
  */
 int cdc_decode(const uint8_t *buf, size_t len, struct cdc_msg *m);

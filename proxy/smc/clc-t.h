@@ -34,6 +34,7 @@ enum clc_type {
 #define CLC_FEAT_RING_MOVE	(1u << 1)	/* understands LLC_RMB_MOVE: rings start small */
 #define CLC_FEAT_DELETE		(1u << 2)	/* takes LLC_DELETE_LINK (an orderly stop) */
 #define CLC_FEAT_CLIENT_ADDR	(1u << 3)	/* FLOW_OPEN carries the client's address */
+#define CLC_FEAT_STOP_ABORT	(1u << 4)	/* takes CDC_CF_STOPPING (a reset: the sender stops) */
 
 /*
  * Transport bits: a proposal offers a set, an accept names one. The

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include "cdc-t.h"
+#include "fallback-t.h"
 #include "core/loop-t.h"
 #include "core/epset-t.h"
 #include "core/list.h"
@@ -36,6 +37,7 @@ enum conn_end {
 	CONN_END_CONNECT_TIMEOUT,
 	CONN_END_PROTOCOL,	/* the peer broke the protocol: reset */
 	CONN_END_LINK_DOWN,	/* the link group failed: reset */
+	CONN_END_PEER_STOPPED,	/* the peer daemon stopped, closing the group: reset */
 	CONN_END_ABORTED,	/* conn_abort(): drain ran out, idle... */
 	CONN_END_DECLINED,	/* opener: the peer declined the flow */
 };
@@ -47,9 +49,11 @@ enum conn_end {
 #define CONN_TX_MOVE	(1u << 3)	/* LLC RMB_MOVE: our next ring */
 
 struct conn_ops {
-	/* Once, when the conn stops moving data. decline: the peer's reason
-	 * for CONN_END_DECLINED; err: a socket error. */
-	void (*ended)(struct conn *c, enum conn_end how, int err, unsigned decline);
+	/* Once, when the conn stops moving data. fb: why a flow that ends
+	 * CONN_END_DECLINED goes on over TCP (nothing of it crossed the
+	 * link): the peer's decline, or its group went down under it
+	 * (FB_NONE for any other end); err: a socket error. */
+	void (*ended)(struct conn *c, enum conn_end how, int err, enum fallback_reason fb);
 	/* Once, when the conn may be freed (no event of this batch can
 	 * still reach it). */
 	void (*closed)(struct conn *c);
@@ -126,6 +130,7 @@ struct conn {
 	bool peer_closed;		/* CLOSED or ABORT received */
 	bool closed_pending;		/* post CLOSED: we stopped writing the peer's ring */
 	bool abort_pending;		/* post ABORT and close */
+	bool stop_abort;		/* ... with CDC_CF_STOPPING: our stop resets it */
 	bool write_blocked;		/* peer's ring was full when we had data */
 	bool peer_write_blocked;	/* the peer told us our ring was full */
 	bool out_blocked;		/* socket returned EAGAIN on write */

@@ -37,6 +37,7 @@
 #include "conn-int.h"
 #include "cork.h"
 #include "cursor.h"
+#include "fallback.h"
 #include "core/epset.h"
 #include "core/sock.h"
 #include "lgr.h"
@@ -58,7 +59,7 @@
 static void conn_on_event(struct epset_entry *e, uint32_t events);
 static void conn_drain(struct conn *c);
 static void conn_connected(struct conn *c, uint32_t events);
-static void conn_end(struct conn *c, enum conn_end how, int err, unsigned decline);
+static void conn_end(struct conn *c, enum conn_end how, int err);
 
 const char *conn_state_name(const struct conn *c)
 {
@@ -431,14 +432,14 @@ static void conn_close_fd(struct conn *c, bool rst)
 
 /* Reports the end once; the owner may take the socket in ended() (a
  * declined flow goes on over TCP), else it is closed here. */
-static void conn_end(struct conn *c, enum conn_end how, int err, unsigned decline)
+static void conn_end(struct conn *c, enum conn_end how, int err)
 {
 	if (c->state == CONN_CLOSED)
 		return;
 	assert(c->state == CONN_OPENING || c->state == CONN_CONNECTING || c->state == CONN_ACTIVE);
 	c->state = CONN_CLOSED;
 	list_del(&c->wait_node);
-	c->ops->ended(c, how, err, decline);
+	c->ops->ended(c, how, err, FB_NONE);
 	conn_close_fd(c, false);
 	conn_maybe_release(c);
 }
@@ -470,7 +471,7 @@ void conn_reset(struct conn *c, enum conn_end how, int err)
 		} else {
 			c->abort_pending = true;	/* sent when the accept comes */
 		}
-		conn_end(c, how, err, 0);
+		conn_end(c, how, err);
 		if (sent && !c->peer_closed) {
 			/* conn_end() took it off the deadline list: its ring
 			 * waits for the answer, but not for ever. */
@@ -479,11 +480,14 @@ void conn_reset(struct conn *c, enum conn_end how, int err)
 		}
 		return;
 	}
-	conn_end(c, how, err, 0);
+	conn_end(c, how, err);
 }
 
 void conn_abort(struct conn *c)
 {
+	/* A peer that takes it is told the reset is our stop's. */
+	if (conn_net(c)->stopping && c->lgr->peer_stop_abort)
+		c->stop_abort = true;
 	conn_reset(c, CONN_END_ABORTED, 0);
 }
 
@@ -560,6 +564,10 @@ void conn_resend_accept(struct conn *c)
 
 void conn_link_down(struct conn *c)
 {
+	/* The peer said it stops (DELETE_LINK, ORDERLY): its own reason,
+	 * not a failure's. */
+	bool stopped = c->lgr->peer_stopped;
+
 	c->tx_work = 0;
 	if (c->state == CONN_CLOSED) {
 		conn_maybe_release(c);
@@ -570,13 +578,14 @@ void conn_link_down(struct conn *c)
 	if (c->state == CONN_OPENING) {
 		c->state = CONN_CLOSED;
 		list_del(&c->wait_node);
-		c->ops->ended(c, CONN_END_DECLINED, 0, CLC_DECL_NONE);
+		c->ops->ended(c, CONN_END_DECLINED, 0,
+			      stopped ? FB_PEER_STOPPED : FB_NO_LINK);
 		conn_close_fd(c, true);
 		conn_maybe_release(c);
 		return;
 	}
 	conn_close_fd(c, true);
-	conn_end(c, CONN_END_LINK_DOWN, -ECONNRESET, 0);
+	conn_end(c, stopped ? CONN_END_PEER_STOPPED : CONN_END_LINK_DOWN, -ECONNRESET);
 }
 
 void conn_on_deadline(struct conn *c)
@@ -615,7 +624,7 @@ void conn_on_deadline(struct conn *c)
 	if (c->state == CONN_OPENING) {
 		c->state = CONN_CLOSED;
 		c->abort_pending = true;
-		c->ops->ended(c, CONN_END_DECLINED, 0, CLC_DECL_TIMEOUT);
+		c->ops->ended(c, CONN_END_DECLINED, 0, fallback_of_decline(CLC_DECL_TIMEOUT));
 		conn_close_fd(c, true);
 	}
 }
@@ -627,7 +636,7 @@ static void conn_maybe_done(struct conn *c)
 	if (c->state != CONN_ACTIVE)
 		return;
 	if (c->fin_sent && c->app_shut)
-		conn_end(c, CONN_END_CLEAN, 0, 0);
+		conn_end(c, CONN_END_CLEAN, 0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -662,7 +671,7 @@ void conn_on_accept(struct conn *c, const struct llc_flow_accept *m)
 		c->state = CONN_CLOSED;
 		c->abort_pending = true;
 		counter_inc(&conn_net(c)->stats->rings_refused);
-		c->ops->ended(c, CONN_END_DECLINED, 0, CLC_DECL_NO_MEMORY);
+		c->ops->ended(c, CONN_END_DECLINED, 0, fallback_of_decline(CLC_DECL_NO_MEMORY));
 		conn_close_fd(c, true);
 		link_conn_work(c, CONN_TX_CDC);
 		return;
@@ -696,7 +705,7 @@ void conn_on_decline(struct conn *c, unsigned reason)
 		return;
 	c->state = CONN_CLOSED;
 	list_del(&c->wait_node);
-	c->ops->ended(c, CONN_END_DECLINED, 0, reason);
+	c->ops->ended(c, CONN_END_DECLINED, 0, fallback_of_decline(reason));
 	conn_close_fd(c, true);
 	conn_maybe_release(c);
 }
@@ -726,11 +735,17 @@ void conn_on_cdc(struct conn *c, const struct cdc_msg *m)
 			return;
 		}
 		if (abort) {
-			/* Tell the peer we stopped writing into its ring. */
+			/* Tell the peer we stopped writing into its ring. A
+			 * reset of the peer daemon's stop has a reason of its
+			 * own, as its DELETE_LINK's resets have. */
+			bool stopped = m->conn_flags & CDC_CF_STOPPING;
+
 			c->closed_pending = true;
 			link_conn_work(c, CONN_TX_CDC);
 			conn_close_fd(c, true);
-			conn_end(c, CONN_END_RESET, -ECONNRESET, 0);
+			if (stopped)
+				counter_inc(&st->flows_reset_peer_stopped);
+			conn_end(c, stopped ? CONN_END_PEER_STOPPED : CONN_END_RESET, -ECONNRESET);
 			return;
 		}
 		/* CLOSED without ABORT before we finished: the peer let go
@@ -884,6 +899,8 @@ void conn_build_msg(struct conn *c, unsigned work, uint8_t msg[LINK_MSG_LEN])
 			m.prod_flags |= CDC_PF_WRITE_BLOCKED;
 		if (c->abort_pending) {
 			m.conn_flags |= CDC_CF_ABORT;
+			if (c->stop_abort)
+				m.conn_flags |= CDC_CF_STOPPING;
 			c->abort_pending = false;
 			c->end_sent = CDC_CF_ABORT;
 		} else if (c->closed_pending) {

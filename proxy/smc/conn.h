@@ -35,7 +35,9 @@ int conn_open(struct conn *c, struct lgr *lgr, int fd, const struct sockaddr *de
  */
 int conn_accept(struct conn *c, struct link *lnk, const struct llc_flow_open *m,
 		const struct sockaddr *dest, const struct conn_ops *ops);
-/* Resets the flow: RST to the socket, ABORT to the peer. */
+/* Resets the flow: RST to the socket, ABORT to the peer; while the daemon
+ * stops (smc_net.stopping), an ABORT that says so where the peer takes it
+ * (CDC_CF_STOPPING). */
 void conn_abort(struct conn *c);
 /* The link group failed: RST to the socket; ends with CONN_END_LINK_DOWN. */
 void conn_link_down(struct conn *c);

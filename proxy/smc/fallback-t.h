@@ -32,6 +32,7 @@ enum fallback_reason {
 	FB_NO_LINK,		/* no link transport is available to the peer */
 	FB_PEER_UNREACHABLE,	/* the peer's control port refused or is unreachable */
 	FB_NO_RENDEZVOUS,	/* the handshake named a rendezvous we cannot reach */
+	FB_PEER_STOPPED,	/* the peer daemon stopped under an opening flow (DELETE_LINK) */
 	/* The handshake failed: the peer declined, or we did (its answer was
 	 * wrong). Same order as enum clc_decline. */
 	FB_DECL_NO_DEVICE,

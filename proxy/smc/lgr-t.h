@@ -105,6 +105,9 @@ struct lgr {
 	 * group's end is an orderly close, not a failure. */
 	bool peer_delete;
 	bool peer_stopped;
+	/* The peer takes CDC_CF_STOPPING (CLC_FEAT_STOP_ABORT): the resets
+	 * of our stop say so. */
+	bool peer_stop_abort;
 	bool client_addr;		/* FLOW_OPEN names the client (CLC_FEAT_CLIENT_ADDR) */
 
 	/* Local memory: the region the peer writes into. */

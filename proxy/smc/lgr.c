@@ -647,9 +647,16 @@ void lgr_on_flow_open(struct link *lnk, const struct llc_flow_open *m)
 /* ------------------------------------------------------------------ */
 /* Failure and housekeeping. */
 
-void lgr_fail(struct lgr *lgr, int err)
+/*
+ * Takes lgr down: lgr_fail(), or with stopping our own stop closing it
+ * (lgr_close_all()). Counted as what it was: a failure, an orderly close
+ * of the peer (it said it stops) or one of ours; a failure raised earlier
+ * in the batch stays a failure.
+ */
+static void lgr_down(struct lgr *lgr, int err, bool stopping)
 {
 	struct smc_net *net = lgr->net;
+	bool failed = !!lgr->fail_sched;
 	unsigned i;
 
 	if (lgr->state == LGR_DOWN || lgr->state == LGR_NEGATIVE)
@@ -669,6 +676,9 @@ void lgr_fail(struct lgr *lgr, int err)
 	if (lgr->peer_stopped) {
 		counter_inc(&net->stats->lgr_peer_closes);
 		lgr_report(lgr, LGR_EV_PEER_CLOSED, err);
+	} else if (stopping && !failed) {
+		counter_inc(&net->stats->lgr_closes);
+		lgr_report(lgr, LGR_EV_CLOSED, err);
 	} else {
 		counter_inc(&net->stats->lgr_failures);
 		lgr_report(lgr, LGR_EV_FAILED, err);
@@ -681,7 +691,8 @@ void lgr_fail(struct lgr *lgr, int err)
 		struct conn *c = list_entry(lgr->conn_list.next, struct conn, lgr_node);
 
 		if (c->state != CONN_CLOSED && c->state != CONN_OPENING)
-			counter_inc(&net->stats->flows_reset_link);
+			counter_inc(lgr->peer_stopped ? &net->stats->flows_reset_peer_stopped :
+					&net->stats->flows_reset_link);
 		conn_link_down(c);
 		if (lgr->conn_list.next == &c->lgr_node)	/* not released: cannot be */
 			list_del(&c->lgr_node);
@@ -689,6 +700,11 @@ void lgr_fail(struct lgr *lgr, int err)
 	lgr_release(lgr);
 	lgr_unlink(lgr);
 	loop_defer(net->core, &lgr->defer, lgr_reap);
+}
+
+void lgr_fail(struct lgr *lgr, int err)
+{
+	lgr_down(lgr, err, false);
 }
 
 void lgr_link_down(struct link *lnk, int err)
@@ -892,7 +908,7 @@ void lgr_close_all(struct smc_net *net)
 		struct lgr *lgr = list_entry(net->lgrs.next, struct lgr, node);
 
 		if (lgr->state == LGR_ACTIVE) {
-			lgr_fail(lgr, -ESHUTDOWN);
+			lgr_down(lgr, -ESHUTDOWN, true);
 			continue;
 		}
 		lgr_release(lgr);

@@ -110,7 +110,9 @@ void lgr_sweep(struct smc_net *net, uint64_t now);
  */
 unsigned lgr_delete_all(struct smc_net *net);
 bool lgr_deletes_done(struct smc_net *net);
-/* Every link group down, for shutdown. */
+/* Every link group down, for shutdown: an active one is counted as our
+ * orderly close (lgr_closes, LGR_EV_CLOSED), unless a failure of it was
+ * raised before. */
 void lgr_close_all(struct smc_net *net);
 
 /* The control port: listens on cfg->control. */

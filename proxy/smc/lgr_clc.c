@@ -211,7 +211,7 @@ static void hs_client_propose(struct lgr *lgr)
 	int len;
 
 	pr->features = (net->psk_len ? CLC_FEAT_PSK : 0) | CLC_FEAT_RING_MOVE | CLC_FEAT_DELETE |
-		       CLC_FEAT_CLIENT_ADDR;
+		       CLC_FEAT_CLIENT_ADDR | CLC_FEAT_STOP_ABORT;
 	pr->transports = net->lgr_transports;
 	memcpy(pr->host_id, net->host_id, CLC_HOST_ID_LEN);
 	if (getrandom(pr->nonce, sizeof(pr->nonce), 0) != sizeof(pr->nonce)) {
@@ -292,6 +292,7 @@ static void hs_client_on_accept(struct lgr *lgr, const struct clc_accept *a)
 	lgr->ring_size = pr->ring_size;
 	lgr->ring_move = a->features & CLC_FEAT_RING_MOVE;
 	lgr->peer_delete = a->features & CLC_FEAT_DELETE;
+	lgr->peer_stop_abort = a->features & CLC_FEAT_STOP_ABORT;
 	lgr->client_addr = a->features & CLC_FEAT_CLIENT_ADDR;
 	if (lgr__setup_links(lgr, a->links, a->max_flows_per_link)) {
 		hs_decline(lgr, CLC_DECL_NO_MEMORY);
@@ -377,10 +378,12 @@ static void hs_server_on_proposal(struct lgr *lgr, const struct clc_proposal *pr
 	lgr->ring_size = (uint32_t)net->cfg->buffers.ring;
 	lgr->ring_move = pr->features & CLC_FEAT_RING_MOVE;
 	lgr->peer_delete = pr->features & CLC_FEAT_DELETE;
+	lgr->peer_stop_abort = pr->features & CLC_FEAT_STOP_ABORT;
 	lgr->client_addr = pr->features & CLC_FEAT_CLIENT_ADDR;
 	memcpy(lgr->peer_host_id, pr->host_id, CLC_HOST_ID_LEN);
 	a->features = (net->psk_len ? CLC_FEAT_PSK : 0) | (lgr->ring_move ? CLC_FEAT_RING_MOVE : 0) |
-		      CLC_FEAT_DELETE | (lgr->client_addr ? CLC_FEAT_CLIENT_ADDR : 0);
+		      CLC_FEAT_DELETE | (lgr->client_addr ? CLC_FEAT_CLIENT_ADDR : 0) |
+		      CLC_FEAT_STOP_ABORT;
 	memcpy(a->host_id, net->host_id, CLC_HOST_ID_LEN);
 	if (getrandom(a->nonce, sizeof(a->nonce), 0) != sizeof(a->nonce)) {
 		hs_decline(lgr, CLC_DECL_INTERNAL);

@@ -37,7 +37,9 @@ enum lgr_event {
 	LGR_EV_FAILED,		/* an active group failed; err: why */
 	LGR_EV_LINK_FAILOVER,	/* a link failed, its flows moved to another */
 	LGR_EV_PEER_CLOSED,	/* the peer stopped and closed an active group (DELETE_LINK) */
+	LGR_EV_CLOSED,		/* we stop, and closed an active group */
 };
+#define LGR_EVENTS (LGR_EV_CLOSED + 1)
 
 /* Why a peer's control connection, handshake or transport rendezvous was
  * refused, for the daemon's log (each is counted in proxy_stats too). */
@@ -110,6 +112,9 @@ struct smc_net {
 	bool reuseport;			/* other workers bind the same addresses */
 	uint32_t mark;			/* SO_MARK of our outbound sockets */
 	bool closing;
+	/* This daemon stops: the flows it resets now are reset by its stop
+	 * (an ABORT with CDC_CF_STOPPING where the peer takes it). */
+	bool stopping;
 
 	struct list_head lgrs;
 	unsigned n_lgrs;

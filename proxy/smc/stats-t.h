@@ -40,6 +40,7 @@ struct proxy_stats {
 	counter_t lgr_accepted;		/* link groups peers proposed and we took */
 	counter_t lgr_failures;		/* link groups lost (peer gone, bad message) */
 	counter_t lgr_peer_closes;	/* link groups the peer closed, stopping (DELETE_LINK) */
+	counter_t lgr_closes;		/* link groups we closed, stopping (not failures) */
 	counter_t negative_cache_hits;	/* flows sent to tcp by the negative cache */
 	counter_t declines_sent[CLC_DECL__MAX];	/* handshake and flow declines */
 	counter_t declines_received[CLC_DECL__MAX];
@@ -75,6 +76,7 @@ struct proxy_stats {
 	counter_t rings_shrunk;		/* ... by a small one again, the flow idle */
 	counter_t ring_moves_refused;	/* the peer's new ring not taken (no mirror) */
 	counter_t flows_reset_link;	/* flows reset because their link group failed */
+	counter_t flows_reset_peer_stopped;	/* ... because its peer stopped (DELETE_LINK) */
 	counter_t links_silent;		/* links down: the peer said nothing for links.dead_after */
 	counter_t doorbells_saved;	/* shm: the peer was running, no doorbell needed */
 	/* rdma */

@@ -241,11 +241,12 @@ static const struct smc_transport_ops fake_failover_ops = {
 /* ------------------------------------------------------------------ */
 /* The world around it. */
 
-static void world_conn_ended(struct conn *c, enum conn_end how, int err, unsigned decline)
+static void world_conn_ended(struct conn *c, enum conn_end how, int err, enum fallback_reason fb)
 {
 	struct wflow *f = wflow_of(c);
 
 	f->ended = how + 1;
+	f->fb = fb;
 	f->n_ended++;
 	f->end_err = err;
 	if (how == CONN_END_DECLINED && f->take_fd)
@@ -262,7 +263,7 @@ static void world_lgr_event(struct smc_net *net, enum lgr_event ev,
 {
 	struct world *w = container_of(net, struct world, net);
 
-	if ((unsigned)ev <= LGR_EV_PEER_CLOSED)
+	if ((unsigned)ev < LGR_EVENTS)
 		w->lgr_events[ev]++;
 	w->lgr_event_err = err;
 }

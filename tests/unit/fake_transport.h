@@ -145,6 +145,7 @@ struct wflow {
 	int ended;			/* enum conn_end + 1; 0: not yet */
 	int n_ended;			/* how often ended() came (once) */
 	int end_err;
+	enum fallback_reason fb;	/* ended()'s: why a declined flow goes over TCP */
 	int closed;
 	/* The peer's view of our receive ring. */
 	struct smc_cursor peer_prod;
@@ -174,7 +175,7 @@ struct world {
 	uint32_t region_size;
 	struct wflow flows[WORLD_FLOWS];
 	/* smc_net_ops.lgr_event: how often each event came, the last err. */
-	unsigned lgr_events[LGR_EV_PEER_CLOSED + 1];
+	unsigned lgr_events[LGR_EVENTS];
 	int lgr_event_err;
 	/* smc_net_ops.flow_open returns this (0: -EPERM, no flow layer). */
 	int flow_open_err;

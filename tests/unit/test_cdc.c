@@ -175,6 +175,18 @@ static void test_cdc_rejects(void **state)
 		buf[25] = (uint8_t)(1u << bit);
 		assert_int_equal(cdc_dec(buf, LINK_MSG_LEN, &m), -EBADMSG);
 	}
+	for (unsigned bit = 4; bit < 8; bit++) {
+		buf[25] = (uint8_t)(CDC_CF_ABORT | CDC_CF_STOPPING | 1u << bit);
+		assert_int_equal(cdc_dec(buf, LINK_MSG_LEN, &m), -EBADMSG);
+	}
+	/* STOPPING says why a reset came: only with ABORT. */
+	for (unsigned cf = 0; cf < 8; cf++) {
+		buf[25] = (uint8_t)(cf | CDC_CF_STOPPING);
+		assert_int_equal(cdc_dec(buf, LINK_MSG_LEN, &m),
+				 cf & CDC_CF_ABORT ? 0 : -EBADMSG);
+		if (cf & CDC_CF_ABORT)
+			assert_int_equal(m.conn_flags, cf | CDC_CF_STOPPING);
+	}
 	buf[25] = 0;
 	/* Each reserved byte, with a low and a high bit. */
 	for (size_t off = 28; off < LINK_MSG_LEN; off++) {

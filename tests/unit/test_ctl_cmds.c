@@ -6,7 +6,8 @@
  * it and fails the link on that worker's thread, and refuses unknown or
  * ambiguous groups, link indexes out of range, links that are not rdma and
  * links already down; `links` shows an rdma link's device and queue pair
- * and the down links of a group; `stats` lists each worker's CQ pool.
+ * and the down links of a group; `stats` lists each worker's CQ pool;
+ * `flows` names a worker that did not answer and says the list is partial.
  *
  * There is no RDMA device here: the views reach a transport only through
  * its ops, so the link groups are fakes, with fake "rdma" and "shm" ops,
@@ -18,6 +19,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -709,6 +711,70 @@ static void test_stats_slow_worker(void **state)
 	fake_pool.cqs[0].st.completions = 77;
 }
 
+/* A job that holds its worker until the test posts held_sem: a worker
+ * stuck in a long turn, however loaded the machine. */
+static sem_t held_sem;
+
+static void held_job_run(struct worker *w, struct worker_job *job)
+{
+	while (sem_wait(&held_sem) != 0)
+		;
+}
+
+static json_t *flows_reply(struct fixture *fx)
+{
+	struct ctl_request req = { .cmd = CTL_CMD_FLOWS };
+	char *err = NULL;
+	json_t *body = smcd_ctl_handle(&fx->s, &req, &err);
+
+	assert_null(err);
+	assert_non_null(body);
+	assert_true(json_is_array(json_object_get(body, "flows")));
+	return body;
+}
+
+/*
+ * Regression: a busy daemon's flows listing once showed 475 of 1,000
+ * flows, as if complete. A worker that does not answer within
+ * WORKER_ANSWER_MS is named in "workers_not_answering" and the reply says
+ * "partial"; once it answers again the list is whole, and says so.
+ */
+static void test_flows_late_worker(void **state)
+{
+	struct fixture *fx = *state;
+	struct worker_job *jobs[2] = { NULL, NULL };
+	struct worker_job *job = calloc(1, sizeof(*job));
+	json_t *body, *late;
+
+	body = flows_reply(fx);
+	assert_false(json_is_true(json_object_get(body, "partial")));
+	assert_true(json_is_false(json_object_get(body, "partial")));
+	assert_true(json_is_false(json_object_get(body, "truncated")));
+	assert_null(json_object_get(body, "workers_not_answering"));
+	json_decref(body);
+
+	assert_non_null(job);
+	assert_int_equal(sem_init(&held_sem, 0, 0), 0);
+	job->run = held_job_run;
+	jobs[1] = job;
+	assert_int_equal(worker_pool_run(&fx->d.workers, jobs, 0), 1);	/* the worker frees it */
+	body = flows_reply(fx);
+	late = json_object_get(body, "workers_not_answering");
+	assert_int_equal(json_array_size(late), 1);
+	assert_int_equal(json_integer_value(json_array_get(late, 0)), 1);
+	assert_true(json_is_true(json_object_get(body, "partial")));
+	assert_true(json_is_false(json_object_get(body, "truncated")));
+	json_decref(body);
+
+	assert_int_equal(sem_post(&held_sem), 0);
+	on_worker(fx, 1, NULL, false);		/* free again */
+	body = flows_reply(fx);
+	assert_true(json_is_false(json_object_get(body, "partial")));
+	assert_null(json_object_get(body, "workers_not_answering"));
+	json_decref(body);
+	sem_destroy(&held_sem);
+}
+
 /* With rdma on no worker, a stats request asks no worker for its CQs:
  * a busy worker does not hold it, and "cq" is there, empty. */
 static void test_stats_no_rdma_asks_nobody(void **state)
@@ -742,6 +808,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fail_link_disabled, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fail_link_on_the_owner, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fail_link_late_worker, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flows_late_worker, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stats_cq, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stats_slow_worker, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stats_no_rdma_asks_nobody, setup, teardown),

@@ -608,12 +608,21 @@ static void test_render_flows(void **state)
 	assert_string_equal(text, "no active flows\n");
 	free(text);
 
-	/* A worker that did not answer: its flows are missing, and we say so. */
+	/* A worker that did not answer: its flows are missing, and we say so;
+	 * an empty list is not "no active flows" then. */
 	assert_int_equal(render("{\"v\":1,\"ok\":true,\"flows\":[],\"truncated\":false,"
 				"\"workers_not_answering\":[1,3]}",
 				CTL_FORMAT_TABLE, CTL_CMD_FLOWS, &text), 0);
-	assert_string_equal(text, "no active flows\n(not listed: the flows of workers 1, 3,"
+	assert_string_equal(text, "no flows listed\n(not listed: the flows of workers 1, 3,"
 			    " which did not answer in time)\n");
+	free(text);
+	/* A partial list does not pass for the whole: "listed", more may be. */
+	assert_int_equal(render("{\"v\":1,\"ok\":true,\"flows\":[{\"id\":1,\"worker\":0,"
+				"\"mode\":\"tcp\",\"state\":\"established\"}],\"truncated\":false,"
+				"\"partial\":true,\"workers_not_answering\":[1]}",
+				CTL_FORMAT_TABLE, CTL_CMD_FLOWS, &text), 0);
+	assert_non_null(strstr(text, "\n1 flow listed; more may be active\n"
+			       "(not listed: the flows of worker 1, which did not answer in time)\n"));
 	free(text);
 }
 

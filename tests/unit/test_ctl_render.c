@@ -262,7 +262,10 @@ static void test_flows_prometheus(void **state)
 		"smcproxy_flows_listed{mode=\"rdma\",state=\"established\"} 1\n"
 		"# HELP smcproxy_flows_listed_truncated 1 when the daemon had more flows than it lists (10000).\n"
 		"# TYPE smcproxy_flows_listed_truncated gauge\n"
-		"smcproxy_flows_listed_truncated 1\n");
+		"smcproxy_flows_listed_truncated 1\n"
+		"# HELP smcproxy_flows_listed_workers_not_answering Workers that did not answer in time: their flows are not in the list.\n"
+		"# TYPE smcproxy_flows_listed_workers_not_answering gauge\n"
+		"smcproxy_flows_listed_workers_not_answering 1\n");
 }
 
 static const char reload_reply[] =

@@ -87,12 +87,29 @@ static void test_no_rendezvous(void **state)
 	assert_int_equal(clc_decline_of_errno(-EADDRNOTAVAIL), CLC_DECL_MAX_FLOWS);
 }
 
+/* Every reason has a name of its own: a new one without a name would be
+ * counted as "unknown" (or read as NULL). */
+static void test_reason_names(void **state)
+{
+	(void)state;
+	assert_string_equal(fallback_reason_name(FB_PEER_STOPPED), "peer_stopped");
+	for (unsigned r = FB_NONE; r < FB__MAX; r++) {
+		const char *name = fallback_reason_name(r);
+
+		assert_non_null(name);
+		assert_string_not_equal(name, "unknown");
+		for (unsigned q = FB_NONE; q < r; q++)
+			assert_string_not_equal(name, fallback_reason_name(q));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_errno_table),
 		cmocka_unit_test(test_decline_to_fallback),
 		cmocka_unit_test(test_no_rendezvous),
+		cmocka_unit_test(test_reason_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
