@@ -17,7 +17,7 @@
 #define RMB_AUTO_MIN	(64ull << 20)	/* buffers.pool auto: RAM / 16, within these */
 #define RMB_AUTO_MAX	(16ull << 30)
 #define RMB_INIT_SIZE	RMB_MIN_SIZE	/* a new flow's ring, when rings move */
-#define RMB_GROW_SHIFT	2		/* a full ring grows 4x (16 KiB -> 1 MiB: 3 moves) */
+#define RMB_GROW_SHIFT	2		/* a full ring grows 4x at least: rmb_grow_want() */
 #define RMB_RESERVE_SHIFT 3		/* the budget's last eighth: see struct rmb_budget */
 #define RMB_GROWN_SHIFT	2		/* grown rings share a quarter: see struct rmb_budget */
 #define RMB_FAIR_SLACK_SHIFT 2		/* a grown ring a quarter above its part gives back */
@@ -121,6 +121,7 @@ struct rmb_budget {
 	uint64_t limit;
 	uint64_t used;			/* charged bytes: in use, and free warm rings */
 	uint64_t in_use;		/* bytes of rings flows hold */
+	unsigned n_in_use;		/* rings flows hold: the flows */
 	uint64_t grown_bytes;		/* of them, grown rings (struct rmb.grown) */
 	unsigned n_grown;
 	struct list_head pools;		/* rmb_pool.budget_node: whose free rings to drop */

@@ -368,6 +368,7 @@ out_take:
 	p->n_used++;
 	p->held += r->size;
 	b->in_use += r->size;
+	b->n_in_use++;
 	if (p->peer)
 		p->peer->held += r->size;
 	gauge_add(b->g_used_rings, c, 1);
@@ -450,6 +451,28 @@ static int rmb_class_within(uint32_t want, int lowest, uint64_t cap)
 	return c >= lowest ? c : -1;
 }
 
+uint32_t rmb_grow_want(const struct rmb_pool *p, uint32_t size, uint32_t max)
+{
+	const struct rmb_budget *b = p->budget;
+	uint64_t all = (b->limit >> RMB_GROWN_SHIFT) / (b->n_in_use ? b->n_in_use : 1);
+	uint64_t region = ((uint64_t)(p->size - p->base) >> RMB_GROWN_SHIFT) /
+			  (p->n_used ? p->n_used : 1);
+	uint64_t want = (uint64_t)size << RMB_GROW_SHIFT;
+	int c;
+
+	if (region < all)
+		all = region;
+	/* With the slack rmb_get_fair() allows: while flows move, each holds
+	 * two rings, and the part must not dip below its class for that. */
+	all += all >> RMB_FAIR_SLACK_SHIFT;
+	if (all > max)
+		all = max;
+	c = rmb_class_within(max, 0, all);
+	if (c >= 0 && (uint64_t)RMB_MIN_SIZE << c > want)
+		want = (uint64_t)RMB_MIN_SIZE << c;
+	return want > max ? max : (uint32_t)want;
+}
+
 struct rmb *rmb_get_spare(struct rmb_pool *p, const struct rmb *from, uint32_t want)
 {
 	enum rmb_short why;
@@ -516,6 +539,7 @@ void rmb_put(struct rmb_pool *p, struct rmb *r)
 	p->n_used--;
 	p->held -= r->size;
 	b->in_use -= r->size;
+	b->n_in_use--;
 	if (p->peer)
 		p->peer->held -= r->size;
 	gauge_add(b->g_used_rings, c, -1);
