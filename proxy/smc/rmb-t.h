@@ -97,8 +97,10 @@ struct rmb_peer {
  *
  * Growth: the rings flows grew to share a quarter of the budget, and of
  * each group's region, as TCP's memory pressure shares tcp_mem: each flow
- * with a grown ring an equal part, all of them together no more than the
- * quarter; a flow that grew while few others had gives back what is more
+ * with a grown ring an equal part (growing into a quarter of slack above
+ * it, the band rmb_get_fair() asks nothing back of), all of them together
+ * no more than the quarter and its slack; a flow that grew while few
+ * others had gives back what is more
  * than its part, with a quarter of slack (rmb_get_fair()), so that the
  * flows that grew late reach the same ring as the early ones: rings are
  * what a flow's share of the link goes by (a socket read fills at most

@@ -410,6 +410,15 @@ struct rmb *rmb_get(struct rmb_pool *p, uint32_t want)
  * on their first rings for good. While flows move, old and new rings
  * both count: what is left may be short for a moment, the equal part is
  * not.
+ *
+ * A flow that grows (not fair) may take the part and its quarter of
+ * slack (RMB_FAIR_SLACK_SHIFT), the band in which rmb_get_fair() asks
+ * nothing back: with growth stopping at the part and give-back starting
+ * above the slack, a part just under a class left two classes stable at
+ * once (1000 bulk flows of a 1000 MiB share, a part of 256 KiB less the
+ * rings of flows in a move: flows that grew while it was 256 KiB kept
+ * 256 KiB rings, the others stayed at 128 KiB, and a ring is what a
+ * flow's share goes by).
  */
 static uint64_t rmb_grow_part(uint64_t hot, unsigned n, uint64_t bytes, const struct rmb *from,
 			      bool fair)
@@ -421,7 +430,10 @@ static uint64_t rmb_grow_part(uint64_t hot, unsigned n, uint64_t bytes, const st
 		bytes -= from->size;
 	}
 	part = hot / (n + 1);
-	if (fair || (bytes <= hot && hot - bytes >= part))
+	if (fair)
+		return part;
+	part += part >> RMB_FAIR_SLACK_SHIFT;
+	if (bytes <= hot && hot - bytes >= part)
 		return part;
 	if (bytes >= 2 * hot)
 		return 0;

@@ -746,6 +746,34 @@ static void test_grow_want(void **state)
 	rmb_pool_close(&fx.pool);
 }
 
+/*
+ * Growth and give-back use one band: a flow grows to its part and a
+ * quarter more, where rmb_get_fair() asks nothing back. With 70 grown
+ * flows the part is 234 KiB: a flow grows to 256 KiB, as the flows that
+ * grew while the part was 256 KiB keep (growth used to stop at the
+ * part's class, 128 KiB, so two classes stayed side by side, and the
+ * flows on the smaller one got half the share).
+ */
+static void test_grow_band(void **state)
+{
+	struct rmb *r[70], *big;
+	struct fx fx;
+	int i;
+
+	fx_init(&fx, 1024 * MIB - BASE, 64 * MIB);	/* growth share 16 MiB */
+	grow_flows(&fx, r, 0, 70);
+	big = rmb_get_spare(&fx.pool, r[0], 1 * MIB);
+	assert_non_null(big);
+	assert_int_equal(big->size, 256 * KIB);
+	rmb_put(&fx.pool, r[0]);
+	r[0] = big;
+	assert_null(rmb_get_fair(&fx.pool, big, 16 * KIB));	/* kept */
+	for (i = 0; i < 70; i++)
+		rmb_put(&fx.pool, r[i]);
+	assert_int_equal(fx.budget.n_grown, 0);
+	rmb_pool_close(&fx.pool);
+}
+
 /* The region bounds growth as the budget does: with a budget to spare,
  * 8 flows growing 4x at a time in a 16 MiB region share its quarter. */
 static void test_grow_share_region(void **state)
@@ -971,6 +999,7 @@ int main(void)
 		cmocka_unit_test(test_grow_share),
 		cmocka_unit_test(test_grow_share_region),
 		cmocka_unit_test(test_grow_want),
+		cmocka_unit_test(test_grow_band),
 		cmocka_unit_test(test_fair_gives_back),
 		cmocka_unit_test(test_fair_no_hoard),
 		cmocka_unit_test(test_grow_late),
