@@ -29,11 +29,12 @@
 
 /*
  * Our ring filled (or the peer said it waits on it): offer a larger one,
- * RMB_GROW_SHIFT classes up to the group's ring_size, if the budget has
- * one to spare (rmb_get_spare(): growing never takes the last of the
- * budget that new flows' small rings need, and many flows growing at
- * once share a quarter of it). One offer at a time; none once the peer
- * finished writing.
+ * RMB_GROW_SHIFT classes up, or straight to the part every flow could
+ * have at once (rmb_grow_want()), up to the group's ring_size, if the
+ * budget has one to spare (rmb_get_spare(): growing never takes the last
+ * of the budget that new flows' small rings need, and many flows growing
+ * at once share a quarter of it). One offer at a time; none once the
+ * peer finished writing.
  */
 void conn_grow(struct conn *c)
 {
@@ -44,9 +45,7 @@ void conn_grow(struct conn *c)
 	if (!lgr->ring_move || c->rx_next || c->state != CONN_ACTIVE || c->peer_fin ||
 	    size >= lgr->ring_size)
 		return;
-	want = size << RMB_GROW_SHIFT;
-	if (want > lgr->ring_size || want < size)
-		want = lgr->ring_size;
+	want = rmb_grow_want(&lgr->rmbs, size, lgr->ring_size);
 	r = rmb_get_spare(&lgr->rmbs, c->rmb, want);
 	if (!r)
 		return;

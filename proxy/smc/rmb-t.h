@@ -17,7 +17,7 @@
 #define RMB_AUTO_MIN	(64ull << 20)	/* buffers.pool auto: RAM / 16, within these */
 #define RMB_AUTO_MAX	(16ull << 30)
 #define RMB_INIT_SIZE	RMB_MIN_SIZE	/* a new flow's ring, when rings move */
-#define RMB_GROW_SHIFT	2		/* a full ring grows 4x (16 KiB -> 1 MiB: 3 moves) */
+#define RMB_GROW_SHIFT	2		/* a full ring grows 4x at least: rmb_grow_want() */
 #define RMB_RESERVE_SHIFT 3		/* the budget's last eighth: see struct rmb_budget */
 #define RMB_GROWN_SHIFT	2		/* grown rings share a quarter: see struct rmb_budget */
 #define RMB_FAIR_SLACK_SHIFT 2		/* a grown ring a quarter above its part gives back */
@@ -97,8 +97,10 @@ struct rmb_peer {
  *
  * Growth: the rings flows grew to share a quarter of the budget, and of
  * each group's region, as TCP's memory pressure shares tcp_mem: each flow
- * with a grown ring an equal part, all of them together no more than the
- * quarter; a flow that grew while few others had gives back what is more
+ * with a grown ring an equal part (growing into a quarter of slack above
+ * it, the band rmb_get_fair() asks nothing back of), all of them together
+ * no more than the quarter and its slack; a flow that grew while few
+ * others had gives back what is more
  * than its part, with a quarter of slack (rmb_get_fair()), so that the
  * flows that grew late reach the same ring as the early ones: rings are
  * what a flow's share of the link goes by (a socket read fills at most
@@ -121,6 +123,7 @@ struct rmb_budget {
 	uint64_t limit;
 	uint64_t used;			/* charged bytes: in use, and free warm rings */
 	uint64_t in_use;		/* bytes of rings flows hold */
+	unsigned n_in_use;		/* rings flows hold: the flows */
 	uint64_t grown_bytes;		/* of them, grown rings (struct rmb.grown) */
 	unsigned n_grown;
 	struct list_head pools;		/* rmb_pool.budget_node: whose free rings to drop */

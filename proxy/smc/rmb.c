@@ -368,6 +368,7 @@ out_take:
 	p->n_used++;
 	p->held += r->size;
 	b->in_use += r->size;
+	b->n_in_use++;
 	if (p->peer)
 		p->peer->held += r->size;
 	gauge_add(b->g_used_rings, c, 1);
@@ -409,6 +410,15 @@ struct rmb *rmb_get(struct rmb_pool *p, uint32_t want)
  * on their first rings for good. While flows move, old and new rings
  * both count: what is left may be short for a moment, the equal part is
  * not.
+ *
+ * A flow that grows (not fair) may take the part and its quarter of
+ * slack (RMB_FAIR_SLACK_SHIFT), the band in which rmb_get_fair() asks
+ * nothing back: with growth stopping at the part and give-back starting
+ * above the slack, a part just under a class left two classes stable at
+ * once (1000 bulk flows of a 1000 MiB share, a part of 256 KiB less the
+ * rings of flows in a move: flows that grew while it was 256 KiB kept
+ * 256 KiB rings, the others stayed at 128 KiB, and a ring is what a
+ * flow's share goes by).
  */
 static uint64_t rmb_grow_part(uint64_t hot, unsigned n, uint64_t bytes, const struct rmb *from,
 			      bool fair)
@@ -420,7 +430,10 @@ static uint64_t rmb_grow_part(uint64_t hot, unsigned n, uint64_t bytes, const st
 		bytes -= from->size;
 	}
 	part = hot / (n + 1);
-	if (fair || (bytes <= hot && hot - bytes >= part))
+	if (fair)
+		return part;
+	part += part >> RMB_FAIR_SLACK_SHIFT;
+	if (bytes <= hot && hot - bytes >= part)
 		return part;
 	if (bytes >= 2 * hot)
 		return 0;
@@ -448,6 +461,28 @@ static int rmb_class_within(uint32_t want, int lowest, uint64_t cap)
 	for (c = rmb_class(want); c >= lowest && (uint64_t)RMB_MIN_SIZE << c > cap; c--)
 		;
 	return c >= lowest ? c : -1;
+}
+
+uint32_t rmb_grow_want(const struct rmb_pool *p, uint32_t size, uint32_t max)
+{
+	const struct rmb_budget *b = p->budget;
+	uint64_t all = (b->limit >> RMB_GROWN_SHIFT) / (b->n_in_use ? b->n_in_use : 1);
+	uint64_t region = ((uint64_t)(p->size - p->base) >> RMB_GROWN_SHIFT) /
+			  (p->n_used ? p->n_used : 1);
+	uint64_t want = (uint64_t)size << RMB_GROW_SHIFT;
+	int c;
+
+	if (region < all)
+		all = region;
+	/* With the slack rmb_get_fair() allows: while flows move, each holds
+	 * two rings, and the part must not dip below its class for that. */
+	all += all >> RMB_FAIR_SLACK_SHIFT;
+	if (all > max)
+		all = max;
+	c = rmb_class_within(max, 0, all);
+	if (c >= 0 && (uint64_t)RMB_MIN_SIZE << c > want)
+		want = (uint64_t)RMB_MIN_SIZE << c;
+	return want > max ? max : (uint32_t)want;
 }
 
 struct rmb *rmb_get_spare(struct rmb_pool *p, const struct rmb *from, uint32_t want)
@@ -516,6 +551,7 @@ void rmb_put(struct rmb_pool *p, struct rmb *r)
 	p->n_used--;
 	p->held -= r->size;
 	b->in_use -= r->size;
+	b->n_in_use--;
 	if (p->peer)
 		p->peer->held -= r->size;
 	gauge_add(b->g_used_rings, c, -1);

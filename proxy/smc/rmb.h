@@ -33,6 +33,21 @@ void rmb_pool_init(struct rmb_pool *p, uint32_t base, uint32_t size,
  */
 struct rmb *rmb_get(struct rmb_pool *p, uint32_t want);
 /*
+ * What a flow's full ring of size bytes should grow to, at most max (a
+ * class, the group's largest ring): RMB_GROW_SHIFT classes up, or further,
+ * to the class of the part of the growth share (rmb-t.h, "Growth") that
+ * every flow of the budget and of p's region would have if all of them
+ * grew, when that is larger. A ring within that part (and its quarter of
+ * slack, RMB_FAIR_SLACK_SHIFT) is never asked back (rmb_get_fair()), so
+ * the steps below it buy nothing: each is a move,
+ * which stops the writer until the old ring drained, and a ring whose
+ * pages are touched for the first time. So a lone bulk flow reaches max
+ * in one move, 1000 flows of a 1000 MiB share reach 256 KiB in one, and
+ * one bulk flow among 10,000 idle ones still goes 4x at a time.
+ * rmb_get_spare() still decides what the flow gets.
+ */
+uint32_t rmb_grow_want(const struct rmb_pool *p, uint32_t size, uint32_t max);
+/*
  * A ring for a flow that grows out of from (its present ring): of want
  * bytes or, short of it, of a smaller class at least twice from's size.
  * Carving new memory for it leaves an eighth of the budget untouched, for

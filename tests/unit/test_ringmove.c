@@ -102,7 +102,8 @@ static struct cdc_msg last_cdc(const struct fake *f)
 /* Our ring: we own it and offer the move. */
 
 /*
- * The peer fills our 16 KiB ring: we offer a 64 KiB one (gen 1), keep
+ * The peer fills our 16 KiB ring: we offer a larger one (gen 1; the lone
+ * flow of its budget: straight to the group's largest, 256 KiB), keep
  * reading the old ring, and announce every byte consumed at once (so the
  * peer can switch). The peer's CDC of gen 1 switches us: the old ring goes
  * back to the pool, and bytes in the new ring reach the application in
@@ -126,7 +127,7 @@ static void test_owner_grows_and_switches(void **state)
 	mv = last_llc(&w->fake, LLC_RMB_MOVE);
 	assert_int_equal(mv.move.token, PEER_TOKEN);
 	assert_int_equal(mv.move.gen, 1);
-	assert_int_equal(mv.move.rmb.size, SMALL << RMB_GROW_SHIFT);
+	assert_int_equal(mv.move.rmb.size, BIG);
 	assert_int_equal(mv.move.rmb.offset, f->c.rx_next->offset);
 
 	/* The application takes all of it: the consumer cursor goes back at
@@ -150,7 +151,7 @@ static void test_owner_grows_and_switches(void **state)
 	assert_ptr_not_equal(f->c.rmb, old);
 	assert_null(f->c.rx_next);
 	assert_int_equal(f->c.rx_gen, 1);
-	assert_int_equal(f->c.rmb->size, SMALL << RMB_GROW_SHIFT);
+	assert_int_equal(f->c.rmb->size, BIG);
 	assert_int_equal(w->lgr->rmbs.n_used, used - 1);
 	app_read_exact(w, f, got + SMALL, 40000);
 	assert_memory_equal(got, data, SMALL + 40000);
@@ -282,6 +283,37 @@ static void test_owner_grow_leaves_reserve(void **state)
 	assert_int_equal(f->c.rx_next->size, SMALL << 1);
 	rmb_put(&w->lgr->rmbs, hog[1]);
 	rmb_put(&w->lgr->rmbs, hog[0]);
+	free(data);
+	world_free(w);
+}
+
+/*
+ * How far a full ring grows goes by the flows of the budget: with 31
+ * other flows on their 16 KiB rings, every one of the 32 could hold 16 KiB
+ * of the 512 KiB growth share (a quarter of the 2 MiB budget) at once, so
+ * the flow goes 4x, to 64 KiB, not to the group's 256 KiB, which it would
+ * have to give back once the others grew (before, a full ring went 4x
+ * whatever the budget: a lone bulk flow took three moves to its largest
+ * ring, each stopping the writer until the old ring drained).
+ */
+static void test_owner_grow_by_flows(void **state)
+{
+	struct world *w = moving_world(1);
+	struct wflow *f = world_open(w, 0, SMALL);
+	uint8_t *data = random_bytes(SMALL, 5);
+	struct rmb *other[31];
+	unsigned i;
+
+	for (i = 0; i < 31; i++) {
+		other[i] = rmb_get(&w->lgr->rmbs, SMALL);
+		assert_non_null(other[i]);
+	}
+	world_peer_write(w, f, data, SMALL);
+	world_peer_cdc(w, f, 0, 0);
+	assert_non_null(f->c.rx_next);
+	assert_int_equal(f->c.rx_next->size, SMALL << RMB_GROW_SHIFT);
+	for (i = 0; i < 31; i++)
+		rmb_put(&w->lgr->rmbs, other[i]);
 	free(data);
 	world_free(w);
 }
@@ -469,7 +501,7 @@ static void test_owner_shrinks_when_idle(void **state)
 	uint64_t in_use;
 	struct llc_msg mv;
 
-	/* Grown to 64 KiB and switched (as in test_owner_grows_and_switches). */
+	/* Grown to 256 KiB and switched (as in test_owner_grows_and_switches). */
 	world_peer_write(w, f, data, SMALL);
 	world_peer_cdc(w, f, 0, 0);
 	app_read_exact(w, f, got, SMALL);
@@ -477,7 +509,7 @@ static void test_owner_shrinks_when_idle(void **state)
 	f->peer_prod = (struct smc_cursor){ 0, 0 };
 	f->peer_prod_gen = 1;
 	world_peer_cdc(w, f, 0, 0);
-	assert_int_equal(f->c.rmb->size, SMALL << RMB_GROW_SHIFT);
+	assert_int_equal(f->c.rmb->size, BIG);
 	assert_false(list_empty(&w->lgr->grown));
 
 	/* Active lately: kept. */
@@ -514,7 +546,7 @@ static void test_owner_shrinks_when_idle(void **state)
 	assert_int_equal(f->c.rx_gen, 2);
 	assert_int_equal(f->c.rmb->size, SMALL);
 	assert_true(list_empty(&w->lgr->grown));
-	assert_int_equal(w->net.rmb_budget.in_use, in_use - (SMALL << RMB_GROW_SHIFT));
+	assert_int_equal(w->net.rmb_budget.in_use, in_use - BIG);
 	app_read_exact(w, f, got + SMALL + 1000, 2000);
 	assert_memory_equal(got, data, SMALL + 3000);
 	free(data);
@@ -530,6 +562,7 @@ int main(void)
 		cmocka_unit_test(test_owner_early_switch_resets),
 		cmocka_unit_test(test_owner_bad_generation_resets),
 		cmocka_unit_test(test_owner_grow_leaves_reserve),
+		cmocka_unit_test(test_owner_grow_by_flows),
 		cmocka_unit_test(test_writer_switches_when_drained),
 		cmocka_unit_test(test_writer_offers),
 		cmocka_unit_test(test_failover_after_switch_replays_new_ring),

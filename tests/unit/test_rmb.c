@@ -698,6 +698,82 @@ static void test_grow_late(void **state)
 	rmb_pool_close(&fx.pool);
 }
 
+/*
+ * How far a full ring asks to grow: straight to the class of the part all
+ * the budget's flows could hold at once (a quarter of the budget over the
+ * rings in use, and likewise of the region, with a quarter of slack as
+ * rmb_get_fair() allows), when that is more than 4x: a
+ * lone flow in one move to the largest ring, 64 flows of a 64 MiB budget
+ * to 256 KiB; never less than 4x (1024 flows), never more than the
+ * group's largest ring. Before, a full ring always asked 4x.
+ */
+static void test_grow_want(void **state)
+{
+	struct rmb *r[1024];
+	struct fx fx;
+	int i;
+
+	fx_init(&fx, 1024 * MIB - BASE, 64 * MIB);	/* growth share 16 MiB */
+	r[0] = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+	assert_int_equal(rmb_grow_want(&fx.pool, 16 * KIB, 1 * MIB), 1 * MIB);
+	assert_int_equal(rmb_grow_want(&fx.pool, 16 * KIB, 256 * KIB), 256 * KIB);
+	for (i = 1; i < 64; i++)
+		r[i] = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+	assert_int_equal(rmb_grow_want(&fx.pool, 16 * KIB, 1 * MIB), 256 * KIB);
+	/* A larger ring still goes 4x: rmb_get_spare() caps it. */
+	assert_int_equal(rmb_grow_want(&fx.pool, 256 * KIB, 1 * MIB), 1 * MIB);
+	assert_int_equal(rmb_grow_want(&fx.pool, 512 * KIB, 1 * MIB), 1 * MIB);
+	/* 70 flows (some of them moving, two rings each): 234 KiB, within
+	 * the slack rmb_get_fair() allows a 256 KiB ring. */
+	for (i = 64; i < 70; i++)
+		r[i] = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+	assert_int_equal(rmb_grow_want(&fx.pool, 16 * KIB, 1 * MIB), 256 * KIB);
+	for (i = 70; i < 1024; i++)
+		r[i] = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+	assert_int_equal(rmb_grow_want(&fx.pool, 16 * KIB, 1 * MIB), 64 * KIB);
+	for (i = 0; i < 1024; i++)
+		rmb_put(&fx.pool, r[i]);
+	assert_int_equal(fx.budget.n_in_use, 0);
+	rmb_pool_close(&fx.pool);
+
+	/* The region's quarter bounds it too: 4 MiB over 16 flows. */
+	fx_init(&fx, 16 * MIB, 1024 * MIB);
+	for (i = 0; i < 16; i++)
+		r[i] = get_ok(&fx.pool, 16 * KIB, 16 * KIB);
+	assert_int_equal(rmb_grow_want(&fx.pool, 16 * KIB, 1 * MIB), 256 * KIB);
+	for (i = 0; i < 16; i++)
+		rmb_put(&fx.pool, r[i]);
+	rmb_pool_close(&fx.pool);
+}
+
+/*
+ * Growth and give-back use one band: a flow grows to its part and a
+ * quarter more, where rmb_get_fair() asks nothing back. With 70 grown
+ * flows the part is 234 KiB: a flow grows to 256 KiB, as the flows that
+ * grew while the part was 256 KiB keep (growth used to stop at the
+ * part's class, 128 KiB, so two classes stayed side by side, and the
+ * flows on the smaller one got half the share).
+ */
+static void test_grow_band(void **state)
+{
+	struct rmb *r[70], *big;
+	struct fx fx;
+	int i;
+
+	fx_init(&fx, 1024 * MIB - BASE, 64 * MIB);	/* growth share 16 MiB */
+	grow_flows(&fx, r, 0, 70);
+	big = rmb_get_spare(&fx.pool, r[0], 1 * MIB);
+	assert_non_null(big);
+	assert_int_equal(big->size, 256 * KIB);
+	rmb_put(&fx.pool, r[0]);
+	r[0] = big;
+	assert_null(rmb_get_fair(&fx.pool, big, 16 * KIB));	/* kept */
+	for (i = 0; i < 70; i++)
+		rmb_put(&fx.pool, r[i]);
+	assert_int_equal(fx.budget.n_grown, 0);
+	rmb_pool_close(&fx.pool);
+}
+
 /* The region bounds growth as the budget does: with a budget to spare,
  * 8 flows growing 4x at a time in a 16 MiB region share its quarter. */
 static void test_grow_share_region(void **state)
@@ -922,6 +998,8 @@ int main(void)
 		cmocka_unit_test(test_grow_keeps_reserve),
 		cmocka_unit_test(test_grow_share),
 		cmocka_unit_test(test_grow_share_region),
+		cmocka_unit_test(test_grow_want),
+		cmocka_unit_test(test_grow_band),
 		cmocka_unit_test(test_fair_gives_back),
 		cmocka_unit_test(test_fair_no_hoard),
 		cmocka_unit_test(test_grow_late),
