@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guards pods behind a node daemon, IPv4 and IPv6: connections that pods (network namespaces behind a bridge, and on each node one behind a routed veth) open to pods of another node are taken by the node's daemon (smcproxy-iptables tproxy: TPROXY, or REDIRECT for bridged pods under br_netfilter), carried over the link group to the other node's daemon (peers[].via), which connects to the pod (serve), from the client pod's own address once `route add` is set up: sha256 both ways over many flows, FIN and RST, a pod prefix whose daemon does not answer falls back to TCP, an address outside serve is declined, same-node pod traffic is left alone, the daemon's own connections to its pods are never taken again, and after `tproxy del` pods talk directly.
+# Guards pods behind a node daemon, IPv4 and IPv6: connections that pods (network namespaces behind a bridge, and on each node one behind a routed veth) open to pods of another node are taken by the node's daemon (smcproxy-iptables tproxy: TPROXY, or REDIRECT for bridged pods under br_netfilter), carried over the link group to the other node's daemon (peers[].via), which connects to the pod (serve), from the client pod's own address once `route add` is set up: the tproxy listener, its connections and the connections to pods carry "mark", sha256 both ways over many flows, FIN and RST, a pod prefix whose daemon does not answer falls back to TCP, an address outside serve is declined, same-node pod traffic is left alone, the daemon's own connections to its pods are never taken again, and after `tproxy del` pods talk directly.
 #
 #   pod pa (10.244.1.10)            pod pb (10.244.2.10)  pod pr (10.244.2.20)
 #      | bridge br0 10.244.1.1         | bridge br0 10.244.2.1   | routed veth
@@ -173,6 +173,18 @@ seen=$(ip netns exec "$NS_PB" ss -Htn state established "( sport = :$SPORT )")
 # Until the daemon connects from the client's own address, the server
 # pod sees node B's (its address on the bridge), not the client pod's.
 grep -q " 10.244.2.1:" <<<"$seen" || it_fail "the server pod does not see node B as its client: $seen"
+# The daemons' sockets of the flow carry "mark" (0x43): node A's tproxy
+# listener, hence the connection it accepted from the pod (a listener
+# without a mark gives its connections their SYN's TPROXY bit once
+# tcp_fwmark_accept is 1), and node B's connection to its pod (a serve
+# address: never client_mark, which routes to this host).
+fw=$(printf 'fwmark:0x%x' "$MARK")
+ip netns exec "$NS_C" ss -Htlne "( sport = :$TPORT )" | grep -q "$fw" ||
+	it_fail "node A's tproxy listener has no $fw: $(ip netns exec "$NS_C" ss -Htlne "( sport = :$TPORT )")"
+seen=$(ip netns exec "$NS_C" ss -Htne state established dst "$PA")
+grep -q "$fw" <<<"$seen" || it_fail "node A's connection from the pod has no $fw: $seen"
+seen=$(ip netns exec "$NS_S" ss -Htne state established dst "$PB")
+grep -q "$fw" <<<"$seen" || it_fail "node B's connection to its pod has no $fw: $seen"
 kill "$hold" 2>/dev/null
 wait "$hold" 2>/dev/null
 it_wait_stat flows.active.shm -eq 0 5 || it_fail "the held flow did not end"
@@ -204,6 +216,9 @@ for ((i = 0; i < 50; i++)); do
 	sleep 0.1
 done
 grep -q " $PA:" <<<"$seen" || it_fail "the server pod does not see the client pod's address: $seen"
+# From the client pod's address, still with "mark", not client_mark.
+seen=$(ip netns exec "$NS_S" ss -Htne state established src "$PA" dst "$PB")
+grep -q "$fw" <<<"$seen" || it_fail "node B's connection from the client pod's address has no $fw: $seen"
 kill "$hold" 2>/dev/null
 wait "$hold" 2>/dev/null
 it_wait_stat flows.active.shm -eq 0 5 || it_fail "the second held flow did not end"
