@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guards pods behind a node daemon, IPv4 and IPv6: connections that pods (network namespaces behind a bridge, and on each node one behind a routed veth) open to pods of another node are taken by the node's daemon (smcproxy-iptables tproxy: TPROXY, or REDIRECT for bridged pods under br_netfilter), carried over the link group to the other node's daemon (peers[].via), which connects to the pod (serve), from the client pod's own address once `route add` is set up: the tproxy listener, its connections and the connections to pods carry "mark", sha256 both ways over many flows, FIN and RST, a pod prefix whose daemon does not answer falls back to TCP, an address outside serve is declined, same-node pod traffic is left alone, the daemon's own connections to its pods are never taken again, and after `tproxy del` pods talk directly.
+# Guards pods behind a node daemon, IPv4 and IPv6: connections that pods (network namespaces behind a bridge, and on each node one behind a routed veth) open to pods of another node are taken by the node's daemon (smcproxy-iptables tproxy: TPROXY, or REDIRECT for bridged pods under br_netfilter), carried over the link group to the other node's daemon (peers[].via), which connects to the pod (serve), from the client pod's own address once `route add` is set up: the tproxy listener, its connections and the connections to pods carry "mark", sha256 both ways over many flows, FIN and RST, a pod prefix whose daemon does not answer falls back to TCP, so does a pod's connection to a plain host with no daemon at all (reason peer_unreachable, bytes intact), an address outside serve is declined, same-node pod traffic is left alone, the daemon's own connections to its pods are never taken again, and after `tproxy del` pods talk directly.
 #
 #   pod pa (10.244.1.10)            pod pb (10.244.2.10)  pod pr (10.244.2.20)
 #      | bridge br0 10.244.1.1         | bridge br0 10.244.2.1   | routed veth
@@ -10,6 +10,8 @@
 #     peers 10.244.2.0/24 via 10.66.1.2   peers 10.244.1.0/24 via 10.66.1.1,
 #     serve 10.244.1.0/24                 serve 10.244.2.0/24
 #   bridge-nf-call-iptables=0 (TPROXY)  =1, as kubeadm wants (REDIRECT)
+#     |
+#   host ph 10.66.2.2 (no daemon), on a veth of node A's (10.66.2.1)
 #
 # The link between the two node daemons is shm (both run on this machine):
 # what is under test is interception, the via daemon and serve; the data
@@ -24,13 +26,15 @@ NS_PR=smcp-pr-$$
 NS_PX=smcp-px-$$
 NS_PA2=smcp-pa2-$$
 NS_PAR=smcp-par-$$
-IT_NS_EXTRA+=("$NS_PA" "$NS_PB" "$NS_PR" "$NS_PX" "$NS_PA2" "$NS_PAR")
+NS_PH=smcp-ph-$$
+IT_NS_EXTRA+=("$NS_PA" "$NS_PB" "$NS_PR" "$NS_PX" "$NS_PA2" "$NS_PAR" "$NS_PH")
 PA=10.244.1.10
 PB=10.244.2.10
 PR=10.244.2.20
 PX=10.244.3.10		# behind node B, but not in its serve
 PA2=10.244.1.11		# a second pod on node A's bridge
 PAR=10.244.1.20		# node A's pod on a routed veth (its /32 beats br0's /24)
+PH=10.66.2.2		# a plain host beside node A: no daemon, nothing on the control port
 PB6=fd44:2::10
 PA6=fd44:1::10
 
@@ -102,6 +106,19 @@ pod_bridge "$NS_S" "$NS_PB" 10.244.2 "$PB" fd44:2
 pod_routed "$NS_S" "$NS_PR" "$PR"
 pod_routed "$NS_C" "$NS_PAR" "$PAR"
 pod_routed "$NS_S" "$NS_PX" "$PX"
+# The plain host: its own link to node A, and node A its way out.
+ip netns add "$NS_PH" || it_fail "ip netns add $NS_PH"
+ip -n "$NS_PH" link set lo up
+ip -n "$NS_C" link add vph type veth peer name eth0 netns "$NS_PH" || it_fail "veth to the plain host"
+ip -n "$NS_C" addr add 10.66.2.1/24 dev vph
+ip -n "$NS_PH" addr add "$PH/24" dev eth0
+ip -n "$NS_C" link set vph up
+ip -n "$NS_PH" link set eth0 up
+ip -n "$NS_PH" route add default via 10.66.2.1
+ip -n "$NS_C" neigh replace "$PH" dev vph nud permanent \
+	lladdr "$(ip -n "$NS_PH" -br link show eth0 | awk '{ print $3 }')"
+ip -n "$NS_PH" neigh replace 10.66.2.1 dev eth0 nud permanent \
+	lladdr "$(ip -n "$NS_C" -br link show vph | awk '{ print $3 }')"
 ip -n "$NS_C" route add 10.244.2.0/24 via "$S4"
 ip -n "$NS_C" route add 10.244.3.0/24 via "$S4"
 ip -n "$NS_S" route add 10.244.1.0/24 via "$C4"
@@ -119,6 +136,7 @@ serve_in() {
 serve_in "$NS_PB" pb.log
 serve_in "$NS_PR" pr.log
 serve_in "$NS_PX" px.log
+serve_in "$NS_PH" ph.log
 pa_run() { ip netns exec "$NS_PA" "$FLOWCHECK" run "$@"; }
 
 # Before any rule: pod to pod directly (the routing is right).
@@ -142,13 +160,14 @@ it_config transport='"auto"' control="\"[::]:$CPORT\"" \
 		{\"prefix\": \"$PR/32\", \"via\": \"$S4\", \"control_port\": 7999},
 		{\"prefix\": \"10.244.2.0/24\", \"via\": \"$S4\", \"control_port\": $CPORT},
 		{\"prefix\": \"10.244.3.0/24\", \"via\": \"$S4\", \"control_port\": $CPORT},
-		{\"prefix\": \"$S4/32\", \"allow\": $ALLOW}]"
+		{\"prefix\": \"$S4/32\", \"allow\": $ALLOW},
+		{\"prefix\": \"10.66.2.0/24\", \"control_port\": $CPORT}]"
 it_daemon_start
 grep -q "listening on 0.0.0.0:$TPORT (tproxy)" "$IT_DIR/daemon.log" ||
 	it_fail "the daemon does not say it listens on the tproxy port: $(cat "$IT_DIR/daemon.log")"
 
 ip netns exec "$NS_C" "$HELPER" tproxy add --port "$SPORT" --dest 10.244.2.0/24 \
-	--dest 10.244.3.0/24 --dest fd44:2::/64 >/dev/null ||
+	--dest 10.244.3.0/24 --dest fd44:2::/64 --dest "$PH/32" >/dev/null ||
 	it_fail "tproxy add on node A"
 ip netns exec "$NS_S" "$HELPER" tproxy add --port "$SPORT" --dest 10.244.1.0/24 \
 	--dest fd44:1::/64 >/dev/null ||
@@ -292,6 +311,21 @@ out=$(pa_run --connect "$PR:$SPORT" --flows 10 --size 64KiB --timeout 30) ||
 read -r tcp2 < <(it_stat flows.closed.tcp)
 [ "$tcp2" -ge $((tcp + 10)) ] || it_fail "the routed pod's flows did not fall back to TCP ($tcp -> $tcp2)"
 
+# A plain host with no daemon: its peer entry (no via) offers the flows to
+# a daemon at the host's own address, whose control port refuses, so node
+# A's daemon carries them over TCP to the host itself, sha256 both ways,
+# each counted with its reason (peer_unreachable: the first from the
+# refused handshake, the others from the negative entry it left).
+read -r tcp5 pu0 < <(it_stat flows.closed.tcp fallback.peer_unreachable | tr '\n' ' ')
+out=$(pa_run --connect "$PH:$SPORT" --flows 10 --size 64KiB --timeout 30) ||
+	it_fail "pod to a plain host without a daemon (fallback): $out"
+read -r tcp6 pu1 < <(it_stat flows.closed.tcp fallback.peer_unreachable | tr '\n' ' ')
+it_eq "node A's TCP flows to the plain host" "$((tcp6 - tcp5))" 10
+it_eq "fallback.peer_unreachable for the plain host" "$((pu1 - pu0))" 10
+peers=$(it_ctl --json peers) || it_fail "peers: $peers"
+grep -q "$PH" <<<"$peers" && grep -Eq '"reason": *"peer_unreachable"' <<<"$peers" ||
+	it_fail "peers does not show the plain host's negative entry: $peers"
+
 # Node B's daemon took only its pods' connections (20 + 1 + 240): its own
 # connections to its pods, for node A's flows, were never taken again.
 read -r pacc < <(it_peer_stat flows.accepted)
@@ -335,7 +369,7 @@ it_eq "node A's TCP flows to it" "$((tcp4 - tcp3))" 5
 
 # Rules removed: pods talk directly, the daemons take nothing more.
 ip netns exec "$NS_C" "$HELPER" tproxy del --port "$SPORT" --dest 10.244.2.0/24 \
-	--dest 10.244.3.0/24 --dest fd44:2::/64 >/dev/null ||
+	--dest 10.244.3.0/24 --dest fd44:2::/64 --dest "$PH/32" >/dev/null ||
 	it_fail "tproxy del on node A"
 ip netns exec "$NS_S" "$HELPER" tproxy del --all >/dev/null || it_fail "tproxy del --all on node B"
 for ns in "$NS_C" "$NS_S"; do
