@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guards pods behind a node daemon, IPv4 and IPv6: connections that pods (network namespaces behind a bridge, and on each node one behind a routed veth) open to pods of another node are taken by the node's daemon (smcproxy-iptables tproxy: TPROXY, or REDIRECT for bridged pods under br_netfilter), carried over the link group to the other node's daemon (peers[].via), which connects to the pod (serve), from the client pod's own address once `route add` is set up: the tproxy listener, its connections and the connections to pods carry "mark", sha256 both ways over many flows, FIN and RST, a pod prefix whose daemon does not answer falls back to TCP, so does a pod's connection to a plain host with no daemon at all (reason peer_unreachable, bytes intact), an address outside serve is declined, same-node pod traffic is left alone, the daemon's own connections to its pods are never taken again, and after `tproxy del` pods talk directly.
+# Guards pods behind a node daemon, IPv4 and IPv6: connections that pods (network namespaces behind a bridge, and on each node one behind a routed veth) open to pods of another node are taken by the node's daemon (smcproxy-iptables tproxy: TPROXY, or REDIRECT for bridged pods under br_netfilter), carried over the link group to the other node's daemon (peers[].via), which connects to the pod (serve), from the client pod's own address once `route add` is set up: the tproxy listener, its connections and the connections to pods carry "mark", a REDIRECTed connection's later packets skip the tproxy chain's socket lookup, sha256 both ways over many flows, FIN and RST, a pod prefix whose daemon does not answer falls back to TCP, so does a pod's connection to a plain host with no daemon at all (reason peer_unreachable, bytes intact), an address outside serve is declined, same-node pod traffic is left alone, the daemon's own connections to its pods are never taken again, and after `tproxy del` pods talk directly.
 #
 #   pod pa (10.244.1.10)            pod pb (10.244.2.10)  pod pr (10.244.2.20)
 #      | bridge br0 10.244.1.1         | bridge br0 10.244.2.1   | routed veth
@@ -284,9 +284,22 @@ grep -q "\"$PA:$SPORT\"" <<<"$json" || it_fail "node B's flows does not show the
 kill "$hold" 2>/dev/null
 wait "$hold" 2>/dev/null
 SOCK=$PSOCK it_wait_stat flows.active.shm -eq 0 5 || it_fail "the bridged pod's held flow did not end"
+# rule_pkts NS WORDS: the packets the mangle chain's rule whose listing
+# has WORDS (a regex) took.
+rule_pkts() {
+	ip netns exec "$1" iptables -w 5 -t mangle -L SMCPROXY_TP -v -n -x | awk -v w="$2" '$0 ~ w { print $1; exit }'
+}
+ip netns exec "$NS_S" iptables -w 5 -t mangle -Z SMCPROXY_TP
 out=$(pb_run --connect "$PA:$SPORT" --flows 200 --concurrency 50 --max-size 128KiB \
 	--seed "$seed" --timeout 60) ||
 	it_fail "bridged pod on node B (br_netfilter) to pod on node A (seed $seed): $(grep -E '^FAIL' <<<"$out" | head -5)"
+# Each REDIRECTed connection's packets after its SYN return at the chain's
+# DNAT test, before the socket lookup: only the SYNs (and a retransmitted
+# one) reach the bridge test behind it.
+dnat=$(rule_pkts "$NS_S" 'ctstate DNAT')
+bridged=$(rule_pkts "$NS_S" 'PHYSDEV match --physdev-is-in')
+[ "${dnat:-0}" -ge 200 ] && [ "${bridged:-999}" -le 400 ] ||
+	it_fail "the bridged pod's later packets were not returned before the socket lookup (DNAT test ${dnat:-?}, bridge test ${bridged:-?} packets, for 200 connections)"
 for m in half-client half-server reset client-reset; do
 	out=$(pb_run --connect "$PA:$SPORT" --flows 5 --size 128KiB --mode "$m" --timeout 30) ||
 		it_fail "mode $m, bridged pod under br_netfilter: $out"
