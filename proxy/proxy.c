@@ -6,6 +6,7 @@
  * fd exhaustion never turns into a busy loop, and no connection is accepted
  * only to be dropped (libuv's uv_tcp does that).
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -196,8 +197,11 @@ static int listener_open(struct listener *l, const struct cfg_addr *a, uint64_t 
 	/* A tproxy listener's own mark: with net.ipv4.tcp_fwmark_accept=1
 	 * (which "route add" sets) an unmarked listener's connections would
 	 * take the TPROXY bit of their SYN, and that bit routes every reply
-	 * to this host instead of to the pod. */
-	if (transparent && mark && setsockopt(fd, SOL_SOCKET, SO_MARK, &mark, sizeof(mark)) < 0) {
+	 * to this host instead of to the pod. Never 0 (proxy_init() refuses
+	 * it): the kernel gives an accepted socket its SYN's mark only when
+	 * the listener has none. */
+	assert(!transparent || mark);
+	if (transparent && setsockopt(fd, SOL_SOCKET, SO_MARK, &mark, sizeof(mark)) < 0) {
 		err = -errno;
 		close(fd);
 		return err;
@@ -341,6 +345,15 @@ int proxy_init(struct proxy *p, uv_loop_t *loop, const struct cfg *cfg,
 		struct listener *l = &p->listeners[p->n_listeners];
 		const struct cfg_addr *ca = &cfg->tproxy[i];
 
+		/* The config refuses a "mark" of 0; a caller that builds its
+		 * own config is told, not given listeners whose connections
+		 * take their SYN's TPROXY bit (listener_open()). */
+		if (!cfg->mark) {
+			snprintf(errbuf, errlen, "tproxy listen on %s: a tproxy listener needs \"mark\" (0 is none)",
+				 addr_format((const struct sockaddr *)&ca->ss, a, sizeof(a)));
+			err = -EINVAL;
+			goto out_close_listeners;
+		}
 		err = listener_open(l, ca, cfg->relay.keepalive_ms, p->reuseport, true, cfg->mark);
 		if (err) {
 			snprintf(errbuf, errlen, "tproxy listen on %s: %s%s",

@@ -347,10 +347,20 @@ for fam in 4 6; do
 	tp=$tp4
 	[ "$fam" = 6 ] && tp=$tp6
 	for line in "$tp" "-A PREROUTING -p tcp -j SMCPROXY_TP" \
-		"-A SMCPROXY_TP -p tcp -m socket --transparent -j MARK --set-xmark 0x1000/0x1000"; do
+		"-A SMCPROXY_TP -p tcp -m socket --transparent -j MARK --set-xmark 0x1000/0x1000" \
+		"-A SMCPROXY_TP -p tcp -m mark --mark 0x1000/0x1000 -j RETURN" \
+		"-A SMCPROXY_TP -p tcp -m conntrack --ctstate DNAT -j RETURN"; do
 		n=$(count "$fam" "$line" mangle)
 		[ "$n" -eq 1 ] || fail "IPv$fam tproxy: expected once, found $n times: $line"
 	done
+	# One socket lookup per packet, none for a NATed connection's: the
+	# chain's head is the DNAT test, the lookup, the mark match, the bridge
+	# test.
+	n=$(inns "$([ "$fam" = 6 ] && echo ip6tables || echo iptables)" -t mangle -S SMCPROXY_TP | grep -c -- '-m socket')
+	[ "$n" -eq 1 ] || fail "IPv$fam tproxy: $n socket lookups in the chain, expected 1"
+	head=$(inns "$([ "$fam" = 6 ] && echo ip6tables || echo iptables)" -t mangle -S SMCPROXY_TP | sed -n 2,5p |
+		sed 's/.* -j \([A-Z]*\).*/\1/' | tr '\n' ' ')
+	[ "$head" = "RETURN MARK RETURN RETURN " ] || fail "IPv$fam tproxy: the chain starts $head"
 	# Bridged packets under br_netfilter: by in mangle, REDIRECTed in nat.
 	d=10.98.0.0/24
 	[ "$fam" = 6 ] && d=fd98::/64
@@ -364,6 +374,18 @@ for fam in 4 6; do
 	[ "$n" -eq 1 ] || fail "IPv$fam: the policy rule is there $n times"
 	inns ip "-$fam" route show table 5460 | grep -q "^local" || fail "IPv$fam: no local route in table 5460"
 done
+# A chain an older helper wrote looked the socket up twice, the second
+# time to return, and had no DNAT test: tproxy add writes the head again.
+inns iptables -w 5 -t mangle -D SMCPROXY_TP -p tcp -m mark --mark 0x1000/0x1000 -j RETURN
+inns iptables -w 5 -t mangle -D SMCPROXY_TP -p tcp -m conntrack --ctstate DNAT -j RETURN
+inns iptables -w 5 -t mangle -I SMCPROXY_TP 2 -p tcp -m socket --transparent -j RETURN
+expect 0 tproxy add --port 80 --dest 10.98.0.0/24
+[ "$(count 4 "-A SMCPROXY_TP -p tcp -m socket --transparent -j RETURN" mangle)" -eq 0 ] &&
+	[ "$(count 4 "-A SMCPROXY_TP -p tcp -m mark --mark 0x1000/0x1000 -j RETURN" mangle)" -eq 1 ] &&
+	[ "$(count 4 "-A SMCPROXY_TP -p tcp -m conntrack --ctstate DNAT -j RETURN" mangle)" -eq 1 ] ||
+	fail "tproxy add did not replace the old chain's second socket lookup: $(inns iptables -t mangle -S SMCPROXY_TP)"
+head=$(inns iptables -t mangle -S SMCPROXY_TP | sed -n 2,5p | sed 's/.* -j \([A-Z]*\).*/\1/' | tr '\n' ' ')
+[ "$head" = "RETURN MARK RETURN RETURN " ] || fail "the upgraded chain starts $head"
 # The TPROXY bit: not one of the daemon's, nor kube-proxy's or a CNI's.
 [ $((0x1000 & (dmark | dcmark | foreign))) -eq 0 ] ||
 	fail "the default TPROXY bit 0x1000 is in the daemon's marks or in $foreign"

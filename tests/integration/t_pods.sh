@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guards pods behind a node daemon, IPv4 and IPv6: connections that pods (network namespaces behind a bridge, and on each node one behind a routed veth) open to pods of another node are taken by the node's daemon (smcproxy-iptables tproxy: TPROXY, or REDIRECT for bridged pods under br_netfilter), carried over the link group to the other node's daemon (peers[].via), which connects to the pod (serve), from the client pod's own address once `route add` is set up: sha256 both ways over many flows, FIN and RST, a pod prefix whose daemon does not answer falls back to TCP, an address outside serve is declined, same-node pod traffic is left alone, the daemon's own connections to its pods are never taken again, and after `tproxy del` pods talk directly.
+# Guards pods behind a node daemon, IPv4 and IPv6: connections that pods (network namespaces behind a bridge, and on each node one behind a routed veth) open to pods of another node are taken by the node's daemon (smcproxy-iptables tproxy: TPROXY, or REDIRECT for bridged pods under br_netfilter), carried over the link group to the other node's daemon (peers[].via), which connects to the pod (serve), from the client pod's own address once `route add` is set up: the tproxy listener, its connections and the connections to pods carry "mark", a REDIRECTed connection's later packets skip the tproxy chain's socket lookup, sha256 both ways over many flows, FIN and RST, a pod prefix whose daemon does not answer falls back to TCP, so does a pod's connection to a plain host with no daemon at all (reason peer_unreachable, bytes intact), an address outside serve is declined, same-node pod traffic is left alone, the daemon's own connections to its pods are never taken again, and after `tproxy del` pods talk directly.
 #
 #   pod pa (10.244.1.10)            pod pb (10.244.2.10)  pod pr (10.244.2.20)
 #      | bridge br0 10.244.1.1         | bridge br0 10.244.2.1   | routed veth
@@ -10,6 +10,8 @@
 #     peers 10.244.2.0/24 via 10.66.1.2   peers 10.244.1.0/24 via 10.66.1.1,
 #     serve 10.244.1.0/24                 serve 10.244.2.0/24
 #   bridge-nf-call-iptables=0 (TPROXY)  =1, as kubeadm wants (REDIRECT)
+#     |
+#   host ph 10.66.2.2 (no daemon), on a veth of node A's (10.66.2.1)
 #
 # The link between the two node daemons is shm (both run on this machine):
 # what is under test is interception, the via daemon and serve; the data
@@ -24,13 +26,15 @@ NS_PR=smcp-pr-$$
 NS_PX=smcp-px-$$
 NS_PA2=smcp-pa2-$$
 NS_PAR=smcp-par-$$
-IT_NS_EXTRA+=("$NS_PA" "$NS_PB" "$NS_PR" "$NS_PX" "$NS_PA2" "$NS_PAR")
+NS_PH=smcp-ph-$$
+IT_NS_EXTRA+=("$NS_PA" "$NS_PB" "$NS_PR" "$NS_PX" "$NS_PA2" "$NS_PAR" "$NS_PH")
 PA=10.244.1.10
 PB=10.244.2.10
 PR=10.244.2.20
 PX=10.244.3.10		# behind node B, but not in its serve
 PA2=10.244.1.11		# a second pod on node A's bridge
 PAR=10.244.1.20		# node A's pod on a routed veth (its /32 beats br0's /24)
+PH=10.66.2.2		# a plain host beside node A: no daemon, nothing on the control port
 PB6=fd44:2::10
 PA6=fd44:1::10
 
@@ -102,6 +106,19 @@ pod_bridge "$NS_S" "$NS_PB" 10.244.2 "$PB" fd44:2
 pod_routed "$NS_S" "$NS_PR" "$PR"
 pod_routed "$NS_C" "$NS_PAR" "$PAR"
 pod_routed "$NS_S" "$NS_PX" "$PX"
+# The plain host: its own link to node A, and node A its way out.
+ip netns add "$NS_PH" || it_fail "ip netns add $NS_PH"
+ip -n "$NS_PH" link set lo up
+ip -n "$NS_C" link add vph type veth peer name eth0 netns "$NS_PH" || it_fail "veth to the plain host"
+ip -n "$NS_C" addr add 10.66.2.1/24 dev vph
+ip -n "$NS_PH" addr add "$PH/24" dev eth0
+ip -n "$NS_C" link set vph up
+ip -n "$NS_PH" link set eth0 up
+ip -n "$NS_PH" route add default via 10.66.2.1
+ip -n "$NS_C" neigh replace "$PH" dev vph nud permanent \
+	lladdr "$(ip -n "$NS_PH" -br link show eth0 | awk '{ print $3 }')"
+ip -n "$NS_PH" neigh replace 10.66.2.1 dev eth0 nud permanent \
+	lladdr "$(ip -n "$NS_C" -br link show vph | awk '{ print $3 }')"
 ip -n "$NS_C" route add 10.244.2.0/24 via "$S4"
 ip -n "$NS_C" route add 10.244.3.0/24 via "$S4"
 ip -n "$NS_S" route add 10.244.1.0/24 via "$C4"
@@ -119,6 +136,7 @@ serve_in() {
 serve_in "$NS_PB" pb.log
 serve_in "$NS_PR" pr.log
 serve_in "$NS_PX" px.log
+serve_in "$NS_PH" ph.log
 pa_run() { ip netns exec "$NS_PA" "$FLOWCHECK" run "$@"; }
 
 # Before any rule: pod to pod directly (the routing is right).
@@ -142,13 +160,14 @@ it_config transport='"auto"' control="\"[::]:$CPORT\"" \
 		{\"prefix\": \"$PR/32\", \"via\": \"$S4\", \"control_port\": 7999},
 		{\"prefix\": \"10.244.2.0/24\", \"via\": \"$S4\", \"control_port\": $CPORT},
 		{\"prefix\": \"10.244.3.0/24\", \"via\": \"$S4\", \"control_port\": $CPORT},
-		{\"prefix\": \"$S4/32\", \"allow\": $ALLOW}]"
+		{\"prefix\": \"$S4/32\", \"allow\": $ALLOW},
+		{\"prefix\": \"10.66.2.0/24\", \"control_port\": $CPORT}]"
 it_daemon_start
 grep -q "listening on 0.0.0.0:$TPORT (tproxy)" "$IT_DIR/daemon.log" ||
 	it_fail "the daemon does not say it listens on the tproxy port: $(cat "$IT_DIR/daemon.log")"
 
 ip netns exec "$NS_C" "$HELPER" tproxy add --port "$SPORT" --dest 10.244.2.0/24 \
-	--dest 10.244.3.0/24 --dest fd44:2::/64 >/dev/null ||
+	--dest 10.244.3.0/24 --dest fd44:2::/64 --dest "$PH/32" >/dev/null ||
 	it_fail "tproxy add on node A"
 ip netns exec "$NS_S" "$HELPER" tproxy add --port "$SPORT" --dest 10.244.1.0/24 \
 	--dest fd44:1::/64 >/dev/null ||
@@ -173,6 +192,18 @@ seen=$(ip netns exec "$NS_PB" ss -Htn state established "( sport = :$SPORT )")
 # Until the daemon connects from the client's own address, the server
 # pod sees node B's (its address on the bridge), not the client pod's.
 grep -q " 10.244.2.1:" <<<"$seen" || it_fail "the server pod does not see node B as its client: $seen"
+# The daemons' sockets of the flow carry "mark" (0x43): node A's tproxy
+# listener, hence the connection it accepted from the pod (a listener
+# without a mark gives its connections their SYN's TPROXY bit once
+# tcp_fwmark_accept is 1), and node B's connection to its pod (a serve
+# address: never client_mark, which routes to this host).
+fw=$(printf 'fwmark:0x%x' "$MARK")
+ip netns exec "$NS_C" ss -Htlne "( sport = :$TPORT )" | grep -q "$fw" ||
+	it_fail "node A's tproxy listener has no $fw: $(ip netns exec "$NS_C" ss -Htlne "( sport = :$TPORT )")"
+seen=$(ip netns exec "$NS_C" ss -Htne state established dst "$PA")
+grep -q "$fw" <<<"$seen" || it_fail "node A's connection from the pod has no $fw: $seen"
+seen=$(ip netns exec "$NS_S" ss -Htne state established dst "$PB")
+grep -q "$fw" <<<"$seen" || it_fail "node B's connection to its pod has no $fw: $seen"
 kill "$hold" 2>/dev/null
 wait "$hold" 2>/dev/null
 it_wait_stat flows.active.shm -eq 0 5 || it_fail "the held flow did not end"
@@ -204,6 +235,9 @@ for ((i = 0; i < 50; i++)); do
 	sleep 0.1
 done
 grep -q " $PA:" <<<"$seen" || it_fail "the server pod does not see the client pod's address: $seen"
+# From the client pod's address, still with "mark", not client_mark.
+seen=$(ip netns exec "$NS_S" ss -Htne state established src "$PA" dst "$PB")
+grep -q "$fw" <<<"$seen" || it_fail "node B's connection from the client pod's address has no $fw: $seen"
 kill "$hold" 2>/dev/null
 wait "$hold" 2>/dev/null
 it_wait_stat flows.active.shm -eq 0 5 || it_fail "the second held flow did not end"
@@ -250,9 +284,22 @@ grep -q "\"$PA:$SPORT\"" <<<"$json" || it_fail "node B's flows does not show the
 kill "$hold" 2>/dev/null
 wait "$hold" 2>/dev/null
 SOCK=$PSOCK it_wait_stat flows.active.shm -eq 0 5 || it_fail "the bridged pod's held flow did not end"
+# rule_pkts NS WORDS: the packets the mangle chain's rule whose listing
+# has WORDS (a regex) took.
+rule_pkts() {
+	ip netns exec "$1" iptables -w 5 -t mangle -L SMCPROXY_TP -v -n -x | awk -v w="$2" '$0 ~ w { print $1; exit }'
+}
+ip netns exec "$NS_S" iptables -w 5 -t mangle -Z SMCPROXY_TP
 out=$(pb_run --connect "$PA:$SPORT" --flows 200 --concurrency 50 --max-size 128KiB \
 	--seed "$seed" --timeout 60) ||
 	it_fail "bridged pod on node B (br_netfilter) to pod on node A (seed $seed): $(grep -E '^FAIL' <<<"$out" | head -5)"
+# Each REDIRECTed connection's packets after its SYN return at the chain's
+# DNAT test, before the socket lookup: only the SYNs (and a retransmitted
+# one) reach the bridge test behind it.
+dnat=$(rule_pkts "$NS_S" 'ctstate DNAT')
+bridged=$(rule_pkts "$NS_S" 'PHYSDEV match --physdev-is-in')
+[ "${dnat:-0}" -ge 200 ] && [ "${bridged:-999}" -le 400 ] ||
+	it_fail "the bridged pod's later packets were not returned before the socket lookup (DNAT test ${dnat:-?}, bridge test ${bridged:-?} packets, for 200 connections)"
 for m in half-client half-server reset client-reset; do
 	out=$(pb_run --connect "$PA:$SPORT" --flows 5 --size 128KiB --mode "$m" --timeout 30) ||
 		it_fail "mode $m, bridged pod under br_netfilter: $out"
@@ -276,6 +323,21 @@ out=$(pa_run --connect "$PR:$SPORT" --flows 10 --size 64KiB --timeout 30) ||
 	it_fail "pod to the routed pod (fallback): $out"
 read -r tcp2 < <(it_stat flows.closed.tcp)
 [ "$tcp2" -ge $((tcp + 10)) ] || it_fail "the routed pod's flows did not fall back to TCP ($tcp -> $tcp2)"
+
+# A plain host with no daemon: its peer entry (no via) offers the flows to
+# a daemon at the host's own address, whose control port refuses, so node
+# A's daemon carries them over TCP to the host itself, sha256 both ways,
+# each counted with its reason (peer_unreachable: the first from the
+# refused handshake, the others from the negative entry it left).
+read -r tcp5 pu0 < <(it_stat flows.closed.tcp fallback.peer_unreachable | tr '\n' ' ')
+out=$(pa_run --connect "$PH:$SPORT" --flows 10 --size 64KiB --timeout 30) ||
+	it_fail "pod to a plain host without a daemon (fallback): $out"
+read -r tcp6 pu1 < <(it_stat flows.closed.tcp fallback.peer_unreachable | tr '\n' ' ')
+it_eq "node A's TCP flows to the plain host" "$((tcp6 - tcp5))" 10
+it_eq "fallback.peer_unreachable for the plain host" "$((pu1 - pu0))" 10
+peers=$(it_ctl --json peers) || it_fail "peers: $peers"
+grep -q "$PH" <<<"$peers" && grep -Eq '"reason": *"peer_unreachable"' <<<"$peers" ||
+	it_fail "peers does not show the plain host's negative entry: $peers"
 
 # Node B's daemon took only its pods' connections (20 + 1 + 240): its own
 # connections to its pods, for node A's flows, were never taken again.
@@ -320,7 +382,7 @@ it_eq "node A's TCP flows to it" "$((tcp4 - tcp3))" 5
 
 # Rules removed: pods talk directly, the daemons take nothing more.
 ip netns exec "$NS_C" "$HELPER" tproxy del --port "$SPORT" --dest 10.244.2.0/24 \
-	--dest 10.244.3.0/24 --dest fd44:2::/64 >/dev/null ||
+	--dest 10.244.3.0/24 --dest fd44:2::/64 --dest "$PH/32" >/dev/null ||
 	it_fail "tproxy del on node A"
 ip netns exec "$NS_S" "$HELPER" tproxy del --all >/dev/null || it_fail "tproxy del --all on node B"
 for ns in "$NS_C" "$NS_S"; do

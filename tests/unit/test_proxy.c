@@ -5,7 +5,9 @@
  * prefixes match as they should, and a flow goes to the peer of the
  * longest prefix that holds its destination. accept4() is wrapped to count
  * calls; origdst_get() and lgr_for_dest() to give a flow a destination and
- * see which peers[] entry it was sent to.
+ * see which peers[] entry it was sent to; sock_bind() and setsockopt() to
+ * see a tproxy listener's IP_TRANSPARENT and SO_MARK without
+ * CAP_NET_ADMIN.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -23,6 +25,7 @@
 #include <cmocka.h>
 
 #include "core/addr.h"
+#include "core/sock.h"
 #include "cfg.h"
 #include "core/origdst.h"
 #include "proxy.h"
@@ -40,12 +43,38 @@ int __wrap_accept4(int fd, struct sockaddr *a, socklen_t *l, int flags)
 /* A host without IPv6: binding an IPv6 address fails as it does there. */
 static bool no_ipv6;
 
+/* IP_TRANSPARENT and SO_MARK need CAP_NET_ADMIN, which the unit tests do
+ * not have: the fds bound transparent and the mark set on each fd are
+ * recorded, and neither option reaches the kernel. */
+enum { FDS_SEEN = 1024 };
+static bool bound_transparent[FDS_SEEN];
+static uint32_t fd_mark[FDS_SEEN];
+
 int __real_sock_bind(const struct sockaddr *sa, socklen_t len, unsigned flags);
 int __wrap_sock_bind(const struct sockaddr *sa, socklen_t len, unsigned flags)
 {
+	int fd;
+
 	if (no_ipv6 && sa->sa_family == AF_INET6)
 		return -EAFNOSUPPORT;
-	return __real_sock_bind(sa, len, flags);
+	fd = __real_sock_bind(sa, len, flags & ~SOCK_BIND_TRANSPARENT);
+	if (fd >= 0 && fd < FDS_SEEN) {
+		bound_transparent[fd] = flags & SOCK_BIND_TRANSPARENT;
+		fd_mark[fd] = 0;
+	}
+	return fd;
+}
+
+int __real_setsockopt(int fd, int level, int name, const void *val, socklen_t len);
+int __wrap_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	if (level == SOL_SOCKET && name == SO_MARK) {
+		assert_int_equal(len, sizeof(uint32_t));
+		if (fd >= 0 && fd < FDS_SEEN)
+			memcpy(&fd_mark[fd], val, sizeof(uint32_t));
+		return 0;
+	}
+	return __real_setsockopt(fd, level, name, val, len);
 }
 
 /* When set, the original destination of every accepted connection. */
@@ -211,6 +240,55 @@ static void test_listen_skips_past_64(void **state)
 	proxy_teardown(&p, &loop, cfg);
 }
 
+/*
+ * A tproxy listener carries the daemon's mark: with tcp_fwmark_accept=1 a
+ * listener without one gives its connections their SYN's mark, whose
+ * TPROXY bit routes every reply to this host instead of to the pod. A
+ * config whose mark is 0 (which the config file refuses, so only a
+ * caller's own) is refused rather than given unmarked tproxy listeners.
+ * (Before, mark 0 left them unmarked without a word.)
+ */
+static void test_tproxy_listener_marked(void **state)
+{
+	struct cfg *cfg;
+	struct proxy p;
+	uv_loop_t loop;
+	char err[256];
+	int fd;
+
+	(void)state;
+	assert_int_equal(cfg_load_string("{\"listen\": [\"127.0.0.1:7001\"], "
+					 "\"tproxy\": [\"127.0.0.1:7003\"], \"mark\": 67}",
+					 "test", &cfg, NULL), 0);
+	((struct sockaddr_in *)&cfg->listen[0].ss)->sin_port = 0;
+	((struct sockaddr_in *)&cfg->tproxy[0].ss)->sin_port = 0;
+	uv_loop_init(&loop);
+	assert_int_equal(proxy_init(&p, &loop, cfg, NULL, &ops, err, sizeof(err)), 0);
+	assert_int_equal(p.n_listeners, 2);
+	fd = p.listeners[0].fd;
+	assert_true(fd >= 0 && fd < FDS_SEEN);
+	assert_false(p.listeners[0].transparent);
+	assert_false(bound_transparent[fd]);
+	fd = p.listeners[1].fd;
+	assert_true(fd >= 0 && fd < FDS_SEEN);
+	assert_true(p.listeners[1].transparent);
+	assert_true(bound_transparent[fd]);
+	assert_int_equal(fd_mark[fd], 67);
+	proxy_teardown(&p, &loop, cfg);
+
+	assert_int_equal(cfg_load_string("{\"listen\": [\"127.0.0.1:7001\"], "
+					 "\"tproxy\": [\"127.0.0.1:7003\"]}", "test", &cfg, NULL), 0);
+	((struct sockaddr_in *)&cfg->listen[0].ss)->sin_port = 0;
+	((struct sockaddr_in *)&cfg->tproxy[0].ss)->sin_port = 0;
+	cfg->mark = 0;
+	uv_loop_init(&loop);
+	err[0] = '\0';
+	assert_int_equal(proxy_init(&p, &loop, cfg, NULL, &ops, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "tproxy listen on 127.0.0.1:0: a tproxy listener needs \"mark\""));
+	assert_int_equal(uv_loop_close(&loop), 0);
+	cfg_free(cfg);
+}
+
 static struct sockaddr_storage sa(const char *ip, unsigned port)
 {
 	struct sockaddr_storage ss = { 0 };
@@ -361,6 +439,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_emfile_pauses_without_spinning),
 		cmocka_unit_test(test_listen_skips_past_64),
+		cmocka_unit_test(test_tproxy_listener_marked),
 		cmocka_unit_test(test_loop_check),
 		cmocka_unit_test(test_addr_in_prefix),
 		cmocka_unit_test(test_addr_format),
