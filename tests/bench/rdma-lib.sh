@@ -101,11 +101,11 @@ redirect() { # SERVER_PORT LISTEN_PORT [SKIP: the relay's own traffic; its mark 
 	RULES+=("$r")
 }
 
-# top_calls STRACE_C_FILE: its six most frequent system calls, "name:calls:
-# failed" each, most first.
+# top_calls STRACE_C_FILE [N]: its N (6) most frequent system calls,
+# "name:calls:failed" each, most first.
 top_calls() {
 	awk '$1 ~ /^[0-9.]+$/ && $NF != "total" && NF >= 5 { print $4, $NF, (NF == 6 ? $5 : 0) }' "$1" 2>/dev/null |
-		sort -rn | head -6 | awk '{ printf "%s%s:%s:%s", (NR > 1 ? " " : ""), $2, $1, $3 }'
+		sort -rn | head -"${2:-6}" | awk '{ printf "%s%s:%s:%s", (NR > 1 ? " " : ""), $2, $1, $3 }'
 }
 
 # per_rt "TOP_CALLS" N: those counts per one of N round trips.
