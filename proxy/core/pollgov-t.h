@@ -3,6 +3,7 @@
 #ifndef SMCPROXY_POLLGOV_T_H
 #define SMCPROXY_POLLGOV_T_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /*
@@ -13,6 +14,7 @@
 struct pollgov {
 	uint64_t max_ns;		/* the window's bound (busy_poll.usecs) */
 	uint64_t win_ns;		/* the window now: 0..max_ns */
+	bool short_wake;		/* the last wake-up came within max_ns */
 };
 
 #endif

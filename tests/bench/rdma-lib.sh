@@ -10,7 +10,8 @@
 #   MARK RING POOL LOG, and per case PORT[] BASE[] (rdma pairs' ports),
 #   CORK[] INLINE[] CQS[] (the keys a pair changes), ALLOW[] (a pair's
 #   allowed ports as JSON words, if more than PORT[]), EXTRA[] (more
-#   config keys of a pair: ', "key": value...'), DAEMON[] (another
+#   config keys of a pair: ', "key": value...'; EXTRA[CASE-A] or
+#   EXTRA[CASE-B], if set, instead for that daemon only), DAEMON[] (another
 #   smcproxyd binary for a pair's daemons), CASE_ENV[] (words put
 #   before the client: LD_PRELOAD=... for kernel SMC-R), CASE_DEST[] (the
 #   address a case's client connects to, if not DEST)
@@ -100,11 +101,11 @@ redirect() { # SERVER_PORT LISTEN_PORT [SKIP: the relay's own traffic; its mark 
 	RULES+=("$r")
 }
 
-# top_calls STRACE_C_FILE: its six most frequent system calls, "name:calls:
-# failed" each, most first.
+# top_calls STRACE_C_FILE [N]: its N (6) most frequent system calls,
+# "name:calls:failed" each, most first.
 top_calls() {
 	awk '$1 ~ /^[0-9.]+$/ && $NF != "total" && NF >= 5 { print $4, $NF, (NF == 6 ? $5 : 0) }' "$1" 2>/dev/null |
-		sort -rn | head -6 | awk '{ printf "%s%s:%s:%s", (NR > 1 ? " " : ""), $2, $1, $3 }'
+		sort -rn | head -"${2:-6}" | awk '{ printf "%s%s:%s:%s", (NR > 1 ? " " : ""), $2, $1, $3 }'
 }
 
 # per_rt "TOP_CALLS" N: those counts per one of N round trips.
@@ -154,7 +155,7 @@ rdma_config() {
 	 "rdma": {"inline": ${INLINE[$c]:-true}},
 	 "fallback": {"connect_timeout": "10s"},
 	 "stats": {"socket": "$WORK/$c-$d.sock"}, "shm": {"dir": "$WORK/$c-$d-shm"},
-	 "log": {"level": "$LOG"}, "user": ""${EXTRA[$c]:-}}
+	 "log": {"level": "$LOG"}, "user": ""${EXTRA[$c-$d]:-${EXTRA[$c]:-}}}
 	EOF
 }
 
