@@ -102,6 +102,14 @@ static const char *worker_link_err(const struct proxy *p, int err, char *buf, si
 	return buf;
 }
 
+/* A peer can fail or close the groups it proposes at will: their end is
+ * said within the setup rate limit; our own proposals' always. */
+static bool lgr_end_log_ok(struct worker *w, const struct proxy *p, const struct lgr *lgr)
+{
+	return lgr->role != LGR_ROLE_SERVER ||
+	       log_ratelimit_ok(&w->pool->rl_setup, uv_now(p->loop));
+}
+
 void worker_on_lgr_event(struct proxy *p, enum lgr_event ev,
 			 const struct lgr *lgr, int err)
 {
@@ -123,9 +131,7 @@ void worker_on_lgr_event(struct proxy *p, enum lgr_event ev,
 			   lgr->why, (unsigned long long)p->cfg->fallback.negative_ttl_ms);
 		break;
 	case LGR_EV_FAILED:
-		/* A peer can fail the groups it proposes at will. */
-		if (lgr->role == LGR_ROLE_SERVER &&
-		    !log_ratelimit_ok(&w->pool->rl_setup, uv_now(p->loop)))
+		if (!lgr_end_log_ok(w, p, lgr))
 			break;
 		log_warn("%slink group %s %s failed: %s; its flows were reset",
 			 worker_tag(w, t, sizeof(t)),
@@ -133,11 +139,8 @@ void worker_on_lgr_event(struct proxy *p, enum lgr_event ev,
 			 worker_link_err(p, err, e, sizeof(e)));
 		break;
 	case LGR_EV_CLOSED:
-		/* Our own stop closes every group: expected, not a warning.
-		 * Rate-limited as failures are: a peer chooses how many
-		 * groups it proposes. */
-		if (lgr->role == LGR_ROLE_SERVER &&
-		    !log_ratelimit_ok(&w->pool->rl_setup, uv_now(p->loop)))
+		/* Our own stop closes every group: expected, not a warning. */
+		if (!lgr_end_log_ok(w, p, lgr))
 			break;
 		log_info("%slink group %s %s closed: this daemon stops%s",
 			 worker_tag(w, t, sizeof(t)),
@@ -146,10 +149,8 @@ void worker_on_lgr_event(struct proxy *p, enum lgr_event ev,
 		break;
 	case LGR_EV_PEER_CLOSED:
 		/* An orderly stop of the peer (it said so): not a failure. Its
-		 * flows drained first; any still open were reset. A peer can
-		 * close the groups it proposes at will, as it can fail them. */
-		if (lgr->role == LGR_ROLE_SERVER &&
-		    !log_ratelimit_ok(&w->pool->rl_setup, uv_now(p->loop)))
+		 * flows drained first; any still open were reset. */
+		if (!lgr_end_log_ok(w, p, lgr))
 			break;
 		log_info("%slink group %s %s closed: the peer daemon stopped",
 			 worker_tag(w, t, sizeof(t)),
