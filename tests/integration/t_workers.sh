@@ -40,7 +40,9 @@ it_server_start
 	>"$IT_DIR/hold.log" 2>&1 &
 hold=$!
 IT_PIDS+=("$hold")
-it_wait_stat flows.active.tcp -eq 64 10 || it_fail "the 64 held flows did not start"
+it_wait_stat flows.active.tcp -eq 64 20 ||
+	it_fail "the 64 held flows did not start (accepted $(it_stat flows.accepted) of 264;" \
+		"hold: $(tr '\n' ' ' <"$IT_DIR/hold.log"))"
 json=$(it_ctl --json flows) || it_fail "flows --json: $json"
 w0=$(grep -cE '"worker": 0,' <<<"$json")
 w1=$(grep -cE '"worker": 1,' <<<"$json")
