@@ -45,7 +45,7 @@ const char *fallback_reason_name(enum fallback_reason r)
 		[FB_DECL_NO_DEVICE] = "no_device", [FB_DECL_VERSION] = "version_mismatch",
 		[FB_DECL_MAX_FLOWS] = "max_flows", [FB_DECL_NO_MEMORY] = "out_of_memory",
 		[FB_DECL_POLICY] = "policy", [FB_DECL_TIMEOUT] = "timeout",
-		[FB_DECL_INTERNAL] = "internal",
+		[FB_DECL_INTERNAL] = "internal", [FB_DECL_STOPPING] = "stopping",
 	};
 
 	return r < FB__MAX ? names[r] : "unknown";

@@ -35,6 +35,7 @@ enum clc_type {
 #define CLC_FEAT_DELETE		(1u << 2)	/* takes LLC_DELETE_LINK (an orderly stop) */
 #define CLC_FEAT_CLIENT_ADDR	(1u << 3)	/* FLOW_OPEN carries the client's address */
 #define CLC_FEAT_STOP_ABORT	(1u << 4)	/* takes CDC_CF_STOPPING (a reset: the sender stops) */
+#define CLC_FEAT_DECL_STOPPING	(1u << 5)	/* takes decline reason CLC_DECL_STOPPING */
 
 /*
  * Transport bits: a proposal offers a set, an accept names one. The
@@ -45,7 +46,13 @@ enum clc_type {
 #define CLC_TR_RDMA		(1u << 1)
 #define CLC_TR_KNOWN		(CLC_TR_SHM | CLC_TR_RDMA)
 
-/* Decline reasons, after SMC's SMC_CLC_DECL_* families. 0 is not sent. */
+/*
+ * Decline reasons, after SMC's SMC_CLC_DECL_* families. 0 is not sent.
+ * A decoder of before refuses a reason it does not know as a malformed
+ * message (a protocol error that fails the link group), so a reason added
+ * later goes only to a peer whose feature bit says it takes it, and to
+ * any other as CLC_DECL_INTERNAL (clc_decline_for_peer()).
+ */
 enum clc_decline {
 	CLC_DECL_NONE = 0,
 	CLC_DECL_NO_DEVICE = 1,		/* no transport in common */
@@ -55,6 +62,9 @@ enum clc_decline {
 	CLC_DECL_POLICY = 5,		/* address not allowed, or auth failed */
 	CLC_DECL_TIMEOUT = 6,		/* no answer in time */
 	CLC_DECL_INTERNAL = 7,		/* anything else on the decliner's side */
+	/* The decliner is stopping (its drain: SMC-R's "operator initiated
+	 * termination") and takes no new flow; CLC_FEAT_DECL_STOPPING. */
+	CLC_DECL_STOPPING = 8,
 	CLC_DECL__MAX
 };
 

@@ -613,6 +613,7 @@ const char *clc_decline_name(unsigned reason)
 		[CLC_DECL_POLICY] = "policy",
 		[CLC_DECL_TIMEOUT] = "timeout",
 		[CLC_DECL_INTERNAL] = "internal",
+		[CLC_DECL_STOPPING] = "stopping",
 	};
 
 	if (reason >= CLC_DECL__MAX || !names[reason])

@@ -42,10 +42,12 @@ enum fallback_reason {
 	FB_DECL_POLICY,
 	FB_DECL_TIMEOUT,
 	FB_DECL_INTERNAL,
+	FB_DECL_STOPPING,
 	FB__MAX
 };
 
-_Static_assert(FB_DECL_INTERNAL - FB_DECL_NO_DEVICE == CLC_DECL_INTERNAL - CLC_DECL_NO_DEVICE,
-	       "FB_DECL_* must follow enum clc_decline");
+_Static_assert(FB_DECL_INTERNAL - FB_DECL_NO_DEVICE == CLC_DECL_INTERNAL - CLC_DECL_NO_DEVICE &&
+	       FB__MAX - FB_DECL_NO_DEVICE == CLC_DECL__MAX - CLC_DECL_NO_DEVICE,
+	       "FB_DECL_* must follow enum clc_decline, to its end");
 
 #endif

@@ -7,6 +7,8 @@
 #ifndef SMCPROXY_FALLBACK_H
 #define SMCPROXY_FALLBACK_H
 
+#include <stdbool.h>
+
 #include "fallback-t.h"
 
 /*
@@ -15,6 +17,7 @@
  *   -ENOMEM, -ENOBUFS  out of memory or of a buffer pool: out_of_memory
  *   -ETIMEDOUT         timeout
  *   -ENODEV            no usable device for the transport: no_device
+ *   -ESHUTDOWN         the decliner stops (its drain): stopping
  *   anything else      internal
  * Never CLC_DECL_NONE. A transport that runs out of a bounded pool of its
  * own (CQs, registered memory) says -ENOBUFS, not -ENOSPC.
@@ -22,8 +25,17 @@
 unsigned clc_decline_of_errno(int err);
 
 /* The fallback reason of a decline (enum clc_decline); CLC_DECL_NONE is a
- * link group that failed under an opening flow: no_link. */
+ * link group that failed under an opening flow: no_link; a reason past
+ * the known ones: internal. */
 enum fallback_reason fallback_of_decline(unsigned reason);
+
+/*
+ * The decline reason to send a peer: reason, but CLC_DECL_STOPPING only
+ * to a peer that set CLC_FEAT_DECL_STOPPING (peer_decl_stopping), and
+ * CLC_DECL_INTERNAL to any other, whose decoder would refuse the reason
+ * and fail the link group.
+ */
+unsigned clc_decline_for_peer(unsigned reason, bool peer_decl_stopping);
 
 /* The fallback reason of a setup error: fallback_of_decline() of
  * clc_decline_of_errno(). */

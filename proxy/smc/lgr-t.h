@@ -108,6 +108,9 @@ struct lgr {
 	/* The peer takes CDC_CF_STOPPING (CLC_FEAT_STOP_ABORT): the resets
 	 * of our stop say so. */
 	bool peer_stop_abort;
+	/* The peer takes decline reason CLC_DECL_STOPPING
+	 * (CLC_FEAT_DECL_STOPPING): our drain's declines say so. */
+	bool peer_decl_stopping;
 	bool client_addr;		/* FLOW_OPEN names the client (CLC_FEAT_CLIENT_ADDR) */
 
 	/* Local memory: the region the peer writes into. */

@@ -99,10 +99,14 @@ static int hs_endpoints(int fd, const struct sockaddr *remote, bool client,
 	return err;
 }
 
+/* Before the peer's features are read, a reason it may not take goes as
+ * internal. */
 static void hs_send_decline(struct lgr *lgr, unsigned reason)
 {
-	struct clc_msg m = { .hdr.type = CLC_DECLINE, .decline.reason = (uint8_t)reason };
+	struct clc_msg m = { .hdr.type = CLC_DECLINE };
 
+	reason = clc_decline_for_peer(reason, lgr->peer_decl_stopping);
+	m.decline.reason = (uint8_t)reason;
 	counter_inc(&lgr->net->stats->declines_sent[reason]);
 	hs_send(lgr, &m);
 }
@@ -211,7 +215,7 @@ static void hs_client_propose(struct lgr *lgr)
 	int len;
 
 	pr->features = (net->psk_len ? CLC_FEAT_PSK : 0) | CLC_FEAT_RING_MOVE | CLC_FEAT_DELETE |
-		       CLC_FEAT_CLIENT_ADDR | CLC_FEAT_STOP_ABORT;
+		       CLC_FEAT_CLIENT_ADDR | CLC_FEAT_STOP_ABORT | CLC_FEAT_DECL_STOPPING;
 	pr->transports = net->lgr_transports;
 	memcpy(pr->host_id, net->host_id, CLC_HOST_ID_LEN);
 	if (getrandom(pr->nonce, sizeof(pr->nonce), 0) != sizeof(pr->nonce)) {
@@ -293,6 +297,7 @@ static void hs_client_on_accept(struct lgr *lgr, const struct clc_accept *a)
 	lgr->ring_move = a->features & CLC_FEAT_RING_MOVE;
 	lgr->peer_delete = a->features & CLC_FEAT_DELETE;
 	lgr->peer_stop_abort = a->features & CLC_FEAT_STOP_ABORT;
+	lgr->peer_decl_stopping = a->features & CLC_FEAT_DECL_STOPPING;
 	lgr->client_addr = a->features & CLC_FEAT_CLIENT_ADDR;
 	if (lgr__setup_links(lgr, a->links, a->max_flows_per_link)) {
 		hs_decline(lgr, CLC_DECL_NO_MEMORY);
@@ -379,11 +384,12 @@ static void hs_server_on_proposal(struct lgr *lgr, const struct clc_proposal *pr
 	lgr->ring_move = pr->features & CLC_FEAT_RING_MOVE;
 	lgr->peer_delete = pr->features & CLC_FEAT_DELETE;
 	lgr->peer_stop_abort = pr->features & CLC_FEAT_STOP_ABORT;
+	lgr->peer_decl_stopping = pr->features & CLC_FEAT_DECL_STOPPING;
 	lgr->client_addr = pr->features & CLC_FEAT_CLIENT_ADDR;
 	memcpy(lgr->peer_host_id, pr->host_id, CLC_HOST_ID_LEN);
 	a->features = (net->psk_len ? CLC_FEAT_PSK : 0) | (lgr->ring_move ? CLC_FEAT_RING_MOVE : 0) |
 		      CLC_FEAT_DELETE | (lgr->client_addr ? CLC_FEAT_CLIENT_ADDR : 0) |
-		      CLC_FEAT_STOP_ABORT;
+		      CLC_FEAT_STOP_ABORT | CLC_FEAT_DECL_STOPPING;
 	memcpy(a->host_id, net->host_id, CLC_HOST_ID_LEN);
 	if (getrandom(a->nonce, sizeof(a->nonce), 0) != sizeof(a->nonce)) {
 		hs_decline(lgr, CLC_DECL_INTERNAL);

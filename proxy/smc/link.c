@@ -11,6 +11,7 @@
 
 #include "cdc.h"
 #include "conn.h"
+#include "fallback.h"
 #include "lgr.h"
 #include "link.h"
 #include "llc.h"
@@ -132,6 +133,8 @@ void link_post_decline(struct link *lnk, uint32_t token, unsigned reason)
 
 	if (lgr_failing(lgr))
 		return;		/* the peer's flows go with the group */
+	/* Counted, and queued for a survivor, as it goes on the wire. */
+	reason = clc_decline_for_peer(reason, lgr->peer_decl_stopping);
 	counter_inc(&lgr->net->stats->declines_sent[reason < CLC_DECL__MAX ? reason : 0]);
 	/* A link that goes down keeps it for the survivor (lgr_link_down()). */
 	if (!link_failing(lnk) && list_empty(&lnk->tx_wait) && !lnk->n_decline_q &&

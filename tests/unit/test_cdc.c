@@ -357,7 +357,7 @@ static void test_llc_wire(void **state)
 static void test_llc_round_trips(void **state)
 {
 	static const uint32_t sizes[] = { 16 << 10, 32 << 10, 1 << 20, 64u << 20 };
-	static const uint8_t reasons[] = { 1, 2, 3, 4, 5, 6, 7 };
+	static const uint8_t reasons[] = { 1, 2, 3, 4, 5, 6, 7, 8 };
 	uint8_t buf[LINK_MSG_LEN], again[LINK_MSG_LEN];
 	struct llc_case c[LLC_CASES];
 	struct llc_msg back;
@@ -522,11 +522,12 @@ static void test_llc_rejects(void **state)
 	llc_encode(&c[2].m, buf);
 	assert_int_equal(llc_dec(buf, LINK_MSG_LEN, &m), 0);
 
-	/* FLOW_DECLINE: reasons 1..7 only. */
+	/* FLOW_DECLINE: reasons 1..8 only (a decoder of before took 8,
+	 * stopping, for malformed: CLC_FEAT_DECL_STOPPING). */
 	llc_encode(&c[3].m, buf);
 	for (unsigned r = 0; r < 256; r++) {
 		buf[8] = (uint8_t)r;
-		assert_int_equal(llc_dec(buf, LINK_MSG_LEN, &m), r >= 1 && r <= 7 ? 0 : -EBADMSG);
+		assert_int_equal(llc_dec(buf, LINK_MSG_LEN, &m), r >= 1 && r <= 8 ? 0 : -EBADMSG);
 	}
 
 	/* RMB_MOVE: the reserved bytes inside its fields, token 0 (no flow

@@ -506,10 +506,10 @@ static void test_confirm_decline_fields(void **state)
 		}
 	}
 
-	/* Decline reasons 1..7 only, reserved bytes zero. */
+	/* Decline reasons 1..8 only, reserved bytes zero. */
 	for (unsigned r = 0; r < 256; r++)
 		expect_patched(sample_decline, 8, (uint8_t)r,
-			       r >= 1 && r <= 7 ? 0 : -EBADMSG);
+			       r >= 1 && r <= 8 ? 0 : -EBADMSG);
 	for (size_t off = 9; off < 12; off++)
 		expect_patched(sample_decline, off, 1, -EBADMSG);
 
@@ -1133,7 +1133,7 @@ static void test_decline_names(void **state)
 {
 	static const char *const want[] = {
 		"unknown", "no_device", "version_mismatch", "max_flows",
-		"out_of_memory", "policy", "timeout", "internal", "unknown",
+		"out_of_memory", "policy", "timeout", "internal", "stopping", "unknown",
 	};
 
 	(void)state;

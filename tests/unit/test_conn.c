@@ -1030,25 +1030,18 @@ static void test_accept_connect_refused(void **state)
 	assert_int_equal(w->stats.connect_failures, 1);
 }
 
-/* A peer opens a flow whose connect finds no free source port on this host
- * (EADDRNOTAVAIL: ip_local_port_range spent, TIME_WAIT): declined
- * max_flows on the wire as before, but counted as connect_no_port and told
- * to the layer above (which logs the episode), not only as a decline. */
-static void test_accept_no_port(void **state)
+/*
+ * The world's group as the acceptor of peer 192.0.2.1, whose prefix allows
+ * every port, and an open from it to 192.0.2.77:8080, an address of this
+ * host as far as the cache says (*dest): it passes lgr_check_dest(), so
+ * what the layer above answers (w->flow_open_err) decides. The caller
+ * closes the cache and clears the peers.
+ */
+static void server_group_open_local(struct world *w, struct cfg_peer *cp, struct cfg_allow *allow,
+				    struct sockaddr_storage *dest, struct llc_flow_open *open)
 {
-	struct world *w = *state;
-	struct sockaddr_storage peer = { 0 }, dest = { 0 };
-	struct sockaddr_in *pin = (struct sockaddr_in *)&peer, *din = (struct sockaddr_in *)&dest;
-	struct cfg_allow allow = { .family = 0, .lo = 1, .hi = 65535 };
-	struct cfg_peer cp = { .prefix = { .family = AF_INET, .len = 24 },
-			       .allow = &allow, .n_allow = 1 };
-	struct llc_flow_open open = {
-		.token = 0x4321,
-		.rmb = { .offset = 0, .size = RING },
-		.family = 4,
-		.port = 8080,
-	};
-	struct llc_msg m;
+	struct sockaddr_storage peer = { 0 };
+	struct sockaddr_in *pin = (struct sockaddr_in *)&peer, *din = (struct sockaddr_in *)dest;
 
 	w->lgr->role = LGR_ROLE_SERVER;
 	w->net.n_lgrs_role[LGR_ROLE_CLIENT]--;
@@ -1056,16 +1049,37 @@ static void test_accept_no_port(void **state)
 	pin->sin_family = AF_INET;
 	inet_pton(AF_INET, "192.0.2.1", &pin->sin_addr);
 	memcpy(&w->lgr->peer, &peer, sizeof(peer));
-	memcpy(cp.prefix.addr, &pin->sin_addr, 4);
-	w->cfg.peers = &cp;
+	*allow = (struct cfg_allow){ .family = 0, .lo = 1, .hi = 65535 };
+	*cp = (struct cfg_peer){ .prefix = { .family = AF_INET, .len = 24 },
+				 .allow = allow, .n_allow = 1 };
+	memcpy(cp->prefix.addr, &pin->sin_addr, 4);
+	w->cfg.peers = cp;
 	w->cfg.n_peers = 1;
-	/* The destination, an address of this host as far as the cache says. */
+	memset(dest, 0, sizeof(*dest));
 	din->sin_family = AF_INET;
 	din->sin_port = htons(8080);
 	inet_pton(AF_INET, "192.0.2.77", &din->sin_addr);
-	memcpy(open.addr, &din->sin_addr, 4);
-	assert_int_equal(addr_local_set(&w->net.local_addrs, &dest, 1, uv_now(&w->loop)), 0);
+	*open = (struct llc_flow_open){ .token = 0x4321, .rmb = { .offset = 0, .size = RING },
+					.family = 4, .port = 8080 };
+	memcpy(open->addr, &din->sin_addr, 4);
+	assert_int_equal(addr_local_set(&w->net.local_addrs, dest, 1, uv_now(&w->loop)), 0);
+}
 
+/* A peer opens a flow whose connect finds no free source port on this host
+ * (EADDRNOTAVAIL: ip_local_port_range spent, TIME_WAIT): declined
+ * max_flows on the wire as before, but counted as connect_no_port and told
+ * to the layer above (which logs the episode), not only as a decline. */
+static void test_accept_no_port(void **state)
+{
+	struct world *w = *state;
+	struct sockaddr_storage dest;
+	struct sockaddr_in *din = (struct sockaddr_in *)&dest;
+	struct cfg_allow allow;
+	struct cfg_peer cp;
+	struct llc_flow_open open;
+	struct llc_msg m;
+
+	server_group_open_local(w, &cp, &allow, &dest, &open);
 	w->flow_open_err = -EADDRNOTAVAIL;
 	lgr_on_flow_open(w->lnk, &open);
 	world_batch_end(w);
@@ -1083,6 +1097,93 @@ static void test_accept_no_port(void **state)
 	assert_int_equal(addr_port((struct sockaddr *)&w->no_port_dest), 8080);
 	assert_int_equal(((struct sockaddr_in *)&w->no_port_dest)->sin_addr.s_addr,
 			 din->sin_addr.s_addr);
+}
+
+/*
+ * A peer opens a flow while this daemon stops (its drain: the layer above
+ * says -ESHUTDOWN): declined stopping, and counted so, where it was
+ * internal and a rolling restart of this daemon read as a fault on the
+ * opener. A peer of before (no CLC_FEAT_DECL_STOPPING) would take reason
+ * 8 for a malformed message and fail the group: it is told internal, as
+ * before, and counted as what it was told.
+ */
+static void test_accept_stopping(void **state)
+{
+	struct world *w = *state;
+	struct sockaddr_storage dest;
+	struct cfg_allow allow;
+	struct cfg_peer cp;
+	struct llc_flow_open open;
+	struct llc_msg m;
+
+	server_group_open_local(w, &cp, &allow, &dest, &open);
+	w->flow_open_err = -ESHUTDOWN;
+	w->lgr->peer_decl_stopping = true;
+	lgr_on_flow_open(w->lnk, &open);
+	w->lgr->peer_decl_stopping = false;	/* a peer of before */
+	open.token = 0x4322;
+	lgr_on_flow_open(w->lnk, &open);
+	world_batch_end(w);
+	addr_local_close(&w->net.local_addrs);
+	w->cfg.peers = NULL;
+	w->cfg.n_peers = 0;
+
+	m = world_llc(w, 0);
+	assert_int_equal(m.type, LLC_FLOW_DECLINE);
+	assert_int_equal(m.decline.token, 0x4321);
+	assert_int_equal(m.decline.reason, CLC_DECL_STOPPING);
+	m = world_llc(w, 1);
+	assert_int_equal(m.type, LLC_FLOW_DECLINE);
+	assert_int_equal(m.decline.token, 0x4322);
+	assert_int_equal(m.decline.reason, CLC_DECL_INTERNAL);
+	assert_int_equal(w->stats.declines_sent[CLC_DECL_STOPPING], 1);
+	assert_int_equal(w->stats.declines_sent[CLC_DECL_INTERNAL], 1);
+	assert_int_equal(w->stats.dest_refused, 0);
+	assert_int_equal(w->lgr->state, LGR_ACTIVE);
+}
+
+/*
+ * The opener's side: a FLOW_DECLINE with reason stopping sends the flow
+ * over TCP as fallback stopping, counted under its name in
+ * declines_received, and the group stays. A reason past the ones this
+ * decoder knows is a malformed message that fails the group (as 8 is to
+ * a daemon of before, hence CLC_FEAT_DECL_STOPPING); a flow still
+ * opening on it goes over TCP as for any lost group, never as a reason
+ * read off the wire.
+ */
+static void test_decline_stopping_falls_back(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f = world_open_only(w, 0, 0, 0);
+	struct wflow *g = world_open_only(w, 1, 0, 0);
+	struct llc_msg dec = { .type = LLC_FLOW_DECLINE };
+	uint8_t msg[LINK_MSG_LEN];
+
+	world_batch_end(w);
+	dec.decline.token = f->c.token;
+	dec.decline.reason = CLC_DECL_STOPPING;
+	llc_encode(&dec, msg);
+	link_rx(w->lnk, msg, sizeof(msg));
+	world_batch_end(w);
+	assert_int_equal(f->ended, CONN_END_DECLINED + 1);
+	assert_int_equal(f->fb, FB_DECL_STOPPING);
+	assert_int_equal(w->stats.declines_received[CLC_DECL_STOPPING], 1);
+	assert_int_equal(w->stats.declines_received[CLC_DECL_INTERNAL], 0);
+	assert_int_equal(w->stats.bad_messages, 0);
+	assert_int_equal(w->lgr->state, LGR_ACTIVE);
+
+	dec.decline.token = g->c.token;
+	llc_encode(&dec, msg);
+	msg[offsetof(struct llc_wire_decline, reason)] = CLC_DECL__MAX;
+	link_rx(w->lnk, msg, sizeof(msg));
+	w->lgr = NULL;			/* freed at the end of the batch */
+	world_batch_end(w);
+	assert_int_equal(w->stats.bad_messages, 1);
+	assert_int_equal(w->stats.lgr_failures, 1);
+	assert_int_equal(g->ended, CONN_END_DECLINED + 1);
+	assert_int_equal(g->fb, FB_NO_LINK);
+	assert_int_equal(w->stats.declines_received[CLC_DECL_STOPPING], 1);
+	assert_int_equal(w->stats.declines_received[CLC_DECL_INTERNAL], 0);
 }
 
 /* A server group of peer 192.0.2.1 whose prefix allows port 9000 only. */
@@ -1379,6 +1480,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_write_failure_not_announced, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_link_rx_token, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_accept_no_port, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_accept_stopping, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_decline_stopping_falls_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_accept_token_zero_is_bad_message, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_link_group_failure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_timeout_falls_back, setup, teardown),

@@ -40,6 +40,9 @@ static void test_errno_table(void **state)
 		 * fd: no room for the flow, not a fault (was internal). */
 		{ -EMFILE, CLC_DECL_MAX_FLOWS, FB_DECL_MAX_FLOWS, "max_flows" },
 		{ -ENFILE, CLC_DECL_MAX_FLOWS, FB_DECL_MAX_FLOWS, "max_flows" },
+		/* The acceptor drains (it stops): a reason of its own, not
+		 * a fault (was internal). */
+		{ -ESHUTDOWN, CLC_DECL_STOPPING, FB_DECL_STOPPING, "stopping" },
 		/* A positive errno is a caller's bug, not a reason. */
 		{ ENOSPC, CLC_DECL_INTERNAL, FB_DECL_INTERNAL, "internal" },
 		{ 0, CLC_DECL_INTERNAL, FB_DECL_INTERNAL, "internal" },
@@ -69,9 +72,31 @@ static void test_decline_to_fallback(void **state)
 		assert_int_equal(fb, FB_DECL_NO_DEVICE + (r - CLC_DECL_NO_DEVICE));
 		assert_string_equal(fallback_reason_name(fb), clc_decline_name(r));
 	}
-	/* A peer's unknown reason (the wire has 8 bits) counts as internal. */
+	/* The newest reason is counted under its own name... */
+	assert_int_equal(fallback_of_decline(CLC_DECL_STOPPING), FB_DECL_STOPPING);
+	assert_string_equal(fallback_reason_name(FB_DECL_STOPPING), "stopping");
+	assert_string_equal(clc_decline_name(CLC_DECL_STOPPING), "stopping");
+	/* ...and one past it (the wire has 8 bits) counts as internal. */
 	assert_int_equal(fallback_of_decline(CLC_DECL__MAX), FB_DECL_INTERNAL);
 	assert_int_equal(fallback_of_decline(255), FB_DECL_INTERNAL);
+	assert_int_equal(fallback_of_decline(~0u), FB_DECL_INTERNAL);
+}
+
+/* What a peer is sent: stopping only to one that said it takes it
+ * (CLC_FEAT_DECL_STOPPING); a daemon of before, whose decoder refuses
+ * reason 8 as malformed, is told internal, as it was before. Every other
+ * reason goes as it is either way. */
+static void test_decline_for_peer(void **state)
+{
+	(void)state;
+	assert_int_equal(clc_decline_for_peer(CLC_DECL_STOPPING, true), CLC_DECL_STOPPING);
+	assert_int_equal(clc_decline_for_peer(CLC_DECL_STOPPING, false), CLC_DECL_INTERNAL);
+	for (unsigned r = CLC_DECL_NO_DEVICE; r < CLC_DECL__MAX; r++) {
+		if (r == CLC_DECL_STOPPING)
+			continue;
+		assert_int_equal(clc_decline_for_peer(r, true), r);
+		assert_int_equal(clc_decline_for_peer(r, false), r);
+	}
 }
 
 /* A rendezvous the handshake named but we cannot reach has a reason of
@@ -108,6 +133,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_errno_table),
 		cmocka_unit_test(test_decline_to_fallback),
+		cmocka_unit_test(test_decline_for_peer),
 		cmocka_unit_test(test_no_rendezvous),
 		cmocka_unit_test(test_reason_names),
 	};
