@@ -216,7 +216,7 @@ void ctl_lgr_stats(json_t *body, const struct proxy_stats *st)
 		"ports", (json_int_t)st->ports_refused,
 		"floods", (json_int_t)st->floods_refused,
 		"bad_messages", (json_int_t)st->bad_messages));
-	json_object_set_new(body, "cdc", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	json_object_set_new(body, "cdc", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"doorbells_saved", (json_int_t)st->doorbells_saved,
 		"sent", (json_int_t)st->cdc_sent,
 		"received", (json_int_t)st->cdc_received,
@@ -225,6 +225,8 @@ void ctl_lgr_stats(json_t *body, const struct proxy_stats *st)
 		"batch_bytes", (json_int_t)st->tx_batch_bytes,
 		"socket_writes", (json_int_t)st->sock_writes,
 		"cork_events", (json_int_t)st->cork_events,
+		"socket_reads", (json_int_t)st->sock_reads,
+		"reads_deferred", (json_int_t)st->reads_deferred,
 		"ring_full_local", (json_int_t)st->ring_full_local,
 		"ring_full_remote", (json_int_t)st->ring_full_remote,
 		"rings_grown", (json_int_t)st->rings_grown,

@@ -152,6 +152,8 @@ struct conn {
 	struct list_head grown_node;	/* lgr->grown: our ring is larger than ring_init */
 	struct loop_defer defer;
 
+	uint32_t last_read;		/* what the last fill read (cork.h) */
+
 	uint64_t bytes_tx;		/* socket -> peer */
 	uint64_t bytes_rx;		/* peer -> socket */
 	uint64_t last_active_ms;

@@ -999,9 +999,15 @@ static void conn_push(struct conn *c)
 	link_conn_work(c, CONN_TX_CDC);
 }
 
+/* c's sends completed: a read deferred to now (conn_defer_read()) takes
+ * what the socket gathered and pushes it; else what autocork held goes. */
 void conn_tx_progress(struct conn *c)
 {
-	if (c->state == CONN_ACTIVE)
+	if (c->state != CONN_ACTIVE)
+		return;
+	if (c->in_pending)
+		conn_fill(c);
+	else
 		conn_push(c);
 }
 
@@ -1028,6 +1034,29 @@ static void conn_account(struct conn *c, uint32_t n, bool from_socket)
 	}
 }
 
+/* ------------------------------------------------------------------ */
+/* Autocork's side of the socket (cork.h). */
+
+/*
+ * A readable socket left to the completion of the flow's send in flight,
+ * which reads it (conn_tx_progress()) in one go. Not once the socket
+ * reported FIN or urgent data (their reads must not wait), nor for a
+ * socket in the local hop's bypass, nor while the peer's ring is full
+ * (its window update reads it).
+ */
+static bool conn_defer_read(struct conn *c)
+{
+	const struct smc_net *net = conn_net(c);
+
+	if (c->rdhup || c->urgent || c->bypass_step || c->write_blocked ||
+	    !cork_should_defer_read(&net->cork, c->lgr->ops->completes_locally,
+				    link_conn_unacked(c), c->last_read))
+		return false;
+	counter_inc(&net->stats->reads_deferred);
+	link_cork(c);
+	return true;
+}
+
 /*
  * Socket -> the peer's ring, until the socket is drained, the ring is full
  * or FIN. A read shorter than the room we offered means the socket had no
@@ -1038,7 +1067,10 @@ static void conn_account(struct conn *c, uint32_t n, bool from_socket)
  */
 void conn_fill(struct conn *c)
 {
+	struct proxy_stats *st = conn_net(c)->stats;
 	struct iovec iov[2];
+	uint32_t total = 0;
+	bool read = false;
 	ssize_t n;
 
 	while (c->state == CONN_ACTIVE && !c->app_eof) {
@@ -1062,9 +1094,12 @@ void conn_fill(struct conn *c)
 			cnt = 2;
 		}
 		n = readv(c->fd, iov, cnt);
+		counter_inc(&st->sock_reads);
+		read = true;
 		if (n > 0) {
 			uint32_t len = (uint32_t)n;
 
+			total += len;
 			/* Written to the peer with the CDC that announces it
 			 * (conn_write_out()): autocork may hold it. */
 			c->tx_prod = cursor_add(c->tx_prod, len, c->tx_size);
@@ -1094,8 +1129,11 @@ void conn_fill(struct conn *c)
 		conn_reset(c, CONN_END_RESET, -errno);
 		return;
 	}
-	if (c->state == CONN_ACTIVE)
-		conn_push(c);
+	if (c->state != CONN_ACTIVE)
+		return;
+	if (read)
+		c->last_read = total;	/* a small write's or not (cork.h) */
+	conn_push(c);
 }
 
 /* Our ring -> the socket, until it is empty or the socket would block;
@@ -1215,6 +1253,7 @@ static void conn_on_event(struct epset_entry *e, uint32_t events)
 	}
 	if (c->state == CONN_ACTIVE && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLPRI))) {
 		c->in_pending = true;
-		conn_fill(c);
+		if ((events & (EPOLLRDHUP | EPOLLHUP | EPOLLPRI)) || !conn_defer_read(c))
+			conn_fill(c);
 	}
 }

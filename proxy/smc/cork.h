@@ -6,6 +6,12 @@
  * pushes it) or until autocork.max_bytes of it wait. Small writes that
  * arrive while the link is busy thus leave in one message instead of one
  * each, and a lone write is never delayed.
+ *
+ * On a transport whose sends complete within the peer's next poll (shm),
+ * a small-write flow with a send in flight also leaves its bytes in the
+ * socket until that completion: autocork would hold them until then
+ * anyway, and one read then takes the whole batch instead of one read per
+ * segment, and the daemon wakes once per batch, not once per write.
  */
 #ifndef SMCPROXY_CORK_H
 #define SMCPROXY_CORK_H
@@ -36,6 +42,20 @@ static inline bool cork_should_hold(const struct cork_params *cp, bool unacked,
 	if (!cp->enabled || !unacked)
 		return false;
 	return held < limit;
+}
+
+/* A socket read of less than this is a small write's. */
+#define CORK_SMALL_READ		2048u
+/*
+ * Whether a readable socket may wait for the completion of the flow's send
+ * in flight rather than be read now. locally: the transport completes a
+ * send when the peer takes it, in microseconds; last_read: what the last
+ * read of the flow took.
+ */
+static inline bool cork_should_defer_read(const struct cork_params *cp, bool locally,
+					  bool unacked, uint32_t last_read)
+{
+	return cp->enabled && locally && unacked && last_read < CORK_SMALL_READ;
 }
 
 #endif

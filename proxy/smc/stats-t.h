@@ -61,6 +61,8 @@ struct proxy_stats {
 	counter_t tx_batch_bytes;	/* ... the bytes they announced */
 	counter_t sock_writes;		/* writes of the peer's bytes to our socket */
 	counter_t cork_events;		/* sends held back by autocork */
+	counter_t sock_reads;		/* reads of our sockets for the peer */
+	counter_t reads_deferred;	/* ... left to the completion of a send (cork.h) */
 	counter_t ring_full_local;	/* our receive ring filled: the peer waited */
 	counter_t ring_full_remote;	/* the peer's ring filled: we stopped reading */
 	counter_t ring_bytes_limit;	/* gauge: this worker's share of buffers.pool */

@@ -89,6 +89,10 @@ struct smc_transport_ops {
 	/* It can only be of use with a control port (it has no client
 	 * side without the peer's listener): not set up without one. */
 	bool needs_control;
+	/* Its sends complete when the peer takes them, within the peer's
+	 * next poll, not a network round trip later: autocork may leave a
+	 * small-write flow's bytes in the socket until then (cork.h). */
+	bool completes_locally;
 
 	/* ---- per worker ------------------------------------------------- */
 	/*

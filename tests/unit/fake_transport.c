@@ -218,6 +218,25 @@ const struct smc_transport_ops fake_ops = {
 	.lgr_close = fake_lgr_close,
 };
 
+/* The same, with sends that complete within the peer's next poll, as
+ * shm's do: autocork may defer a small-write flow's reads (cork.h). */
+const struct smc_transport_ops fake_local_ops = {
+	.name = "fake",
+	.mode = FLOW_MODE_SHM,
+	.clc_bit = CLC_TR_SHM,
+	.completes_locally = true,
+	.poll = fake_poll,
+	.tx_room = fake_tx_room,
+	.post = fake_post,
+	.flush = fake_flush,
+	.tx_done = fake_tx_done,
+	.want_progress = fake_want_progress,
+	.conn_attach = fake_conn_attach,
+	.conn_detach = fake_conn_detach,
+	.write = fake_write,
+	.lgr_close = fake_lgr_close,
+};
+
 /*
  * A group of several links can lose one: conn_moved is what tells the flow
  * code so (as rdma has it and shm not), and a flow then stays until its

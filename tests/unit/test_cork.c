@@ -279,6 +279,91 @@ static void test_disabled_never_holds(void **state)
 	assert_false(f->c.corked);
 }
 
+/* ------------------------------------------------------------------ */
+/* Reads deferred to the completion (a transport that completes locally). */
+
+static void test_should_defer_read(void **state)
+{
+	struct cork_params cp = { .enabled = true, .max_bytes = CORK_MAX };
+
+	assert_true(cork_should_defer_read(&cp, true, true, 0));
+	assert_true(cork_should_defer_read(&cp, true, true, CORK_SMALL_READ - 1));
+	assert_false(cork_should_defer_read(&cp, true, true, CORK_SMALL_READ));
+	assert_false(cork_should_defer_read(&cp, true, false, 1));	/* nothing in flight */
+	assert_false(cork_should_defer_read(&cp, false, true, 1));	/* rdma: a round trip */
+	cp.enabled = false;
+	assert_false(cork_should_defer_read(&cp, true, true, 1));
+}
+
+/* Writes while the first CDC is in flight stay in the socket; its
+ * completion reads them in one read and pushes them in one CDC. */
+static void test_read_deferred_to_completion(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f;
+	uint64_t reads;
+
+	w->lgr->ops = &fake_local_ops;
+	f = world_open(w, 0, RING);
+	app_write(w, f, "a", 1);
+	assert_int_equal(w->fake.n_msgs, 1);
+	reads = w->stats.sock_reads;
+	assert_int_equal(write(f->app, "bb", 2), 2);
+	world_settle(w);
+	assert_int_equal(write(f->app, "ccc", 3), 3);
+	world_settle(w);
+	assert_int_equal(f->c.bytes_tx, 1);		/* still in the socket */
+	assert_true(w->stats.reads_deferred >= 1);
+	assert_int_equal(w->stats.sock_reads, reads);
+	assert_true(f->c.corked);
+	assert_int_equal(w->fake.n_msgs, 1);
+
+	world_complete(w);
+	assert_int_equal(f->c.bytes_tx, 6);
+	assert_int_equal(w->stats.sock_reads, reads + 1);
+	assert_int_equal(w->fake.n_msgs, 2);
+	assert_cdc(w, 1, f, 6, 0);
+	assert_memory_equal(w->fake.peer, "abbccc", 6);
+	assert_false(f->c.corked);
+}
+
+/* A flow whose last read was large is read at once, CDC in flight or not:
+ * bulk goes to the ring as it comes. */
+static void test_large_read_not_deferred(void **state)
+{
+	struct world *w = *state;
+	static char big[CORK_SMALL_READ];
+	struct wflow *f;
+
+	w->lgr->ops = &fake_local_ops;
+	f = world_open(w, 0, RING);
+	memset(big, 'x', sizeof(big));
+	app_write(w, f, big, sizeof(big));
+	assert_int_equal(w->fake.n_msgs, 1);
+	app_write(w, f, "y", 1);	/* read at once: app_write waits for it */
+	assert_int_equal(w->stats.reads_deferred, 0);
+}
+
+/* FIN is read at once, deferred bytes before it with it, in one CDC. */
+static void test_fin_ends_deferral(void **state)
+{
+	struct world *w = *state;
+	struct wflow *f;
+
+	w->lgr->ops = &fake_local_ops;
+	f = world_open(w, 0, RING);
+	app_write(w, f, "a", 1);
+	assert_int_equal(write(f->app, "b", 1), 1);
+	world_settle(w);
+	assert_int_equal(f->c.bytes_tx, 1);
+	shutdown(f->app, SHUT_WR);
+	assert_true(world_run_until(w, f->c.app_eof));
+	world_settle(w);
+	assert_int_equal(f->c.bytes_tx, 2);
+	assert_int_equal(w->fake.n_msgs, 2);
+	assert_cdc(w, 1, f, 2, CDC_CF_DONE_WRITING);
+}
+
 /* The FIN leaves at once, unacknowledged sends or not, and carries what
  * was held. */
 static void test_fin_never_held(void **state)
@@ -547,6 +632,10 @@ int main(void)
 		cmocka_unit_test(test_should_hold_nothing_unacked),
 		cmocka_unit_test(test_should_hold_below_at_above_max),
 		cmocka_unit_test(test_should_hold_half_the_ring),
+		cmocka_unit_test(test_should_defer_read),
+		cmocka_unit_test_setup_teardown(test_read_deferred_to_completion, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_large_read_not_deferred, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fin_ends_deferral, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_first_write_not_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_held_until_completion, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_partial_completion_keeps_holding, setup, teardown),

@@ -291,6 +291,7 @@ const struct smc_transport_ops shm_ops = {
 	.clc_tlv = CLC_TLV_SHM_NAME,
 	.serves = "on this host",
 	.needs_host_id = true,
+	.completes_locally = true,
 	.init = shm_init,
 	.close = shm_close,
 	.listen = shm_listen,
