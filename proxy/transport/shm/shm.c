@@ -140,8 +140,11 @@ static void shm_want_progress(struct link *lnk)
  * Whether the peer took our progress request since we made it: it cleared
  * the word, which it does only after storing its consumer index. Acquire,
  * so that the tx_done() of the link_tx_progress() that follows sees that
- * index. True once per request. A peer that clears the word without
- * consuming only gets us to look at tx_done() again.
+ * index. True once per request. The word, not the index: a drain that
+ * stored its index before we asked again may clear the new request too
+ * (its exchange comes after), and the index then does not move for it.
+ * A peer that clears the word without consuming only gets us to look at
+ * tx_done() again.
  */
 static bool shm_tx_answered(struct shm_link *sl)
 {
@@ -356,8 +359,9 @@ const struct smc_transport_ops shm_ops = {
  * We clear the word (an exchange, after our index store), fence, then
  * load its running word; it stores running 0, fences, then loads the word
  * (shm_lgr_idle()). As in shm_flush(), one of us always sees the other's
- * store: it sees the word cleared, or we see it may sleep and ring. false
- * when the peer made the doorbell blocking.
+ * store: it sees the word cleared, or we see it may sleep and ring. Its
+ * busy poll needs no fence: it runs, and passes shm_lgr_idle() before it
+ * blocks. false when the peer made the doorbell blocking.
  */
 static bool shm_ring_progress(struct shm_link *sl, uint32_t waiting)
 {
