@@ -31,6 +31,7 @@ struct shm_link {
 	struct shm_queue *txq;		/* in the peer's */
 	uint32_t tx_prod;
 	uint32_t rx_cons;
+	bool tx_waiting;		/* txq->waiting is ours, not yet cleared */
 };
 
 struct shm_lgr {

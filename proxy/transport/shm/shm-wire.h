@@ -49,6 +49,17 @@ struct shm_queue {
 	_Alignas(64) uint8_t slots[SHM_SLOTS][LINK_MSG_LEN];
 };
 
+/*
+ * What a producer stores in waiting; the consumer clears it once its
+ * index advanced. A daemon of before stores SHM_WAIT_RING and only hears
+ * of progress by a doorbell; one that stores SHM_WAIT_LOOK also looks at
+ * the word while its running word is 1 (in its busy poll, and before it
+ * blocks), so a consumer may skip that doorbell then. Any other non-zero
+ * value is rung, as SHM_WAIT_RING.
+ */
+#define SHM_WAIT_RING	1u
+#define SHM_WAIT_LOOK	2u
+
 #define SHM_Q_SIZE	((sizeof(struct shm_queue) + 4095) & ~(size_t)4095)
 
 /* The region's layout, which the peer daemon shares (it maps ours). */

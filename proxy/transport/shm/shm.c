@@ -126,18 +126,41 @@ static uint32_t shm_tx_done(struct link *lnk)
 	return __atomic_load_n(&sl->txq->cons, __ATOMIC_SEQ_CST);
 }
 
+/* SHM_WAIT_LOOK: while we run, the peer may answer by clearing the word
+ * alone (shm_ring_progress()); shm_tx_answered() looks for that. */
 static void shm_want_progress(struct link *lnk)
 {
 	struct shm_link *sl = lnk->tp;
 
-	__atomic_store_n(&sl->txq->waiting, 1, __ATOMIC_SEQ_CST);
+	sl->tx_waiting = true;
+	__atomic_store_n(&sl->txq->waiting, SHM_WAIT_LOOK, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * Whether the peer took our progress request since we made it: it cleared
+ * the word, which it does only after storing its consumer index. Acquire,
+ * so that the tx_done() of the link_tx_progress() that follows sees that
+ * index. True once per request. The word, not the index: a drain that
+ * stored its index before we asked again may clear the new request too
+ * (its exchange comes after), and the index then does not move for it.
+ * A peer that clears the word without consuming only gets us to look at
+ * tx_done() again.
+ */
+static bool shm_tx_answered(struct shm_link *sl)
+{
+	if (!sl->tx_waiting || __atomic_load_n(&sl->txq->waiting, __ATOMIC_ACQUIRE))
+		return false;
+	sl->tx_waiting = false;
+	return true;
 }
 
 /*
  * Before the event loop blocks: say we may sleep, then look at the queues once
  * more. Messages that came while we ran (their producers saw us running
- * and skipped the doorbell) are taken now when run allows, and we stay
- * awake (true: the caller comes back); else they ring our own doorbell.
+ * and skipped the doorbell), and progress requests the peer answered
+ * without a doorbell for the same reason (shm_ring_progress()), are
+ * handled now when run allows, and we stay awake (true: the caller comes
+ * back); else they ring our own doorbell, whose handler does both.
  */
 static bool shm_lgr_idle(struct lgr *lgr, bool run)
 {
@@ -158,8 +181,10 @@ static bool shm_lgr_idle(struct lgr *lgr, bool run)
 	for (i = 0; i < lgr->n_links; i++) {
 		struct shm_link *sl = &sg->links[i];
 		uint64_t one = 1;
+		bool rx = __atomic_load_n(&sl->rxq->prod, __ATOMIC_RELAXED) != sl->rx_cons;
+		bool answered = shm_tx_answered(sl);
 
-		if (__atomic_load_n(&sl->rxq->prod, __ATOMIC_RELAXED) == sl->rx_cons)
+		if (!rx && !answered)
 			continue;
 		if (!run) {
 			/* Our own doorbell, but the peer holds it too. */
@@ -173,7 +198,10 @@ static bool shm_lgr_idle(struct lgr *lgr, bool run)
 		}
 		__atomic_store_n(&hdr->running, 1, __ATOMIC_RELAXED);
 		ran = true;
-		shm_drain(sl);
+		if (rx)
+			shm_drain(sl);	/* and link_tx_progress() */
+		else
+			link_tx_progress(sl->lnk);
 	}
 	return ran;
 }
@@ -198,8 +226,9 @@ static bool shm_before_sleep(struct smc_net *net, bool run)
 
 /*
  * Busy polling: say we run (peers then skip the doorbell: the next poll
- * finds their messages), and take what the queues hold. A group that
- * fails meanwhile is torn down at the end of the batch.
+ * finds their messages, or that they took our progress request), and take
+ * what the queues hold. A group that fails meanwhile is torn down at the
+ * end of the batch.
  */
 static bool shm_poll(struct smc_net *net)
 {
@@ -218,10 +247,13 @@ static bool shm_poll(struct smc_net *net)
 		for (i = 0; i < lgr->n_links; i++) {
 			struct shm_link *sl = &sg->links[i];
 
-			if (__atomic_load_n(&sl->rxq->prod, __ATOMIC_RELAXED) == sl->rx_cons)
-				continue;
-			found = true;
-			shm_drain(sl);	/* a failure it finds runs at the batch's end */
+			if (__atomic_load_n(&sl->rxq->prod, __ATOMIC_RELAXED) != sl->rx_cons) {
+				found = true;
+				shm_drain(sl);	/* a failure it finds runs at the batch's end */
+			} else if (shm_tx_answered(sl)) {
+				found = true;
+				link_tx_progress(sl->lnk);
+			}
 		}
 	}
 	return found;
@@ -321,18 +353,44 @@ const struct smc_transport_ops shm_ops = {
 #define shm_link_of(e)	container_of(e, struct shm_link, ev)
 
 /*
- * Takes every message the peer queued, then tells it how far we got; a
- * peer waiting for that (queue full, or autocork) gets a doorbell. Then
- * our own sends may go on: the same doorbell says the peer consumed ours.
+ * The answer to a producer that waits for our progress (its queue full,
+ * or autocork holding its next batch), once our consumer index moved: a
+ * doorbell, unless it asked with SHM_WAIT_LOOK and runs. It then sees the
+ * cleared word in its busy poll or before it blocks (shm_tx_answered()).
+ * We clear the word (an exchange, after our index store), fence, then
+ * load its running word; it stores running 0, fences, then loads the word
+ * (shm_lgr_idle()). As in shm_flush(), one of us always sees the other's
+ * store: it sees the word cleared, or we see it may sleep and ring. Its
+ * busy poll needs no fence: it runs, and passes shm_lgr_idle() before it
+ * blocks. false when the peer made the doorbell blocking.
  */
-/* Takes every message queued on sl's link. A failure it finds only
- * fails the group at the end of the batch (lgr.h): sl stays till then. */
+static bool shm_ring_progress(struct shm_link *sl, uint32_t waiting)
+{
+	const struct shm_hdr *peer = (const void *)sl->sg->peer;
+
+	if (waiting == SHM_WAIT_LOOK) {
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&peer->running, __ATOMIC_RELAXED) == 1) {
+			counter_inc(&sl->sg->lgr->net->stats->doorbells_saved);
+			return true;
+		}
+	}
+	return shm_ring(sl);
+}
+
+/*
+ * Takes every message the peer queued, then tells it how far we got,
+ * answering its progress request (shm_ring_progress()). Then our own
+ * sends may go on: the peer's doorbell may say it consumed ours. A
+ * failure it finds only fails the group at the end of the batch (lgr.h):
+ * sl stays till then.
+ */
 void shm_drain(struct shm_link *sl)
 {
 	struct link *lnk = sl->lnk;
 	struct lgr *lgr = lnk->lgr;
 	uint8_t msg[LINK_MSG_LEN];
-	uint32_t prod;
+	uint32_t prod, waiting;
 
 	/*
 	 * The eventfd is never read: an edge-triggered epoll reports every
@@ -359,10 +417,12 @@ void shm_drain(struct shm_link *sl)
 		link_rx(lnk, msg, sizeof(msg));
 	}
 	__atomic_store_n(&sl->rxq->cons, sl->rx_cons, __ATOMIC_SEQ_CST);
-	if (__atomic_exchange_n(&sl->rxq->waiting, 0, __ATOMIC_SEQ_CST) && !shm_ring(sl)) {
+	waiting = __atomic_exchange_n(&sl->rxq->waiting, 0, __ATOMIC_SEQ_CST);
+	if (waiting && !shm_ring_progress(sl, waiting)) {
 		shm_blocked(sl);
 		return;
 	}
+	shm_tx_answered(sl);	/* answered now, if it was */
 	link_tx_progress(lnk);
 }
 
