@@ -218,24 +218,10 @@ const struct smc_transport_ops fake_ops = {
 	.lgr_close = fake_lgr_close,
 };
 
-/* The same, with sends that complete within the peer's next poll, as
- * shm's do: autocork may defer a small-write flow's reads (cork.h). */
-const struct smc_transport_ops fake_local_ops = {
-	.name = "fake",
-	.mode = FLOW_MODE_SHM,
-	.clc_bit = CLC_TR_SHM,
-	.completes_locally = true,
-	.poll = fake_poll,
-	.tx_room = fake_tx_room,
-	.post = fake_post,
-	.flush = fake_flush,
-	.tx_done = fake_tx_done,
-	.want_progress = fake_want_progress,
-	.conn_attach = fake_conn_attach,
-	.conn_detach = fake_conn_detach,
-	.write = fake_write,
-	.lgr_close = fake_lgr_close,
-};
+/* fake_ops with sends that complete within the peer's next poll, as
+ * shm's do, so that autocork may defer reads (cork.h): world_new() sets
+ * it up. */
+struct smc_transport_ops fake_local_ops;
 
 /*
  * A group of several links can lose one: conn_moved is what tells the flow
@@ -356,6 +342,8 @@ struct world *world_new_links(uint32_t rx_ring, uint32_t region,
 
 	assert_non_null(w);
 	assert_true(links >= 1 && links <= WORLD_LINKS_MAX);
+	fake_local_ops = fake_ops;
+	fake_local_ops.completes_locally = true;
 	w->n_links = links;
 	assert_int_equal(uv_loop_init(&w->loop), 0);
 	w->cfg.fallback.connect_timeout_ms = 5000;

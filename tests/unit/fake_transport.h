@@ -127,7 +127,7 @@ static inline struct fake *fake_of_link(struct link *lnk)
  * test that puts it in the registry (wraps smc_transport_at()). */
 extern const struct smc_transport_ops fake_ops;
 /* fake_ops with completes_locally: a test sets it as w->lgr->ops. */
-extern const struct smc_transport_ops fake_local_ops;
+extern struct smc_transport_ops fake_local_ops;
 
 /* The peer queues msg on the link of f, unread until poll(). */
 void fake_queue_rx(struct fake *f, const uint8_t msg[LINK_MSG_LEN]);

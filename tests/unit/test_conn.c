@@ -1035,13 +1035,21 @@ static void test_accept_connect_refused(void **state)
  * every port, and an open from it to 192.0.2.77:8080, an address of this
  * host as far as the cache says (*dest): it passes lgr_check_dest(), so
  * what the layer above answers (w->flow_open_err) decides. The caller
- * closes the cache and clears the peers.
+ * undoes it with server_group_close_local().
  */
-static void server_group_open_local(struct world *w, struct cfg_peer *cp, struct cfg_allow *allow,
-				    struct sockaddr_storage *dest, struct llc_flow_open *open)
+struct local_open {
+	struct cfg_peer cp;
+	struct cfg_allow allow;
+	struct sockaddr_storage dest;
+	struct llc_flow_open open;
+};
+
+static void server_group_open_local(struct world *w, struct local_open *lo)
 {
 	struct sockaddr_storage peer = { 0 };
-	struct sockaddr_in *pin = (struct sockaddr_in *)&peer, *din = (struct sockaddr_in *)dest;
+	struct sockaddr_in *pin = (struct sockaddr_in *)&peer, *din = (struct sockaddr_in *)&lo->dest;
+	struct cfg_peer *cp = &lo->cp;
+	struct llc_flow_open *open = &lo->open;
 
 	w->lgr->role = LGR_ROLE_SERVER;
 	w->net.n_lgrs_role[LGR_ROLE_CLIENT]--;
@@ -1049,20 +1057,37 @@ static void server_group_open_local(struct world *w, struct cfg_peer *cp, struct
 	pin->sin_family = AF_INET;
 	inet_pton(AF_INET, "192.0.2.1", &pin->sin_addr);
 	memcpy(&w->lgr->peer, &peer, sizeof(peer));
-	*allow = (struct cfg_allow){ .family = 0, .lo = 1, .hi = 65535 };
+	lo->allow = (struct cfg_allow){ .family = 0, .lo = 1, .hi = 65535 };
 	*cp = (struct cfg_peer){ .prefix = { .family = AF_INET, .len = 24 },
-				 .allow = allow, .n_allow = 1 };
+				 .allow = &lo->allow, .n_allow = 1 };
 	memcpy(cp->prefix.addr, &pin->sin_addr, 4);
 	w->cfg.peers = cp;
 	w->cfg.n_peers = 1;
-	memset(dest, 0, sizeof(*dest));
+	memset(&lo->dest, 0, sizeof(lo->dest));
 	din->sin_family = AF_INET;
 	din->sin_port = htons(8080);
 	inet_pton(AF_INET, "192.0.2.77", &din->sin_addr);
 	*open = (struct llc_flow_open){ .token = 0x4321, .rmb = { .offset = 0, .size = RING },
 					.family = 4, .port = 8080 };
 	memcpy(open->addr, &din->sin_addr, 4);
-	assert_int_equal(addr_local_set(&w->net.local_addrs, dest, 1, uv_now(&w->loop)), 0);
+	assert_int_equal(addr_local_set(&w->net.local_addrs, &lo->dest, 1, uv_now(&w->loop)), 0);
+}
+
+static void server_group_close_local(struct world *w)
+{
+	addr_local_close(&w->net.local_addrs);
+	w->cfg.peers = NULL;
+	w->cfg.n_peers = 0;
+}
+
+/* Message i the world sent is a FLOW_DECLINE of token for reason. */
+static void assert_decline(struct world *w, unsigned i, uint32_t token, unsigned reason)
+{
+	struct llc_msg m = world_llc(w, i);
+
+	assert_int_equal(m.type, LLC_FLOW_DECLINE);
+	assert_int_equal(m.decline.token, token);
+	assert_int_equal(m.decline.reason, reason);
 }
 
 /* A peer opens a flow whose connect finds no free source port on this host
@@ -1072,26 +1097,17 @@ static void server_group_open_local(struct world *w, struct cfg_peer *cp, struct
 static void test_accept_no_port(void **state)
 {
 	struct world *w = *state;
-	struct sockaddr_storage dest;
-	struct sockaddr_in *din = (struct sockaddr_in *)&dest;
-	struct cfg_allow allow;
-	struct cfg_peer cp;
-	struct llc_flow_open open;
-	struct llc_msg m;
+	struct local_open lo;
+	struct sockaddr_in *din = (struct sockaddr_in *)&lo.dest;
 
-	server_group_open_local(w, &cp, &allow, &dest, &open);
+	server_group_open_local(w, &lo);
 	w->flow_open_err = -EADDRNOTAVAIL;
-	lgr_on_flow_open(w->lnk, &open);
+	lgr_on_flow_open(w->lnk, &lo.open);
 	world_batch_end(w);
-	addr_local_close(&w->net.local_addrs);
-	w->cfg.peers = NULL;
-	w->cfg.n_peers = 0;
+	server_group_close_local(w);
 
 	assert_int_equal(w->stats.dest_refused, 0);
-	m = world_llc(w, 0);
-	assert_int_equal(m.type, LLC_FLOW_DECLINE);
-	assert_int_equal(m.decline.token, 0x4321);
-	assert_int_equal(m.decline.reason, CLC_DECL_MAX_FLOWS);
+	assert_decline(w, 0, 0x4321, CLC_DECL_MAX_FLOWS);
 	assert_int_equal(w->stats.connect_no_port, 1);
 	assert_int_equal(w->no_port_calls, 1);
 	assert_int_equal(addr_port((struct sockaddr *)&w->no_port_dest), 8080);
@@ -1110,32 +1126,20 @@ static void test_accept_no_port(void **state)
 static void test_accept_stopping(void **state)
 {
 	struct world *w = *state;
-	struct sockaddr_storage dest;
-	struct cfg_allow allow;
-	struct cfg_peer cp;
-	struct llc_flow_open open;
-	struct llc_msg m;
+	struct local_open lo;
 
-	server_group_open_local(w, &cp, &allow, &dest, &open);
+	server_group_open_local(w, &lo);
 	w->flow_open_err = -ESHUTDOWN;
 	w->lgr->peer_decl_stopping = true;
-	lgr_on_flow_open(w->lnk, &open);
+	lgr_on_flow_open(w->lnk, &lo.open);
 	w->lgr->peer_decl_stopping = false;	/* a peer of before */
-	open.token = 0x4322;
-	lgr_on_flow_open(w->lnk, &open);
+	lo.open.token = 0x4322;
+	lgr_on_flow_open(w->lnk, &lo.open);
 	world_batch_end(w);
-	addr_local_close(&w->net.local_addrs);
-	w->cfg.peers = NULL;
-	w->cfg.n_peers = 0;
+	server_group_close_local(w);
 
-	m = world_llc(w, 0);
-	assert_int_equal(m.type, LLC_FLOW_DECLINE);
-	assert_int_equal(m.decline.token, 0x4321);
-	assert_int_equal(m.decline.reason, CLC_DECL_STOPPING);
-	m = world_llc(w, 1);
-	assert_int_equal(m.type, LLC_FLOW_DECLINE);
-	assert_int_equal(m.decline.token, 0x4322);
-	assert_int_equal(m.decline.reason, CLC_DECL_INTERNAL);
+	assert_decline(w, 0, 0x4321, CLC_DECL_STOPPING);
+	assert_decline(w, 1, 0x4322, CLC_DECL_INTERNAL);
 	assert_int_equal(w->stats.declines_sent[CLC_DECL_STOPPING], 1);
 	assert_int_equal(w->stats.declines_sent[CLC_DECL_INTERNAL], 1);
 	assert_int_equal(w->stats.dest_refused, 0);
@@ -1252,9 +1256,7 @@ static void test_open_policy_before_addresses(void **state)
 	assert_true(w->net.local_addrs.taken);
 	assert_int_equal(w->net.local_addrs.refreshes, 1);
 	assert_int_equal(w->lgr->state, LGR_ACTIVE);
-	addr_local_close(&w->net.local_addrs);
-	w->cfg.peers = NULL;
-	w->cfg.n_peers = 0;
+	server_group_close_local(w);
 }
 
 /* One group's messages handled in one batch are bounded: after
