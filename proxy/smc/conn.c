@@ -1253,7 +1253,7 @@ static void conn_on_event(struct epset_entry *e, uint32_t events)
 	}
 	if (c->state == CONN_ACTIVE && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLPRI))) {
 		c->in_pending = true;
-		if ((events & (EPOLLRDHUP | EPOLLHUP | EPOLLPRI)) || !conn_defer_read(c))
+		if (!conn_defer_read(c))	/* never past FIN or urgent data */
 			conn_fill(c);
 	}
 }
